@@ -1,0 +1,326 @@
+package evidence
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+const (
+	// MaxSize is the largest input Read accepts: 8 MiB.
+	MaxSize = 8 << 20
+	// MaxDepth is the deepest a value may be nested; the top-level value is at
+	// depth 0, so 65 nested arrays are accepted and 66 refused.
+	MaxDepth = 64
+)
+
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// Read parses b strictly and returns the value JSON.parse would return:
+// nil, bool, float64, string, []any or *Object. Any refusal is an *Error.
+func Read(b []byte) (any, error) {
+	switch {
+	case len(b) == 0:
+		return nil, &Error{Class: ClassEmpty, Detail: "no bytes"}
+	case len(b) > MaxSize:
+		return nil, &Error{Class: ClassTooLarge, Offset: MaxSize, Detail: fmt.Sprintf("%d bytes is more than the %d-byte limit", len(b), MaxSize)}
+	case bytes.HasPrefix(b, bom):
+		return nil, &Error{Class: ClassBOM, Detail: "leading UTF-8 byte order mark"}
+	}
+	if !utf8.Valid(b) {
+		off := invalidUTF8Offset(b)
+		return nil, &Error{Class: ClassInvalidUTF8, Offset: int64(off), Detail: fmt.Sprintf("byte 0x%02x is not valid UTF-8", b[off])}
+	}
+	r := reader{in: b, dec: jsontext.NewDecoder(bytes.NewReader(b))}
+	return r.document()
+}
+
+// ReadObject is Read for documents whose top level must be an object.
+func ReadObject(b []byte) (*Object, error) {
+	v, err := Read(b)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := v.(*Object)
+	if !ok {
+		return nil, &Error{Class: ClassSyntax, Detail: fmt.Sprintf("top-level value is %s, not an object", TypeName(v))}
+	}
+	return o, nil
+}
+
+func invalidUTF8Offset(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+type reader struct {
+	in  []byte
+	dec *jsontext.Decoder
+}
+
+type frame struct {
+	obj  *Object
+	arr  []any
+	name string // pending member name when obj != nil
+}
+
+func (r *reader) document() (any, error) {
+	var stack []*frame
+	var result any
+	done := false
+	for !done {
+		start := r.dec.InputOffset()
+		tok, err := r.dec.ReadToken()
+		if err != nil {
+			return nil, r.classify(err, start)
+		}
+		kind := tok.Kind()
+		if kind == '}' || kind == ']' {
+			f := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			var v any
+			if f.obj != nil {
+				v = f.obj
+			} else {
+				if f.arr == nil {
+					f.arr = []any{}
+				}
+				v = f.arr
+			}
+			if len(stack) == 0 {
+				result, done = v, true
+			} else {
+				stack[len(stack)-1].add(v)
+			}
+			continue
+		}
+		top := len(stack) > 0 && stack[len(stack)-1].obj != nil
+		if _, n := r.dec.StackIndex(r.dec.StackDepth()); top && kind == '"' && n%2 == 1 {
+			// An object member name: jsontext has already refused a duplicate.
+			stack[len(stack)-1].name = tok.String()
+			continue
+		}
+		// A value at depth len(stack).
+		if len(stack) > MaxDepth {
+			return nil, &Error{Class: ClassTooDeep, Offset: r.valueOffset(start), Pointer: r.pointer(), Detail: fmt.Sprintf("value nested deeper than %d", MaxDepth)}
+		}
+		var v any
+		switch kind {
+		case 'n':
+			v = nil
+		case 't':
+			v = true
+		case 'f':
+			v = false
+		case '"':
+			v = tok.String()
+		case '0':
+			f, ferr := tok.Float()
+			if ferr != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				return nil, &Error{Class: ClassNonFinite, Offset: r.valueOffset(start), Pointer: r.pointer(), Detail: fmt.Sprintf("number %s is outside the range of a double", tok.String())}
+			}
+			v = f
+		case '{':
+			stack = append(stack, &frame{obj: &Object{}})
+			continue
+		case '[':
+			stack = append(stack, &frame{})
+			continue
+		}
+		if len(stack) == 0 {
+			result, done = v, true
+		} else {
+			stack[len(stack)-1].add(v)
+		}
+	}
+	// Only whitespace may follow the document.
+	end := r.dec.InputOffset()
+	if _, err := r.dec.ReadToken(); err != io.EOF {
+		off := r.valueOffset(end)
+		if _, isNum := result.(float64); isNum && off == end && off < int64(len(r.in)) && isDigit(r.in[off]) {
+			// "01", "-01": JSON.parse calls a leading zero a syntax error,
+			// and so do we (the tokenizer sees two numbers).
+			return nil, &Error{Class: ClassSyntax, Offset: off, Detail: "leading zero in a number"}
+		}
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			var se *jsontext.SyntacticError
+			if !errors.As(err, &se) || se.ByteOffset != off {
+				// e.g. "{}x": the trailing bytes are not even a token.
+				return nil, &Error{Class: ClassTrailingData, Offset: off, Detail: "content after the document"}
+			}
+		}
+		return nil, &Error{Class: ClassTrailingData, Offset: off, Detail: "content after the document"}
+	}
+	return result, nil
+}
+
+func (f *frame) add(v any) {
+	if f.obj != nil {
+		// Names are unique: the tokenizer refused duplicates.
+		f.obj.Members = append(f.obj.Members, Member{Name: f.name, Value: v})
+		return
+	}
+	f.arr = append(f.arr, v)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func (r *reader) pointer() string { return string(r.dec.StackPointer()) }
+
+// valueOffset skips whitespace and one ',' or ':' from off to the start of
+// the next token.
+func (r *reader) valueOffset(off int64) int64 {
+	i := int(off)
+	for i < len(r.in) {
+		switch r.in[i] {
+		case ' ', '\t', '\n', '\r', ',', ':':
+			i++
+			continue
+		}
+		break
+	}
+	return int64(i)
+}
+
+// classify turns a tokenizer error into a refusal class. Problems inside a
+// string are located by scanning the string ourselves, so the class never
+// depends on the wording of the tokenizer's messages.
+func (r *reader) classify(err error, start int64) error {
+	var se *jsontext.SyntacticError
+	if !errors.As(err, &se) {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return &Error{Class: ClassSyntax, Offset: int64(len(r.in)), Pointer: r.pointer(), Detail: "unexpected end of input"}
+		}
+		return &Error{Class: ClassSyntax, Offset: start, Detail: err.Error()}
+	}
+	ptr := string(se.JSONPointer)
+	if errors.Is(err, jsontext.ErrDuplicateName) {
+		return &Error{Class: ClassDuplicateName, Offset: se.ByteOffset, Pointer: ptr, Detail: "duplicate member name " + quoteName(ptr)}
+	}
+	at := r.valueOffset(start)
+	if at < int64(len(r.in)) && r.in[at] == '"' {
+		if class, off, detail := scanString(r.in, int(at)); class != "" {
+			return &Error{Class: class, Offset: int64(off), Pointer: ptr, Detail: detail}
+		}
+	}
+	if errors.Is(se.Err, io.ErrUnexpectedEOF) {
+		return &Error{Class: ClassSyntax, Offset: int64(len(r.in)), Pointer: ptr, Detail: "unexpected end of input"}
+	}
+	return &Error{Class: ClassSyntax, Offset: se.ByteOffset, Pointer: ptr, Detail: se.Err.Error()}
+}
+
+func quoteName(ptr string) string {
+	i := len(ptr) - 1
+	for i >= 0 && ptr[i] != '/' {
+		i--
+	}
+	name := ptr[i+1:]
+	// Undo RFC 6901 escaping for the message.
+	name = string(bytes.ReplaceAll(bytes.ReplaceAll([]byte(name), []byte("~1"), []byte("/")), []byte("~0"), []byte("~")))
+	return fmt.Sprintf("%q", name)
+}
+
+// scanString checks the string literal starting at b[i] == '"' and returns
+// the class, offset and detail of its first problem, or "" if it has none
+// (an unterminated string is left to the tokenizer's "syntax").
+func scanString(b []byte, i int) (Class, int, string) {
+	for j := i + 1; j < len(b); j++ {
+		c := b[j]
+		switch {
+		case c == '"':
+			return "", 0, ""
+		case c < 0x20:
+			return ClassControlChar, j, fmt.Sprintf("raw control character 0x%02x in a string", c)
+		case c == '\\':
+			if j+1 >= len(b) {
+				return "", 0, ""
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j++
+			case 'u':
+				u, ok := hex4(b, j+2)
+				if !ok {
+					return ClassBadEscape, j, fmt.Sprintf("escape %q is not \\u and four hex digits", clip(b[j:], 6))
+				}
+				switch {
+				case u >= 0xDC00 && u <= 0xDFFF:
+					return ClassLoneSurrogate, j, fmt.Sprintf("low surrogate \\u%04x without a high surrogate before it", u)
+				case u >= 0xD800 && u <= 0xDBFF:
+					lo, ok := -1, false
+					if j+7 < len(b) && b[j+6] == '\\' && b[j+7] == 'u' {
+						var v int
+						v, ok = hex4(b, j+8)
+						lo = v
+					}
+					if !ok || lo < 0xDC00 || lo > 0xDFFF {
+						return ClassLoneSurrogate, j, fmt.Sprintf("high surrogate \\u%04x not followed by a \\u low surrogate", u)
+					}
+					j += 11
+				default:
+					j += 5
+				}
+			default:
+				return ClassBadEscape, j, fmt.Sprintf("unknown escape %q", clip(b[j:], 2))
+			}
+		}
+	}
+	return "", 0, ""
+}
+
+func hex4(b []byte, i int) (int, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	v := 0
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | int(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | int(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+func clip(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+// TypeName names the JSON type of a value read by Read.
+func TypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case *Object:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
