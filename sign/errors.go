@@ -1,0 +1,48 @@
+package sign
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Rules a key or a signature can break. Callers branch with errors.Is.
+var (
+	ErrMalformed     = errors.New("malformed SSHSIG signature")
+	ErrTooLarge      = errors.New("input larger than the cap")
+	ErrNamespace     = errors.New("signature namespace differs from the expected one")
+	ErrHashAlgorithm = errors.New("signature hash algorithm is not sha512")
+	ErrWrongKey      = errors.New("signature made by another key")
+	ErrBadSignature  = errors.New("signature does not verify")
+	ErrKeyType       = errors.New("key is not Ed25519")
+	ErrEncryptedKey  = errors.New("private key is encrypted")
+	ErrKeyExists     = errors.New("key file already exists")
+)
+
+// VerifyError reports why a signature was refused and names the key that was
+// expected and, when the signature could be decoded, the key that signed it.
+type VerifyError struct {
+	Want      string // fingerprint of the expected key ("SHA256:…")
+	Got       string // fingerprint of the key inside the signature, if decoded
+	Namespace string // the namespace the caller expected
+	Err       error  // one of the sentinels above
+}
+
+func (e *VerifyError) Error() string {
+	s := fmt.Sprintf("signature for namespace %q, key %s: %v", e.Namespace, e.Want, e.Err)
+	if e.Got != "" && e.Got != e.Want {
+		s += fmt.Sprintf(" (signed by %s)", e.Got)
+	}
+	return s
+}
+
+func (e *VerifyError) Unwrap() error { return e.Err }
+
+// KeyError reports a key file that cannot be used.
+type KeyError struct {
+	Path string
+	Err  error
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("key %s: %v", e.Path, e.Err) }
+
+func (e *KeyError) Unwrap() error { return e.Err }

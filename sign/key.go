@@ -1,0 +1,201 @@
+package sign
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Caps on what this package reads. A private or public key file is a few
+// hundred bytes; the caps keep a hostile path (a device, a huge file) from
+// exhausting memory.
+const (
+	maxKeyFile = 16 << 10
+	// MaxSignature caps an armored signature.
+	MaxSignature = 16 << 10
+)
+
+// Signer signs with an Ed25519 private key loaded from an OpenSSH key file.
+type Signer struct {
+	priv ed25519.PrivateKey
+	pub  ssh.PublicKey
+}
+
+// GenerateKey writes a new Ed25519 key pair: the private key to path (mode
+// 0600, OpenSSH PEM format, unencrypted) and the public key to path+".pub"
+// as one authorized_keys line. Neither file may exist already; a
+// half-written pair is removed.
+func GenerateKey(path string) error { return GenerateKeyWithComment(path, "") }
+
+// GenerateKeyWithComment is GenerateKey with a comment in both files.
+func GenerateKeyWithComment(path, comment string) error {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generating key: %w", err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, comment)
+	if err != nil {
+		return fmt.Errorf("encoding private key: %w", err)
+	}
+	sshPub, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return fmt.Errorf("encoding public key: %w", err)
+	}
+	pubLine := bytes.TrimSuffix(ssh.MarshalAuthorizedKey(sshPub), []byte("\n"))
+	if comment != "" {
+		pubLine = append(pubLine, ' ')
+		pubLine = append(pubLine, comment...)
+	}
+	pubLine = append(pubLine, '\n')
+	if err := writeNew(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		return err
+	}
+	if err := writeNew(path+".pub", pubLine, 0o644); err != nil {
+		os.Remove(path)
+		return err
+	}
+	return nil
+}
+
+// writeNew creates path exclusively (never replacing a key: overwriting a
+// signing key loses it for good), writes b, and syncs it.
+func writeNew(path string, b []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return &KeyError{Path: path, Err: ErrKeyExists}
+		}
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("closing %s: %w", path, err)
+	}
+	return nil
+}
+
+// readCapped reads at most max bytes of path and refuses a longer file.
+func readCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, &KeyError{Path: path, Err: fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)}
+	}
+	return b, nil
+}
+
+// LoadSigner reads an unencrypted OpenSSH Ed25519 private key (as written by
+// GenerateKey or `ssh-keygen -t ed25519 -N ”`).
+func LoadSigner(path string) (*Signer, error) {
+	b, err := readCapped(path, maxKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSigner(path, b)
+}
+
+// ParseSigner is LoadSigner over bytes already read; name labels errors.
+func ParseSigner(name string, b []byte) (*Signer, error) {
+	raw, err := ssh.ParseRawPrivateKey(b)
+	if err != nil {
+		var pm *ssh.PassphraseMissingError
+		if errors.As(err, &pm) {
+			return nil, &KeyError{Path: name, Err: ErrEncryptedKey}
+		}
+		return nil, &KeyError{Path: name, Err: err}
+	}
+	var priv ed25519.PrivateKey
+	switch k := raw.(type) {
+	case *ed25519.PrivateKey:
+		priv = *k
+	case ed25519.PrivateKey:
+		priv = k
+	default:
+		return nil, &KeyError{Path: name, Err: fmt.Errorf("%w (%T)", ErrKeyType, raw)}
+	}
+	// Length-check before use: ed25519 functions panic on a wrong length.
+	if len(priv) != ed25519.PrivateKeySize {
+		return nil, &KeyError{Path: name, Err: fmt.Errorf("%w: private key of %d bytes", ErrKeyType, len(priv))}
+	}
+	pub, err := ssh.NewPublicKey(priv.Public())
+	if err != nil {
+		return nil, &KeyError{Path: name, Err: err}
+	}
+	return &Signer{priv: priv, pub: pub}, nil
+}
+
+// PublicKey returns the signer's public key.
+func (s *Signer) PublicKey() ssh.PublicKey { return s.pub }
+
+// Fingerprint returns the signer's key fingerprint ("SHA256:…").
+func (s *Signer) Fingerprint() string { return Fingerprint(s.pub) }
+
+// Fingerprint returns the SHA256 fingerprint of pub as `ssh-keygen -l`
+// prints it: "SHA256:" and the unpadded base64 of the key blob's SHA-256.
+func Fingerprint(pub ssh.PublicKey) string { return ssh.FingerprintSHA256(pub) }
+
+// LoadPublicKey reads a public key file holding one authorized_keys line
+// (PATH.pub as GenerateKey or ssh-keygen writes it). Only Ed25519 is accepted.
+func LoadPublicKey(path string) (ssh.PublicKey, error) {
+	b, err := readCapped(path, maxKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublicKey(path, b)
+}
+
+// ParsePublicKey parses one authorized_keys line; name labels errors.
+func ParsePublicKey(name string, b []byte) (ssh.PublicKey, error) {
+	pub, _, _, rest, err := ssh.ParseAuthorizedKey(b)
+	if err != nil {
+		return nil, &KeyError{Path: name, Err: err}
+	}
+	// One key per file: a second line would make "the key" ambiguous.
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return nil, &KeyError{Path: name, Err: errors.New("more than one key line")}
+	}
+	if pub.Type() != ssh.KeyAlgoED25519 {
+		return nil, &KeyError{Path: name, Err: fmt.Errorf("%w (%s)", ErrKeyType, pub.Type())}
+	}
+	return pub, nil
+}
+
+// AllowedSignersLine returns one line of an OpenSSH allowed_signers file
+// (ssh-keygen(1) ALLOWED SIGNERS) for identity, restricted to namespaces when
+// any are given.
+func AllowedSignersLine(identity string, pub ssh.PublicKey, namespaces ...string) string {
+	var b strings.Builder
+	b.WriteString(identity)
+	if len(namespaces) > 0 {
+		fmt.Fprintf(&b, ` namespaces="%s"`, strings.Join(namespaces, ","))
+	}
+	b.WriteByte(' ')
+	b.Write(bytes.TrimSuffix(ssh.MarshalAuthorizedKey(pub), []byte("\n")))
+	b.WriteByte('\n')
+	return b.String()
+}
