@@ -115,8 +115,9 @@ func (o *Object) reindex() {
 }
 
 // Plain converts a value read by [Read] into the plain Go form other
-// libraries take: *Object becomes map[string]any (recursively); everything
-// else is returned as is. Member order is lost, so Plain is for validation,
+// libraries take: *Object becomes map[string]any, recursively through
+// arrays and maps (the result shares nothing with v); everything else is
+// returned as is. Member order is lost, so Plain is for validation,
 // never for bytes that are hashed.
 func Plain(v any) any {
 	switch x := v.(type) {
@@ -124,6 +125,12 @@ func Plain(v any) any {
 		m := make(map[string]any, len(x.Members))
 		for _, mem := range x.Members {
 			m[mem.Name] = Plain(mem.Value)
+		}
+		return m
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = Plain(e)
 		}
 		return m
 	case []any:
