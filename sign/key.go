@@ -110,7 +110,7 @@ func readCapped(path string, max int64) ([]byte, error) {
 }
 
 // LoadSigner reads an unencrypted OpenSSH Ed25519 private key (as written by
-// GenerateKey or `ssh-keygen -t ed25519 -N ”`).
+// GenerateKey or `ssh-keygen -t ed25519 -N ""`).
 func LoadSigner(path string) (*Signer, error) {
 	b, err := readCapped(path, maxKeyFile)
 	if err != nil {
