@@ -362,4 +362,3 @@ func CanonicalString(v any) (string, error) {
 	b, err := Canonical(v)
 	return string(b), err
 }
-

@@ -135,7 +135,7 @@ func TestXSorted(t *testing.T) {
 		// String(v): numbers compare as text, so 10 < 9.
 		{`[10,9]`, true},
 		{`[9,10]`, false},
-		{`[1e21,2]`, true},   // "1e+21" < "2"
+		{`[1e21,2]`, true},      // "1e+21" < "2"
 		{`[null,"nul"]`, false}, // "null" > "nul"
 		{`[[1,2],"1,2"]`, true}, // "1,2" == "1,2"
 		{`[{"a":1},"[object Object]"]`, true},
@@ -248,7 +248,7 @@ func mutate(t *testing.T, root *evidence.Object, path string, value any, del boo
 func TestTRVMSchemas(t *testing.T) {
 	for _, world := range []string{"world", "world-rev2"} {
 		t.Run(world, func(t *testing.T) {
-			exp := []string{world, "docs", "spec", "proof-wire", "experiment"}
+			exp := []string{"trvm", world, "docs", "spec", "proof-wire", "experiment"}
 			obsSchema, err := evidence.CompileSchema("holdout-observation-v1", readShared(t, append(exp, "holdout-observation-v1.schema.json")...))
 			if err != nil {
 				t.Fatal(err)
