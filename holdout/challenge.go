@@ -1,0 +1,273 @@
+package holdout
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+)
+
+// IndexType is the type of a holdout directory's INDEX.json.
+const IndexType = "TRVM-PROOF-WIRE-HOLDOUT-v2"
+
+// IndexFile is the name of the index inside a holdout directory.
+const IndexFile = "INDEX.json"
+
+// Rules a holdout directory can break (errors.Is works on every refusal).
+var (
+	// ErrIndex: INDEX.json is unreadable or not the closed index shape.
+	ErrIndex = errors.New("holdout index")
+	// ErrIndexMismatch: a challenge file disagrees with its index entry, or
+	// the directory holds a file the index does not name.
+	ErrIndexMismatch = errors.New("holdout index mismatch")
+	// ErrChallengeRead: a challenge file does not cross the strict reader.
+	ErrChallengeRead = errors.New("challenge unreadable")
+)
+
+// Challenge is one committed challenge as the strict reader read it.
+type Challenge struct {
+	// ID is the challenge's id member ("" if it has none; the recipe
+	// schema refuses that before scoring).
+	ID string
+	// File is the file it came from, relative to the holdout directory,
+	// or "" for the array form.
+	File string
+	// Value is the whole challenge document.
+	Value *evidence.Object
+}
+
+// FixtureRoot returns the challenge's declared fixture.root, if any.
+func (c *Challenge) FixtureRoot() (string, bool) {
+	s, ok := resolve(c.Value, "fixture.root").(string)
+	return s, ok
+}
+
+// Predicates returns the predicate objects (non-objects are skipped; the
+// schema refuses them before scoring).
+func (c *Challenge) Predicates() []*evidence.Object {
+	arr, _ := resolve(c.Value, "predicates").([]any)
+	out := make([]*evidence.Object, 0, len(arr))
+	for _, p := range arr {
+		if o, ok := p.(*evidence.Object); ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func newChallenge(v any, file string) (*Challenge, error) {
+	o, ok := v.(*evidence.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s: a challenge is a JSON object, not %s: %w", orArray(file), evidence.TypeName(v), ErrChallengeRead)
+	}
+	id, _ := resolve(o, "id").(string)
+	return &Challenge{ID: id, File: file, Value: o}, nil
+}
+
+func orArray(file string) string {
+	if file == "" {
+		return "challenge array"
+	}
+	return file
+}
+
+// ParseChallenges reads the array form of a challenge set (the fixture
+// form: one JSON array of challenge objects) through the strict reader.
+func ParseChallenges(b []byte, name string) ([]*Challenge, error) {
+	v, err := evidence.Read(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", name, ErrChallengeRead, err)
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: a challenge list is a JSON array, not %s: %w", name, evidence.TypeName(v), ErrChallengeRead)
+	}
+	out := make([]*Challenge, 0, len(arr))
+	for i, e := range arr {
+		c, err := newChallenge(e, "")
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", name, i, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// IndexEntry is one entry of INDEX.json.
+type IndexEntry struct {
+	File        string
+	ID          string
+	Name        string
+	Predicates  int
+	RecipeSteps int
+}
+
+// Holdout is a loaded holdout directory.
+type Holdout struct {
+	Dir        string
+	Entries    []IndexEntry
+	Challenges []*Challenge
+}
+
+// LoadDir reads a holdout directory: INDEX.json and exactly the files it
+// names, each through the strict reader, each checked against its entry
+// (id, name, number of predicates and recipe steps). The directory must hold
+// nothing else — no extra file, no subdirectory, no symlink — because the
+// commitment covers every file in the tree and a file the index does not
+// name would be committed yet never scored.
+func LoadDir(dir string) (*Holdout, error) {
+	// os.Root keeps every open beneath dir: a symlink or ".." in a file
+	// name cannot reach a file outside the committed tree.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("holdout directory: %w", err)
+	}
+	defer root.Close()
+	ib, err := readRegular(root, IndexFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", dir, ErrIndex, err)
+	}
+	entries, err := parseIndex(ib)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", dir, IndexFile, err)
+	}
+	h := &Holdout{Dir: dir, Entries: entries}
+	named := map[string]bool{IndexFile: true}
+	for _, e := range entries {
+		named[e.File] = true
+		b, err := readRegular(root, e.File)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w: %w", dir, e.File, ErrIndexMismatch, err)
+		}
+		v, err := evidence.Read(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w: %w", dir, e.File, ErrChallengeRead, err)
+		}
+		c, err := newChallenge(v, e.File)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w", dir, e.File, err)
+		}
+		if p := entryMismatch(e, c); p != "" {
+			return nil, fmt.Errorf("%s/%s: %s: %w", dir, e.File, p, ErrIndexMismatch)
+		}
+		h.Challenges = append(h.Challenges, c)
+	}
+	des, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	for _, de := range des {
+		if !named[de.Name()] || !de.Type().IsRegular() {
+			return nil, fmt.Errorf("%s/%s: not a challenge named by %s (the tree must hold exactly the indexed files): %w", dir, de.Name(), IndexFile, ErrIndexMismatch)
+		}
+	}
+	return h, nil
+}
+
+// readRegular reads a regular file beneath root. The name must be a plain
+// file name.
+func readRegular(root *os.Root, name string) ([]byte, error) {
+	// A name with a separator would address another directory of the tree.
+	if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+		return nil, fmt.Errorf("file name %q is not a plain file name", name)
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	// Checked on the descriptor: a FIFO or device would block or stream.
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	if fi.Size() > evidence.MaxSize {
+		return nil, fmt.Errorf("%s: %d bytes, more than the reader's %d", name, fi.Size(), evidence.MaxSize)
+	}
+	// Bounded even if the file grows after the fstat.
+	b, err := io.ReadAll(io.LimitReader(f, evidence.MaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > evidence.MaxSize {
+		return nil, fmt.Errorf("%s grew beyond %d bytes while read", name, evidence.MaxSize)
+	}
+	return b, nil
+}
+
+func parseIndex(b []byte) ([]IndexEntry, error) {
+	o, err := evidence.ReadObject(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIndex, err)
+	}
+	if t, _ := resolve(o, "type").(string); t != IndexType {
+		return nil, fmt.Errorf("type is not %q: %w", IndexType, ErrIndex)
+	}
+	for _, n := range o.Names() {
+		if !slices.Contains([]string{"type", "entries", "note", "predicate_ops"}, n) {
+			return nil, fmt.Errorf("unknown member %q: %w", n, ErrIndex)
+		}
+	}
+	arr, ok := resolve(o, "entries").([]any)
+	if !ok {
+		return nil, fmt.Errorf("entries is not an array: %w", ErrIndex)
+	}
+	seenFile, seenID := map[string]bool{}, map[string]bool{}
+	out := make([]IndexEntry, 0, len(arr))
+	for i, e := range arr {
+		eo, ok := e.(*evidence.Object)
+		if !ok {
+			return nil, fmt.Errorf("entries[%d] is not an object: %w", i, ErrIndex)
+		}
+		var ie IndexEntry
+		var okF, okI, okN, okP, okR bool
+		ie.File, okF = resolve(eo, "file").(string)
+		ie.ID, okI = resolve(eo, "id").(string)
+		ie.Name, okN = resolve(eo, "name").(string)
+		ie.Predicates, okP = count(resolve(eo, "predicates"))
+		ie.RecipeSteps, okR = count(resolve(eo, "recipe_steps"))
+		if !okF || !okI || !okN || !okP || !okR || eo.Len() != 5 {
+			return nil, fmt.Errorf("entries[%d] is not exactly {file, id, name, predicates, recipe_steps}: %w", i, ErrIndex)
+		}
+		if seenFile[ie.File] || seenID[ie.ID] || ie.File == IndexFile {
+			return nil, fmt.Errorf("entries[%d] repeats file %q or id %q: %w", i, ie.File, ie.ID, ErrIndex)
+		}
+		seenFile[ie.File], seenID[ie.ID] = true, true
+		out = append(out, ie)
+	}
+	return out, nil
+}
+
+func count(v any) (int, bool) {
+	f, ok := v.(float64)
+	if !ok || f < 0 || f != float64(int(f)) {
+		return 0, false
+	}
+	return int(f), true
+}
+
+func entryMismatch(e IndexEntry, c *Challenge) string {
+	name, _ := resolve(c.Value, "name").(string)
+	recipe, _ := resolve(c.Value, "recipe").([]any)
+	preds, _ := resolve(c.Value, "predicates").([]any)
+	switch {
+	case c.ID != e.ID:
+		return fmt.Sprintf("id %q, index says %q", c.ID, e.ID)
+	case name != e.Name:
+		return fmt.Sprintf("name %q, index says %q", name, e.Name)
+	case len(preds) != e.Predicates:
+		return fmt.Sprintf("%d predicates, index says %d", len(preds), e.Predicates)
+	case len(recipe) != e.RecipeSteps:
+		return fmt.Sprintf("%d recipe steps, index says %d", len(recipe), e.RecipeSteps)
+	}
+	return ""
+}

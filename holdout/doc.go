@@ -1,0 +1,39 @@
+// Package holdout owns the measurement of a blind run: the committed
+// challenge set (a holdout directory of INDEX.json plus one file per
+// challenge, or a JSON array of challenges), the scorer of observation
+// documents, the interop comparison of two or more implementations, the
+// synthetic fixture self-test, and the findings register and questions log
+// a person fills in when implementations disagree.
+//
+// # The scorer loads no protocol code
+//
+// [Score] evaluates eight predicate operators (EQ NEQ HOLDS MOVES
+// REFUSAL_SET_EQ VERDICT_EQ OUTCOME_EQ LT) over an observation document and
+// knows nothing about the protocol the document talks about. Each path
+// resolves against exactly one root per operator, with no fallback; a path
+// that does not resolve is UNRESOLVED, which is neither a pass nor a fail and
+// makes the verdict FAIL. Values compare through their canonical encoding.
+//
+// # What it refuses
+//
+// A document is REFUSED — not scored at all — when any challenge violates the
+// recipe schema, the document violates the observation schema (including the
+// x-sorted extension), its implementation label or release is not the one
+// expected, or an observation's fixture_root is not the challenge's declared
+// root. Both schemas are read from the pinned package at run time
+// ([LoadSchemas]); the binary embeds none, so the instrument that scores is
+// the one the release digests. A holdout directory is refused when its
+// INDEX.json and files disagree, when it holds anything but the indexed
+// files, or when a challenge names an unknown recipe operator.
+//
+// # Security considerations
+//
+// Every document crosses the strict reader (evidence.Read) before anything
+// else looks at it: a duplicate member could otherwise attribute one
+// measurement two ways. Holdout files are opened beneath the holdout
+// directory through an os.Root and must be regular files, so a symlink cannot
+// substitute a file outside the committed tree. The findings register and the
+// questions log are append-only: each entry is written create-exclusive,
+// fsync'd and renamed into place, and names the digest of the entry before
+// it, so an edit to any earlier entry breaks the chain.
+package holdout

@@ -1,0 +1,58 @@
+package holdout
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+)
+
+// Schema file names inside a package's experiment/ directory.
+const (
+	RecipeSchemaFile      = "holdout-recipe-v1.schema.json"
+	ObservationSchemaFile = "holdout-observation-v1.schema.json"
+)
+
+// Schemas are the two boundary schemas of a pinned package: every challenge
+// is validated against Recipe and every observation document against
+// Observation before anything is scored.
+type Schemas struct {
+	Recipe      *evidence.Schema
+	Observation *evidence.Schema
+}
+
+// LoadSchemas reads and compiles both schemas from experimentDir (the
+// package's experiment/ directory). They are never embedded in the binary:
+// the schema that decides a refusal is the one inside experiment_digest,
+// so editing it moves the release identity.
+func LoadSchemas(experimentDir string) (*Schemas, error) {
+	recipe, err := loadSchema(experimentDir, RecipeSchemaFile)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := loadSchema(experimentDir, ObservationSchemaFile)
+	if err != nil {
+		return nil, err
+	}
+	return &Schemas{Recipe: recipe, Observation: obs}, nil
+}
+
+// LoadPackageSchemas is LoadSchemas for a package root (the directory that
+// holds experiment/).
+func LoadPackageSchemas(pkgDir string) (*Schemas, error) {
+	return LoadSchemas(filepath.Join(pkgDir, "experiment"))
+}
+
+func loadSchema(dir, name string) (*evidence.Schema, error) {
+	p := filepath.Join(dir, name)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading schema: %w", err)
+	}
+	s, err := evidence.CompileSchema(name, b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return s, nil
+}
