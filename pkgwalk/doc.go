@@ -1,11 +1,50 @@
 // Package pkgwalk owns the blind package: what may be in it, its manifest
 // and identity (bpkg), emitting it from the manifest, and verifying a view
-// of it.
+// of it (TRVM-FORMATS §4).
 //
-// (The walk, emit and view verification are being built; this file says
-// what the package will own.) Walks use file descriptors, never paths
-// re-resolved after a check: the root is opened O_DIRECTORY|O_NOFOLLOW and
-// every entry with openat2 beneath it, and each decision is made on fstat
-// of the descriptor that is then read. The path-list digest of
-// TRVM-FORMATS §3.1 lives here as the one function every digest uses.
+// A package is a directory of regular files and the directories they
+// imply, nothing else. Walk measures one and reports every problem at once,
+// sorted, each a *RefusalError naming the path and the Rule (one exported
+// sentinel per rule, matched with errors.Is): a symlink (even to a file
+// inside), FIFO, socket or device; a file with a second link; a mount
+// inside the package; a path segment outside [A-Za-z0-9._+-], "." or "..",
+// or not NFC; two paths equal after ASCII case-folding; a directory no file
+// lives in; a root that is a symlink or not a directory; and the leaks
+// (governance/, ledger, brief, review, node_modules or ".." in a path; a
+// file byte-identical to a holdout file; JSON shaped like a holdout
+// challenge). NewManifest and Manifest.ID give the TRVM-BLIND-PACKAGE-v1
+// manifest and its bpkg, hashed over the canonical bytes of the evidence
+// package. Emit writes a package into an empty destination from its
+// manifest, file by file, refused unless the source is the pinned bpkg;
+// VerifyView checks that a tree is exactly a manifest and returns its bytes
+// in memory. DigestOfPaths and ListRegularFiles give the release and
+// instrument digests the same walk. The path-list digest of TRVM-FORMATS
+// §3.1 (PathListDigest) is the one function every such digest uses.
+//
+// pkgwalk does not mount, remount or isolate anything (that is sandbox/),
+// does not decide which bpkg is pinned (experiment/), and never repairs a
+// package: it refuses.
+//
+// # Security considerations
+//
+// Walks use file descriptors, never paths re-resolved after a check. The
+// root is opened O_DIRECTORY|O_NOFOLLOW; each entry is first typed with
+// fstatat(AT_SYMLINK_NOFOLLOW) on its parent's descriptor (so a device node
+// is refused without being opened) and regular files and directories are
+// then opened with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
+// RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV, O_NOFOLLOW|O_NONBLOCK); the
+// decision (type, nlink, device) is made on fstat of that descriptor and
+// the bytes hashed are read from it, through a reader limited to the size
+// fstat gave plus one byte, so a file that grows or shrinks while read is
+// refused. An entry swapped between the fstatat and the openat2 is caught
+// by the second check. The unsafe form this replaces — lstat(path), then
+// open(path) — lets a rename between the two deliver other bytes.
+//
+// What a walk cannot establish: that nobody writes a file after it was
+// read. A digest is a statement about bytes at an instant. That is why the
+// clean room emits into a fresh tmpfs (new inodes, one link each, no older
+// descriptor), makes it read-only at the superblock, verifies the view with
+// VerifyView and serves the bytes VerifyView returned, never the disk.
+// Symlinks in the path leading to a root are followed (only the final
+// component is checked); callers pass paths they chose.
 package pkgwalk

@@ -1,0 +1,223 @@
+package pkgwalk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// EmitOptions controls Emit.
+type EmitOptions struct {
+	// RootLabel is the manifest's root label; "" means DefaultRootLabel.
+	RootLabel string
+	// HoldoutDir enables the holdout-copy leak rule on the source walk.
+	HoldoutDir string
+	// Sync fsyncs every file and directory written (not needed on the
+	// clean room's tmpfs).
+	Sync bool
+	// Progress is passed to the source walk.
+	Progress func(files int, bytes int64)
+}
+
+// Emit delivers the package at src into dest from its manifest: it walks
+// src (every rule of Walk), refuses unless the walk is free of problems and
+// its bpkg equals expect (ErrNotPinned), then creates in dest exactly the
+// directories the manifest implies and each manifested file, one by one,
+// from the very bytes that were hashed (O_CREAT|O_EXCL|O_NOFOLLOW beneath
+// descriptors of directories it has just made). dest must be absent (it is
+// created, mode 0755) or an empty directory. Finally dest is re-walked and
+// verified against the manifest, exempting nothing.
+//
+// Copying a directory delivers whatever is in it; emitting a manifest
+// delivers what was measured. The whole package is held in memory between
+// the walk and the writes. On an error after writing began, dest holds a
+// partial emission that never verifies; discard it.
+func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Manifest, error) {
+	if err := CheckID(expect); err != nil {
+		return nil, err
+	}
+	tree, err := Walk(src, WalkOptions{KeepBytes: true, HoldoutDir: opts.HoldoutDir, Progress: opts.Progress})
+	if err != nil {
+		return nil, err
+	}
+	if err := tree.Err(); err != nil {
+		return nil, fmt.Errorf("source %s: %w", src, err)
+	}
+	m, err := NewManifest(tree, opts.RootLabel)
+	if err != nil {
+		return nil, err
+	}
+	id, err := m.ID()
+	if err != nil {
+		return nil, err
+	}
+	if id != expect {
+		return nil, fmt.Errorf("source %s: %w", src, &RefusalError{Path: ".", Rule: ErrNotPinned, Detail: fmt.Sprintf("the walk gives %s, pinned %s", id, expect)})
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	destf, err := openEmptyDest(dest)
+	if err != nil {
+		return nil, err
+	}
+	defer destf.Close()
+	// Writing into the source would change what was just measured.
+	if inside, err := isInside(int(destf.Fd()), src); err != nil {
+		return nil, err
+	} else if inside {
+		return nil, &RefusalError{Path: dest, Rule: ErrOutputInside, Detail: "destination inside the source package " + src}
+	}
+
+	if err := writeFiles(ctx, destf, tree.Files, opts.Sync); err != nil {
+		return nil, fmt.Errorf("emitting into %s: %w", dest, err)
+	}
+	if _, err := VerifyView(dest, m); err != nil {
+		return nil, fmt.Errorf("re-walking %s after emission: %w", dest, err)
+	}
+	return m, nil
+}
+
+// openEmptyDest opens dest as a directory without following a final
+// symlink, creating it when absent, and refuses one that has any entry.
+func openEmptyDest(dest string) (*os.File, error) {
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Open(dest, flags, 0)
+	if errors.Is(err, unix.ENOENT) {
+		if err := unix.Mkdir(dest, 0o755); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", dest, err)
+		}
+		fd, err = unix.Open(dest, flags, 0)
+	}
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return nil, &RefusalError{Path: dest, Rule: ErrRootSymlink}
+	case errors.Is(err, unix.ENOTDIR):
+		var st unix.Stat_t
+		if unix.Lstat(dest, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return nil, &RefusalError{Path: dest, Rule: ErrRootSymlink}
+		}
+		return nil, &RefusalError{Path: dest, Rule: ErrRootNotDir}
+	case err != nil:
+		return nil, fmt.Errorf("opening %s: %w", dest, err)
+	}
+	f := os.NewFile(uintptr(fd), dest)
+	names, err := f.Readdirnames(1)
+	if len(names) > 0 {
+		f.Close()
+		// A dirty destination would deliver whatever was already there.
+		return nil, &RefusalError{Path: dest, Rule: ErrDestNotEmpty, Detail: "holds " + quote(names[0])}
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.Close()
+		return nil, fmt.Errorf("reading %s: %w", dest, err)
+	}
+	return f, nil
+}
+
+// writeFiles creates the files (sorted by path, so every directory's files
+// are contiguous) beneath root, creating each implied directory once, just
+// before its first file. Each directory is made with mkdirat in a directory
+// this function made, then opened with openat2 (no symlink, no mount
+// crossing); each file is created O_EXCL|O_NOFOLLOW, so nothing that
+// appeared meanwhile is ever written through.
+func writeFiles(ctx context.Context, root *os.File, files []File, sync bool) error {
+	type level struct {
+		name string
+		f    *os.File
+	}
+	stack := []level{{"", root}} // stack[0] is the root, owned by the caller
+	defer func() {
+		for _, l := range stack[1:] {
+			l.f.Close()
+		}
+	}()
+	closeTo := func(n int) error {
+		for len(stack) > n {
+			l := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if sync {
+				if err := l.f.Sync(); err != nil {
+					return err
+				}
+			}
+			l.f.Close()
+		}
+		return nil
+	}
+	for i, file := range files {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		segs := strings.Split(file.Path, "/")
+		dirs, base := segs[:len(segs)-1], segs[len(segs)-1]
+		// Keep the open directories that are a prefix of this file's.
+		keep := 1
+		for keep < len(stack) && keep-1 < len(dirs) && stack[keep].name == dirs[keep-1] {
+			keep++
+		}
+		if err := closeTo(keep); err != nil {
+			return err
+		}
+		for _, d := range dirs[len(stack)-1:] {
+			parent := int(stack[len(stack)-1].f.Fd())
+			// EEXIST here means something else created it: refuse.
+			if err := unix.Mkdirat(parent, d, 0o755); err != nil {
+				return fmt.Errorf("mkdir %q: %w", file.Path, err)
+			}
+			fd, err := openEntry(parent, d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
+			if err != nil {
+				return fmt.Errorf("opening new directory for %q: %w", file.Path, err)
+			}
+			stack = append(stack, level{d, os.NewFile(uintptr(fd), d)})
+		}
+		if err := writeOne(int(stack[len(stack)-1].f.Fd()), base, file, sync); err != nil {
+			return err
+		}
+	}
+	if err := closeTo(1); err != nil {
+		return err
+	}
+	if sync {
+		return root.Sync()
+	}
+	return nil
+}
+
+func writeOne(dirfd int, name string, file File, sync bool) error {
+	how := &unix.OpenHow{
+		Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Mode:    0o644,
+		Resolve: resolveFlags,
+	}
+	fd, err := unix.Openat2(dirfd, name, how)
+	for err == unix.EINTR {
+		fd, err = unix.Openat2(dirfd, name, how)
+	}
+	if err != nil {
+		return fmt.Errorf("creating %q: %w", file.Path, err)
+	}
+	f := os.NewFile(uintptr(fd), file.Path)
+	if _, err := f.Write(file.Data); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %q: %w", file.Path, err)
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return fmt.Errorf("fsync %q: %w", file.Path, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing %q: %w", file.Path, err)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package pkgwalk
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+)
+
+// Rule names one rule a package, a view or a manifest can break. Each rule
+// is an exported sentinel: errors.Is(err, pkgwalk.ErrSymlink) reports whether
+// err (a *RefusalError, a Problems list or anything wrapping them) broke it.
+// The string values are stable short phrases; they appear in command output.
+type Rule string
+
+// Error makes a Rule usable as an errors.Is target.
+func (r Rule) Error() string { return string(r) }
+
+// The rules of the package walk (TRVM-FORMATS §4.1), of a view and of a
+// manifest. Each one closes a way to deliver bytes the digest does not see.
+const (
+	// Entry types: only regular files and directories carry bytes a digest
+	// measures; everything else is a name that can deliver other bytes later.
+	ErrSymlink Rule = "symbolic link"         // even one pointing inside the package: a special case is a place to hide
+	ErrFIFO    Rule = "FIFO (not a regular file)"
+	ErrSocket  Rule = "socket (not a regular file)"
+	ErrDevice  Rule = "device (not a regular file)"
+	ErrOther   Rule = "not a regular file or directory"
+
+	// ErrHardLink: a file with a second name outside the package changes
+	// when that name is written, after every digest was right.
+	ErrHardLink Rule = "filesystem links (nlink != 1)"
+	// ErrMountPoint: another filesystem mounted inside the package is not
+	// the object that was measured, and RESOLVE_NO_XDEV will not enter it.
+	ErrMountPoint Rule = "mount point inside the package (different filesystem)"
+	// ErrBadSegment: a segment outside [A-Za-z0-9._+-], ".", ".." or empty
+	// means different things on different systems and tools.
+	ErrBadSegment Rule = "path segment outside [A-Za-z0-9._+-] (or . / .. / empty)"
+	// ErrNotNFC: two byte sequences for one visible name.
+	ErrNotNFC Rule = "path segment not NFC"
+	// ErrCaseCollision: two names differing only by ASCII case are one object
+	// on a case-insensitive filesystem.
+	ErrCaseCollision Rule = "two paths equal after ASCII case-folding"
+	// ErrEmptyDir: an empty directory carries no bytes for the digest to
+	// notice, yet its name is something the implementer reads.
+	ErrEmptyDir Rule = "directory that no manifested file lives in"
+	// ErrRootSymlink: a symlink standing in for the root can be re-pointed
+	// after it was checked.
+	ErrRootSymlink Rule = "root is itself a symbolic link"
+	ErrRootNotDir  Rule = "root is not a directory"
+	// ErrUnreadable: an entry the walk could not open or read cannot be
+	// measured, so it cannot be delivered.
+	ErrUnreadable Rule = "unreadable entry"
+	// ErrChanged: the entry changed while it was being measured (it vanished,
+	// was swapped, grew or shrank); a digest of it would describe no instant.
+	ErrChanged Rule = "changed while being read"
+
+	// Leaks (TRVM-FORMATS §4.1): material that must never reach the
+	// implementer, whatever the bpkg says.
+	ErrLeakPath           Rule = "leak: path names governance/, ledger, brief, review, node_modules or .."
+	ErrLeakHoldoutCopy    Rule = "leak: byte-identical to a holdout file"
+	ErrLeakChallengeShape Rule = "leak: JSON that looks like a holdout challenge"
+
+	// View and emission rules: the tree is exactly the manifest.
+	ErrNotInManifest  Rule = "file not in the manifest"
+	ErrMissingFile    Rule = "manifested file missing"
+	ErrDigestMismatch Rule = "sha256 differs from the manifest"
+	ErrNotPinned      Rule = "package is not the pinned bpkg"
+	ErrDestNotEmpty   Rule = "destination is not an empty directory"
+	ErrOutputInside   Rule = "output path inside the package"
+
+	// Manifest document rules.
+	ErrBadManifest Rule = "malformed manifest"
+	ErrManifestID  Rule = "recorded blind_package_id does not match the manifest"
+)
+
+// RefusalError is one problem: the path (relative to the walked root, "/"
+// separated, "." for the root itself), the rule it breaks and an optional
+// detail (a symlink's target, the colliding path, …).
+type RefusalError struct {
+	Path   string
+	Rule   Rule
+	Detail string
+}
+
+func (e *RefusalError) Error() string {
+	// %q: a hostile name must not write control characters to a terminal.
+	if e.Detail == "" {
+		return fmt.Sprintf("%q: %s", e.Path, e.Rule)
+	}
+	return fmt.Sprintf("%q: %s (%s)", e.Path, e.Rule, e.Detail)
+}
+
+// Unwrap lets errors.Is match the Rule.
+func (e *RefusalError) Unwrap() error { return e.Rule }
+
+// Problems is every problem of one tree, sorted by path then rule. As an
+// error it lists them all; errors.Is matches any one's Rule.
+type Problems []*RefusalError
+
+func (p Problems) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problem(s):", len(p))
+	for _, e := range p {
+		b.WriteString("\n  ")
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns every problem, so errors.Is and errors.As see each one.
+func (p Problems) Unwrap() []error {
+	out := make([]error, len(p))
+	for i, e := range p {
+		out[i] = e
+	}
+	return out
+}
+
+// Has reports whether any problem breaks rule r.
+func (p Problems) Has(r Rule) bool {
+	return slices.ContainsFunc(p, func(e *RefusalError) bool { return e.Rule == r })
+}
+
+func sortProblems(p Problems) Problems {
+	slices.SortFunc(p, func(a, b *RefusalError) int {
+		if c := evidence.CompareUTF16(a.Path, b.Path); c != 0 {
+			return c
+		}
+		if c := strings.Compare(string(a.Rule), string(b.Rule)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Detail, b.Detail)
+	})
+	// The same problem found twice (e.g. a FIFO seen by type and again by
+	// a failed open) is listed once.
+	return slices.CompactFunc(p, func(a, b *RefusalError) bool { return *a == *b })
+}

@@ -1,0 +1,124 @@
+package pkgwalk
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// IsInside reports whether the file path out (which need not exist yet)
+// would be created inside the directory tree at root. It compares device
+// and inode numbers of out's parent directory and each of its ancestors
+// (reached through "..", from descriptors) with root's, so no spelling of
+// the path (symlinks, "..", bind mounts of root, a trailing slash, case)
+// hides an output inside the package, as a string-prefix test would.
+func IsInside(root, out string) (bool, error) {
+	fd, err := unix.Open(filepath.Dir(out), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, fmt.Errorf("opening the directory of %s: %w", out, err)
+	}
+	defer unix.Close(fd)
+	return isInside(fd, root)
+}
+
+// isInside reports whether the directory open at dirfd is root or lies
+// beneath it.
+func isInside(dirfd int, root string) (bool, error) {
+	var rst unix.Stat_t
+	if err := unix.Stat(root, &rst); err != nil {
+		return false, fmt.Errorf("stat %s: %w", root, err)
+	}
+	fd, err := unix.Dup(dirfd)
+	if err != nil {
+		return false, err
+	}
+	for {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return false, err
+		}
+		if st.Dev == rst.Dev && st.Ino == rst.Ino {
+			unix.Close(fd)
+			return true, nil
+		}
+		parent, err := unix.Openat(fd, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return false, fmt.Errorf("walking up from an output directory: %w", err)
+		}
+		var pst unix.Stat_t
+		if err := unix.Fstat(parent, &pst); err != nil {
+			unix.Close(parent)
+			return false, err
+		}
+		if pst.Dev == st.Dev && pst.Ino == st.Ino {
+			// "/" is its own parent: the top was reached.
+			unix.Close(parent)
+			return false, nil
+		}
+		fd = parent
+	}
+}
+
+// WriteManifestFile writes the record file of m (MarshalRecord(note)) at
+// out, never inside any of the trees given (ErrOutputInside): the manifest
+// is written beside a package or mount, since a manifest inside is a file
+// outside the identity it describes. The file is created exclusively (an
+// existing out is an error) and appears complete or not at all: it is
+// written to a temporary file in the same directory, fsynced, then linked
+// into place.
+func WriteManifestFile(out string, m *Manifest, note string, trees ...string) error {
+	for _, t := range trees {
+		inside, err := IsInside(t, out)
+		if err != nil {
+			return err
+		}
+		if inside {
+			return &RefusalError{Path: out, Rule: ErrOutputInside, Detail: "inside " + t}
+		}
+	}
+	b, err := m.MarshalRecord(note)
+	if err != nil {
+		return err
+	}
+	return WriteFileExclusive(out, b)
+}
+
+// WriteFileExclusive creates path with the bytes b, atomically and
+// exclusively: a temporary file beside it is written and fsynced, then
+// hard-linked to path (which fails if path exists) and removed; the
+// directory is fsynced.
+func WriteFileExclusive(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("fsync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s already exists (records are never overwritten): %w", path, err)
+		}
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

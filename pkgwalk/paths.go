@@ -1,0 +1,111 @@
+package pkgwalk
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"golang.org/x/sys/unix"
+)
+
+// ListRegularFiles returns every regular file under dir with its SHA-256,
+// paths relative to dir, '/'-separated, sorted in UTF-16 order: the file
+// set of the release-surface digests (TRVM-FORMATS §3). It uses the same
+// descriptor walk as Walk but only refuses what is not a regular file or a
+// directory (a symlink, FIFO, socket, device, or a mount inside dir): those
+// are an error, never skipped, since a skipped entry is an unmeasured one.
+func ListRegularFiles(dir string) ([]File, error) {
+	t, err := Walk(dir, WalkOptions{plain: true})
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return t.Files, nil
+}
+
+// DigestOfPaths is the reference's digestOfPaths (TRVM-FORMATS §5.3): for
+// each listed path (relative to root), a regular file contributes
+// {path, sha256}, a directory every regular file beneath it (recursively),
+// and a path that does not exist {path, "ABSENT"}; the result is the
+// path-list digest of all entries and the entries, sorted. Listed paths are
+// opened beneath root with openat2 and no symlink anywhere is followed; a
+// symlink or special file is an error.
+func DigestOfPaths(root string, paths []string) (string, []FileDigest, error) {
+	rootf, prob, err := openRoot(root)
+	if err != nil {
+		return "", nil, err
+	}
+	if prob != nil {
+		return "", nil, fmt.Errorf("%s: %w", root, prob)
+	}
+	defer rootf.Close()
+	sorted := slices.Clone(paths)
+	slices.SortFunc(sorted, evidence.CompareUTF16)
+	var out []FileDigest
+	for _, p := range sorted {
+		p = strings.TrimSuffix(p, "/")
+		for seg := range strings.SplitSeq(p, "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				return "", nil, fmt.Errorf("%w", &RefusalError{Path: p, Rule: ErrBadSegment, Detail: "listed path"})
+			}
+		}
+		fd, err := openEntry(int(rootf.Fd()), p, openFlags)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			out = append(out, FileDigest{Path: p, SHA256: Absent})
+			continue
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("%s: %w", root, openError(p, err))
+		}
+		f := os.NewFile(uintptr(fd), p)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			f.Close()
+			return "", nil, fmt.Errorf("fstat %s/%s: %w", root, p, err)
+		}
+		var t *Tree
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			t, err = walkFrom(f, p, root, WalkOptions{plain: true}, nil)
+		case unix.S_IFREG:
+			t, err = hashOne(f, p, st.Size)
+		default:
+			err = &RefusalError{Path: p, Rule: typeRule(st.Mode)}
+		}
+		f.Close()
+		if err != nil {
+			return "", nil, fmt.Errorf("%s: %w", root, err)
+		}
+		if err := t.Err(); err != nil {
+			return "", nil, fmt.Errorf("%s: %w", root, err)
+		}
+		out = append(out, t.Digests()...)
+	}
+	SortByPath(out)
+	return PathListDigest(out), out, nil
+}
+
+// hashOne reads one regular file open at f as a walk would, and closes f.
+func hashOne(f *os.File, p string, size int64) (*Tree, error) {
+	w := &walker{opts: WalkOptions{plain: true}}
+	w.read(job{f: f, path: p, size: size}, make([]byte, 256<<10))
+	return w.finish(p), nil
+}
+
+// openError names the rule behind a failed openat2 of a listed path.
+func openError(p string, err error) error {
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return &RefusalError{Path: p, Rule: ErrSymlink}
+	case errors.Is(err, unix.EXDEV):
+		return &RefusalError{Path: p, Rule: ErrMountPoint}
+	case errors.Is(err, unix.ENXIO):
+		return &RefusalError{Path: p, Rule: ErrSocket}
+	}
+	return &RefusalError{Path: p, Rule: ErrUnreadable, Detail: err.Error()}
+}

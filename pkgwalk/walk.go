@@ -1,0 +1,543 @@
+package pkgwalk
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"golang.org/x/sys/unix"
+)
+
+// File is one regular file found by a walk.
+type File struct {
+	Path   string // relative to the root, '/'-separated
+	SHA256 string // lowercase hex SHA-256 of the bytes read from the open descriptor
+	Size   int64
+	Data   []byte // the bytes that were hashed, when WalkOptions.KeepBytes
+}
+
+// Tree is the result of one walk: every regular file read (even one that
+// has a problem, such as a second link), every directory below the root and
+// every problem, each list sorted by path in UTF-16 order.
+type Tree struct {
+	Root     string
+	Files    []File
+	Dirs     []string
+	Problems Problems
+}
+
+// Err returns nil when the tree has no problem, otherwise its Problems.
+func (t *Tree) Err() error {
+	if len(t.Problems) == 0 {
+		return nil
+	}
+	return t.Problems
+}
+
+// Digests returns the {path, sha256} list of the tree's files.
+func (t *Tree) Digests() []FileDigest {
+	out := make([]FileDigest, len(t.Files))
+	for i, f := range t.Files {
+		out[i] = FileDigest{Path: f.Path, SHA256: f.SHA256}
+	}
+	return out
+}
+
+// Size returns the total size of the tree's files.
+func (t *Tree) Size() int64 {
+	var n int64
+	for _, f := range t.Files {
+		n += f.Size
+	}
+	return n
+}
+
+// WalkOptions controls a walk.
+type WalkOptions struct {
+	// HoldoutDir, when set, enables the holdout-copy leak rule: a file
+	// byte-identical to any regular file under HoldoutDir is refused.
+	HoldoutDir string
+	// KeepBytes keeps each file's bytes in File.Data: the bytes that were
+	// hashed, read once from the descriptor that was checked.
+	KeepBytes bool
+	// Progress, when set, is called after each file is read with the number
+	// of files and bytes read so far. Calls are serialised.
+	Progress func(files int, bytes int64)
+	// Workers is the number of files read and hashed in parallel; 0 means
+	// GOMAXPROCS.
+	Workers int
+
+	// plain walks only refuse what is not a regular file or a directory
+	// (ListRegularFiles, DigestOfPaths): release surfaces and instrument
+	// files are digested, not delivered.
+	plain bool
+}
+
+// MaxKeptFile is the largest file a walk holds in memory (KeepBytes, or a
+// JSON file read for the challenge-shape leak rule); a larger one is
+// refused with ErrTooLarge rather than exhausting memory.
+const MaxKeptFile = 1 << 30
+
+// ErrTooLarge: a file too large to hold in memory cannot be served from a
+// verified copy.
+const ErrTooLarge Rule = "file too large to hold in memory"
+
+// openFlags and resolveFlags are how every entry is opened: relative to the
+// descriptor of its parent directory, never by a path from the top.
+const (
+	// O_NOFOLLOW: a symlink is refused, never followed. O_NONBLOCK: a FIFO
+	// swapped in cannot hang the walk. O_NOCTTY: a terminal cannot become
+	// ours.
+	openFlags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+	// RESOLVE_BENEATH: nothing resolves outside the parent descriptor.
+	// RESOLVE_NO_SYMLINKS / NO_MAGICLINKS: no link of any kind is followed,
+	// including /proc magic links. RESOLVE_NO_XDEV: a mount stacked on an
+	// entry (a bind mount of a file or directory) is refused, not entered.
+	resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
+)
+
+// openEntry opens name beneath the directory dirfd. It is the only way
+// entries are opened: the caller decides on fstat of the returned
+// descriptor and reads from that same descriptor. (The unsafe form it
+// replaces is lstat(path) followed by open(path), which a rename between
+// the two calls defeats.)
+func openEntry(dirfd int, name string, flags uint64) (int, error) {
+	for {
+		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: flags, Resolve: resolveFlags})
+		if err == unix.EINTR {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// Walk walks the package at root and returns every regular file with its
+// digest and every problem found (TRVM-FORMATS §4.1), all of them, sorted.
+// A tree with problems is returned with a nil error: problems are findings
+// about the input. The error is non-nil only when the walk could not be done
+// at all (the root does not exist, the holdout directory is unreadable).
+//
+// The root is opened O_DIRECTORY|O_NOFOLLOW (a root that is a symlink or not
+// a directory is a problem, not followed); symlinks in the path leading to
+// the root are the caller's choice and are followed. Every entry is then
+// opened with openat2 relative to its parent's descriptor (see openEntry),
+// the decision is made on fstat of that descriptor, and the bytes hashed are
+// read from it. Files are read and hashed in parallel.
+func Walk(root string, opts WalkOptions) (*Tree, error) {
+	var holdout map[string]string
+	if opts.HoldoutDir != "" && !opts.plain {
+		files, err := ListRegularFiles(opts.HoldoutDir)
+		if err != nil {
+			return nil, fmt.Errorf("reading the holdout directory %s: %w", opts.HoldoutDir, err)
+		}
+		holdout = make(map[string]string, len(files))
+		for _, f := range files {
+			holdout[f.SHA256] = f.Path
+		}
+	}
+
+	rootf, prob, err := openRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	if prob != nil {
+		return &Tree{Root: root, Problems: Problems{prob}}, nil
+	}
+	defer rootf.Close()
+	return walkFrom(rootf, "", root, opts, holdout)
+}
+
+// walkFrom walks the directory open at d; paths are prefix + "/" + name
+// (prefix "" at a package root).
+func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[string]string) (*Tree, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("fstat %s: %w", root, err)
+	}
+
+	w := &walker{opts: opts, rootDev: st.Dev, holdout: holdout}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	w.jobs = make(chan job, 2*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 256<<10)
+			for j := range w.jobs {
+				w.read(j, buf)
+			}
+		}()
+	}
+	w.dir(d, prefix)
+	close(w.jobs)
+	wg.Wait()
+	return w.finish(root), nil
+}
+
+// openRoot opens the root directory without following a final symlink.
+// A refusal is returned as a problem; an error means there is nothing to
+// walk.
+func openRoot(root string) (*os.File, *RefusalError, error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		return os.NewFile(uintptr(fd), root), nil, nil
+	}
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		// Classify with lstat; nothing is opened through the name.
+		var st unix.Stat_t
+		if lerr := unix.Lstat(root, &st); lerr == nil {
+			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				target, _ := os.Readlink(root)
+				return nil, &RefusalError{Path: ".", Rule: ErrRootSymlink, Detail: fmt.Sprintf("-> %q", target)}, nil
+			}
+			return nil, &RefusalError{Path: ".", Rule: ErrRootNotDir, Detail: typeName(st.Mode)}, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("opening package root %s: %w", root, err)
+}
+
+type job struct {
+	f    *os.File // closed by read
+	path string
+	size int64
+}
+
+type entry struct {
+	path  string
+	isDir bool
+}
+
+type walker struct {
+	opts    WalkOptions
+	rootDev uint64
+	holdout map[string]string
+	jobs    chan job
+
+	mu       sync.Mutex
+	problems Problems
+	files    []File
+	dirs     []string
+	entries  []entry
+	nfiles   int
+	nbytes   int64
+}
+
+func (w *walker) problem(path string, r Rule, detail string) {
+	w.mu.Lock()
+	w.problems = append(w.problems, &RefusalError{Path: path, Rule: r, Detail: detail})
+	w.mu.Unlock()
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// dir walks the directory open at d (relative path rel, "" for the root).
+// The caller closes d.
+func (w *walker) dir(d *os.File, rel string) {
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		w.problem(orDot(rel), ErrUnreadable, err.Error())
+		return
+	}
+	slices.Sort(names)
+	dirfd := int(d.Fd())
+	for _, name := range names {
+		p := join(rel, name)
+		if !w.opts.plain {
+			for _, r := range segmentRules(name) {
+				w.problem(p, r, "")
+			}
+		}
+		// A type hint from fstatat on the parent descriptor (never a path):
+		// entries that are not regular files or directories are refused
+		// without being opened, so opening a device node can have no effect.
+		var hint unix.Stat_t
+		if err := unix.Fstatat(dirfd, name, &hint, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			w.openFailed(dirfd, name, p, err)
+			continue
+		}
+		if t := hint.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
+			w.entries = append(w.entries, entry{path: p})
+			w.refuseType(dirfd, name, p, hint.Mode)
+			continue
+		}
+		fd, err := openEntry(dirfd, name, openFlags)
+		if err != nil {
+			w.entries = append(w.entries, entry{path: p, isDir: hint.Mode&unix.S_IFMT == unix.S_IFDIR})
+			w.openFailed(dirfd, name, p, err)
+			continue
+		}
+		// The decision is made on the descriptor that will be read.
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			w.problem(p, ErrUnreadable, err.Error())
+			continue
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			w.entries = append(w.entries, entry{path: p, isDir: true})
+			if st.Dev != w.rootDev {
+				// Another filesystem mounted here (RESOLVE_NO_XDEV normally
+				// refuses it at open).
+				unix.Close(fd)
+				w.problem(p, ErrMountPoint, "")
+				continue
+			}
+			w.mu.Lock()
+			w.dirs = append(w.dirs, p)
+			w.mu.Unlock()
+			sub := os.NewFile(uintptr(fd), p)
+			w.dir(sub, p)
+			sub.Close()
+		case unix.S_IFREG:
+			w.entries = append(w.entries, entry{path: p})
+			if st.Dev != w.rootDev {
+				unix.Close(fd)
+				w.problem(p, ErrMountPoint, "")
+				continue
+			}
+			if st.Nlink != 1 && !w.opts.plain {
+				// Still read below, so the problem list is complete; a
+				// second name outside the package can change these bytes.
+				w.problem(p, ErrHardLink, fmt.Sprintf("nlink %d", st.Nlink))
+			}
+			w.jobs <- job{f: os.NewFile(uintptr(fd), p), path: p, size: st.Size}
+		default:
+			// Swapped between fstatat and openat2: refuse what was opened.
+			unix.Close(fd)
+			w.entries = append(w.entries, entry{path: p})
+			w.problem(p, typeRule(st.Mode), "")
+		}
+	}
+}
+
+func orDot(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
+
+// refuseType records the problem for an entry that is not a regular file or
+// a directory.
+func (w *walker) refuseType(dirfd int, name, p string, mode uint32) {
+	detail := ""
+	if mode&unix.S_IFMT == unix.S_IFLNK {
+		buf := make([]byte, 4096)
+		if n, err := unix.Readlinkat(dirfd, name, buf); err == nil {
+			detail = fmt.Sprintf("-> %q", buf[:n])
+		}
+	}
+	w.problem(p, typeRule(mode), detail)
+}
+
+// openFailed turns a failed fstatat or openat2 into the problem it reveals.
+func (w *walker) openFailed(dirfd int, name, p string, err error) {
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		// O_NOFOLLOW / RESOLVE_NO_SYMLINKS met a symlink swapped in.
+		w.refuseType(dirfd, name, p, unix.S_IFLNK)
+	case errors.Is(err, unix.EXDEV):
+		// RESOLVE_NO_XDEV: a mount is stacked on this entry.
+		w.problem(p, ErrMountPoint, "")
+	case errors.Is(err, unix.ENOENT):
+		w.problem(p, ErrChanged, "vanished during the walk")
+	case errors.Is(err, unix.ENXIO):
+		var st unix.Stat_t
+		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			w.problem(p, typeRule(st.Mode), "")
+			return
+		}
+		w.problem(p, ErrUnreadable, err.Error())
+	default:
+		w.problem(p, ErrUnreadable, err.Error())
+	}
+}
+
+func typeRule(mode uint32) Rule {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return ErrSymlink
+	case unix.S_IFIFO:
+		return ErrFIFO
+	case unix.S_IFSOCK:
+		return ErrSocket
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return ErrDevice
+	}
+	return ErrOther
+}
+
+func typeName(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "regular file"
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFLNK:
+		return "symbolic link"
+	case unix.S_IFIFO:
+		return "FIFO"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR:
+		return "character device"
+	case unix.S_IFBLK:
+		return "block device"
+	}
+	return "unknown type"
+}
+
+// read hashes (and keeps, when asked) the bytes of one regular file from
+// the descriptor that was checked, and closes it.
+func (w *walker) read(j job, buf []byte) {
+	f := j.f
+	defer f.Close()
+	isJSON := !w.opts.plain && strings.HasSuffix(strings.ToLower(j.path), ".json")
+	keep := w.opts.KeepBytes || isJSON
+	if keep && j.size > MaxKeptFile {
+		w.problem(j.path, ErrTooLarge, fmt.Sprintf("%d bytes", j.size))
+		return
+	}
+	h := sha256.New()
+	var data []byte
+	if keep {
+		data = make([]byte, j.size)
+		if _, err := io.ReadFull(f, data); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				w.problem(j.path, ErrChanged, "shrank while read")
+			} else {
+				w.problem(j.path, ErrUnreadable, err.Error())
+			}
+			return
+		}
+		// One byte past the size fstat reported means the file grew.
+		if n, _ := f.Read(buf[:1]); n > 0 {
+			w.problem(j.path, ErrChanged, "grew while read")
+			return
+		}
+		h.Write(data)
+	} else {
+		// A LimitedReader of size+1 notices growth without reading it all.
+		n, err := io.CopyBuffer(h, &io.LimitedReader{R: f, N: j.size + 1}, buf)
+		if err != nil {
+			w.problem(j.path, ErrUnreadable, err.Error())
+			return
+		}
+		if n != j.size {
+			w.problem(j.path, ErrChanged, fmt.Sprintf("fstat said %d bytes, read %d", j.size, n))
+			return
+		}
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if isJSON && looksLikeChallenge(data) {
+		w.problem(j.path, ErrLeakChallengeShape, "")
+	}
+	if w.holdout != nil {
+		if hp, ok := w.holdout[sum]; ok {
+			w.problem(j.path, ErrLeakHoldoutCopy, "same bytes as holdout file "+hp)
+		}
+	}
+	file := File{Path: j.path, SHA256: sum, Size: j.size}
+	if w.opts.KeepBytes {
+		file.Data = data
+	}
+	w.mu.Lock()
+	w.files = append(w.files, file)
+	w.nfiles++
+	w.nbytes += j.size
+	if w.opts.Progress != nil {
+		w.opts.Progress(w.nfiles, w.nbytes)
+	}
+	w.mu.Unlock()
+}
+
+// finish applies the whole-tree rules and sorts the results.
+func (w *walker) finish(root string) *Tree {
+	if !w.opts.plain {
+		w.treeRules()
+	}
+	slices.SortFunc(w.files, func(a, b File) int { return evidence.CompareUTF16(a.Path, b.Path) })
+	slices.SortFunc(w.dirs, evidence.CompareUTF16)
+	return &Tree{Root: root, Files: w.files, Dirs: w.dirs, Problems: sortProblems(w.problems)}
+}
+
+// treeRules applies the rules that need the whole tree: empty directories,
+// case-fold collisions and leaking path names.
+func (w *walker) treeRules() {
+	// Exactly the directories the files imply: every directory must have a
+	// manifested file somewhere beneath it.
+	lived := make(map[string]bool)
+	for _, f := range w.files {
+		for d := f.Path; ; {
+			i := strings.LastIndexByte(d, '/')
+			if i < 0 {
+				break
+			}
+			d = d[:i]
+			if lived[d] {
+				break
+			}
+			lived[d] = true
+		}
+	}
+	for _, d := range w.dirs {
+		if !lived[d] {
+			w.problem(d, ErrEmptyDir, "")
+		}
+	}
+
+	folded := make(map[string][]string)
+	for _, e := range w.entries {
+		k := foldASCII(e.path)
+		folded[k] = append(folded[k], e.path)
+		if r, what := leakPath(e.path, e.isDir); r != "" {
+			w.problem(e.path, r, what)
+		}
+	}
+	for _, group := range folded {
+		if len(group) < 2 {
+			continue
+		}
+		for _, p := range group {
+			others := slices.DeleteFunc(slices.Clone(group), func(q string) bool { return q == p })
+			w.problem(p, ErrCaseCollision, "with "+strings.Join(quoteAll(others), ", "))
+		}
+	}
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = fmt.Sprintf("%q", v)
+	}
+	return out
+}
+
+// foldASCII lower-cases ASCII letters only, the folding of TRVM-FORMATS §4.1.
+func foldASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
+}
