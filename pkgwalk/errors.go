@@ -22,7 +22,7 @@ func (r Rule) Error() string { return string(r) }
 const (
 	// Entry types: only regular files and directories carry bytes a digest
 	// measures; everything else is a name that can deliver other bytes later.
-	ErrSymlink Rule = "symbolic link"         // even one pointing inside the package: a special case is a place to hide
+	ErrSymlink Rule = "symbolic link" // even one pointing inside the package: a special case is a place to hide
 	ErrFIFO    Rule = "FIFO (not a regular file)"
 	ErrSocket  Rule = "socket (not a regular file)"
 	ErrDevice  Rule = "device (not a regular file)"
