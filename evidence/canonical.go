@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -14,7 +15,8 @@ import (
 // canonicalWire. v may be a value returned by [Read] (nil, bool, float64,
 // string, []any, *Object) or a plain Go value of the same shape: any integer
 // type (|n| ≤ 2^53, so the double is exact), float32, slices and arrays,
-// and maps with string keys.
+// maps with string keys, and structs (as encoding/json marshals them, then
+// read back by [Read]: integer fields beyond 2^53 round as in JavaScript).
 //
 // Scope, as RFC 8785 §3.2: members are sorted by the UTF-16 code units of
 // their names; numbers are written as ECMAScript Number::toString writes
@@ -156,6 +158,19 @@ func (w *writer) reflected(v any, depth int) error {
 	case reflect.Bool:
 		w.buf = strconv.AppendBool(w.buf, rv.Bool())
 		return nil
+	case reflect.Struct:
+		// A struct is written as encoding/json marshals it (field order,
+		// tags, omitempty), read back strictly so numbers become the
+		// doubles JavaScript would hold.
+		b, err := json.Marshal(v)
+		if err != nil {
+			return &Error{Class: ClassNotJSONValue, Detail: fmt.Sprintf("a Go %T: %v", v, err)}
+		}
+		rv, err := Read(b)
+		if err != nil {
+			return &Error{Class: ClassNotJSONValue, Detail: fmt.Sprintf("a Go %T: %v", v, err)}
+		}
+		return w.value(rv, depth)
 	}
 	return &Error{Class: ClassNotJSONValue, Detail: fmt.Sprintf("a Go %T has no JSON form here", v)}
 }

@@ -76,3 +76,33 @@ func ClassOf(err error) Class {
 	}
 	return ""
 }
+
+// classInfo records, for each refusal class of [Read], whether the refused
+// inputs can be RFC 8259 JSON texts that JavaScript's JSON.parse reads (the
+// class is then a refusal beyond RFC 8259), and why it is refused.
+var classInfo = map[Class]struct {
+	beyond bool
+	why    string
+}{
+	ClassEmpty:         {false, "no JSON text: RFC 8259 requires one value"},
+	ClassTooLarge:      {true, "bounded work: RFC 8259 §9 lets a parser limit the size of texts"},
+	ClassBOM:           {true, "RFC 8259 §8.1 lets parsers ignore a byte order mark or reject it; readers disagree"},
+	ClassInvalidUTF8:   {false, "RFC 8259 §8.1 requires UTF-8; lenient decoders each repair bad bytes differently"},
+	ClassSyntax:        {false, "outside the RFC 8259 grammar (comments, trailing commas, NaN, leading zeros, other whitespace, …)"},
+	ClassControlChar:   {false, "RFC 8259 §7: characters below U+0020 must be escaped in strings"},
+	ClassBadEscape:     {false, "RFC 8259 §7 allows only \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX"},
+	ClassLoneSurrogate: {true, "half a surrogate pair has no Unicode scalar value: JSON.parse keeps the code unit, Go and most readers cannot (RFC 8259 §8.2: unpredictable)"},
+	ClassNonFinite:     {true, "a number beyond the double range reads as Infinity in JSON.parse, which no JSON text can write back (RFC 8259 §6, RFC 8785 §3.2.2.3)"},
+	ClassDuplicateName: {true, "JSON.parse keeps the last value, other readers the first or all (RFC 8259 §4: names SHOULD be unique)"},
+	ClassTooDeep:       {true, "bounded work: RFC 8259 §9 lets a parser limit nesting; readers' limits differ"},
+	ClassTrailingData:  {false, "a JSON text is exactly one value: a stream reader would read a second document"},
+}
+
+// BeyondRFC8259 reports whether the class refuses texts that are RFC 8259
+// JSON and that JSON.parse reads: the ambiguous classes, whose readings
+// differ between readers. Every other class refuses only texts that are not
+// RFC 8259 JSON at all.
+func (c Class) BeyondRFC8259() bool { return classInfo[c].beyond }
+
+// Why says why the class is refused, in one line.
+func (c Class) Why() string { return classInfo[c].why }

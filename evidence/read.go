@@ -178,19 +178,26 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func (r *reader) pointer() string { return string(r.dec.StackPointer()) }
 
-// valueOffset skips whitespace and one ',' or ':' from off to the start of
-// the next token.
+// valueOffset skips whitespace, at most one ',' or ':', and whitespace
+// again from off to the start of the next token.
 func (r *reader) valueOffset(off int64) int64 {
-	i := int(off)
+	i := r.skipSpace(int(off))
+	if i < len(r.in) && (r.in[i] == ',' || r.in[i] == ':') {
+		i = r.skipSpace(i + 1)
+	}
+	return int64(i)
+}
+
+func (r *reader) skipSpace(i int) int {
 	for i < len(r.in) {
 		switch r.in[i] {
-		case ' ', '\t', '\n', '\r', ',', ':':
+		case ' ', '\t', '\n', '\r':
 			i++
 			continue
 		}
 		break
 	}
-	return int64(i)
+	return i
 }
 
 // classify turns a tokenizer error into a refusal class. Problems inside a
@@ -209,13 +216,23 @@ func (r *reader) classify(err error, start int64) error {
 		return &Error{Class: ClassDuplicateName, Offset: se.ByteOffset, Pointer: ptr, Detail: "duplicate member name " + quoteName(ptr)}
 	}
 	at := r.valueOffset(start)
-	if at < int64(len(r.in)) && r.in[at] == '"' {
+	// Only a problem inside the string literal is the string's: "{"a" "b"}"
+	// fails at the second string's first byte (a missing ':'), which is
+	// syntax whatever that string holds.
+	if at < int64(len(r.in)) && r.in[at] == '"' && se.ByteOffset > at {
 		if class, off, detail := scanString(r.in, int(at)); class != "" {
 			return &Error{Class: class, Offset: int64(off), Pointer: ptr, Detail: detail}
 		}
 	}
 	if errors.Is(se.Err, io.ErrUnexpectedEOF) {
 		return &Error{Class: ClassSyntax, Offset: int64(len(r.in)), Pointer: ptr, Detail: "unexpected end of input"}
+	}
+	if off := int(se.ByteOffset); off < len(r.in) && r.in[off] == ',' {
+		// A trailing comma: the tokenizer blames the comma, JSON.parse
+		// (and a reader of the message) the bracket after it.
+		if j := r.skipSpace(off + 1); j < len(r.in) && (r.in[j] == '}' || r.in[j] == ']') {
+			return &Error{Class: ClassSyntax, Offset: int64(j), Pointer: ptr, Detail: fmt.Sprintf("trailing comma before %q", r.in[j])}
+		}
 	}
 	return &Error{Class: ClassSyntax, Offset: se.ByteOffset, Pointer: ptr, Detail: se.Err.Error()}
 }
@@ -261,7 +278,11 @@ func scanString(b []byte, i int) (Class, int, string) {
 					lo, ok := -1, false
 					if j+7 < len(b) && b[j+6] == '\\' && b[j+7] == 'u' {
 						var v int
-						v, ok = hex4(b, j+8)
+						if v, ok = hex4(b, j+8); !ok {
+							// "\ud800\uzz": the second escape is malformed,
+							// which JSON.parse reports before any pairing.
+							return ClassBadEscape, j + 6, fmt.Sprintf("escape %q is not \\u and four hex digits", clip(b[j+6:], 6))
+						}
 						lo = v
 					}
 					if !ok || lo < 0xDC00 || lo > 0xDFFF {

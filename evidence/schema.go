@@ -27,8 +27,8 @@ type Schema struct {
 // instance pointer, then keyword pointer, then message, so the same document
 // always yields the same report.
 type SchemaError struct {
-	Schema string
-	Causes []SchemaCause
+	Schema string        `json:"schema"`
+	Causes []SchemaCause `json:"causes"`
 }
 
 // SchemaCause is one violated keyword: where in the instance (RFC 6901
@@ -36,9 +36,9 @@ type SchemaError struct {
 // schema document, or an absolute URL#pointer when the keyword lives in
 // another resource) and a message.
 type SchemaCause struct {
-	InstancePointer string
-	KeywordPointer  string
-	Message         string
+	InstancePointer string `json:"instance_pointer"`
+	KeywordPointer  string `json:"keyword_pointer"`
+	Message         string `json:"message"`
 }
 
 func (e *SchemaError) Error() string {
