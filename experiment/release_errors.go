@@ -1,0 +1,93 @@
+package experiment
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ReleaseRule names one rule a release record, a release package or an
+// issue request can break. errors.Is(err, experiment.ErrUnknownMember)
+// reports whether err (a *ReleaseError or anything wrapping one) broke it.
+type ReleaseRule string
+
+// Error makes a ReleaseRule usable as an errors.Is target.
+func (r ReleaseRule) Error() string { return string(r) }
+
+// The release rules. Their string values are stable: they appear in command
+// output and tests.
+const (
+	// Shape of SPEC-RELEASE.json (TRVM-FORMATS §3.6): a closed shape, so a
+	// member no reader checks cannot ride along inside an identity's record.
+	ErrUnknownMember ReleaseRule = "unknown member"
+	ErrMissingMember ReleaseRule = "missing member"
+	ErrFieldType     ReleaseRule = "wrong type"
+	// ErrReleaseType: a record of another type is another format; reading it
+	// as this one would give its bytes a meaning nobody signed up for.
+	ErrReleaseType ReleaseRule = "release type is not TRVM-PROOF-WIRE-SPEC-RELEASE-v1"
+	// ErrRevision: revision labels are positive integers (DECLARED_AND_BOUND).
+	ErrRevision ReleaseRule = "revision is not a positive integer"
+	// ErrCount: a count (holdout_entries, jcs_upstream.vectors) is a
+	// non-negative integer.
+	ErrCount ReleaseRule = "count is not a non-negative integer"
+	// ErrDigestForm: digests are 64 lowercase hex digits (srel adds "srel-");
+	// any other spelling would be a second name for one identity.
+	ErrDigestForm ReleaseRule = "not a lowercase hex SHA-256"
+	// ErrFileList: file lists are sorted by path, paths unique and non-empty.
+	ErrFileList ReleaseRule = "file list not sorted, unique and non-empty-pathed"
+
+	// Package and holdout.
+	// ErrNotRegular: a symbolic link or special file in a package is a name
+	// that can deliver other bytes after it was measured.
+	ErrNotRegular ReleaseRule = "not a regular file or directory"
+	// ErrHoldoutCount: the holdout tree must hold exactly INDEX.json entries
+	// + 1 files, so a file cannot hide beside the committed challenges.
+	ErrHoldoutCount ReleaseRule = "holdout tree does not hold entries + 1 files"
+	// ErrHoldoutIndex: INDEX.json is missing, unreadable or has no entries array.
+	ErrHoldoutIndex ReleaseRule = "holdout INDEX.json unreadable"
+	// ErrSchemaConstants: the CHECKED plane reads the protocols from
+	// schema/nested-composition-v2.json; without it there is nothing to check.
+	ErrSchemaConstants ReleaseRule = "schema constants unreadable"
+
+	// Issue.
+	// ErrArchiveConflict: an archived release is immutable; a different
+	// record under the same srel would give one identity two meanings.
+	ErrArchiveConflict ReleaseRule = "archive exists with different bytes"
+	// ErrIncomplete: a release is issued from the bytes on disk only; a file
+	// the package names but lacks cannot be measured.
+	ErrIncomplete ReleaseRule = "package is missing files it records"
+	// ErrFormulaAudit: the srel formula failed its own audit (a core leaf did
+	// not move srel, or a non-core one did).
+	ErrFormulaAudit ReleaseRule = "srel formula audit failed"
+)
+
+// ReleaseError is one refusal: the file, the JSON Pointer inside it (or a
+// path inside the package), the rule and a detail.
+type ReleaseError struct {
+	File    string
+	Pointer string
+	Rule    ReleaseRule
+	Detail  string
+}
+
+func (e *ReleaseError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteString(": ")
+	}
+	if e.Pointer != "" {
+		fmt.Fprintf(&b, "%q: ", e.Pointer)
+	}
+	b.WriteString(string(e.Rule))
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	return b.String()
+}
+
+// Is lets errors.Is match a *ReleaseError against its rule.
+func (e *ReleaseError) Is(target error) bool {
+	r, ok := target.(ReleaseRule)
+	return ok && r == e.Rule
+}
