@@ -13,14 +13,14 @@ import (
 
 // Identities published in TRVM-FORMATS §1 and §3 (computed by the reference).
 const (
-	wantSrel      = "srel-4844df97e124474e30f100cbe9f8422a99213ac9288f8fcc149086a9a434c952"
-	wantSrelRev2  = "srel-f5720a3d0ee9dbb95670c9cd66672bf70c7dbe353df0c114a18c8a982f203629"
-	wantSpec      = "2b4e6cc845f83f4bdfef2f7484ca47eb29f2f55eeee570513a132c6f5575fcff"
-	wantExp       = "c130cf7fef95ccffa88843ae41ca5a8e855aa68977749b08a6ee7be6017c2824"
-	wantCorpus    = "34a4097377605f1e12460cc91943e25cc399c19238d6309579516c1e3a89fc17"
-	wantJCS       = "ce13b5a0325a11c8caa785ad1f959820eef2d9374e8253aa29b50f6232544940"
-	wantHoldout   = "86d437fcbd9efee21c5cf27e25564d478592731ae8d2a9e2b9f472a592630071"
-	wantPreimage  = `TRVM-PROOF-WIRE-SPEC-RELEASE-v1|{"experiment_digest":"c130cf7fef95ccffa88843ae41ca5a8e855aa68977749b08a6ee7be6017c2824","experiment_revision":12,"holdout_commitment":"86d437fcbd9efee21c5cf27e25564d478592731ae8d2a9e2b9f472a592630071","holdout_entries":10,"jcs_upstream":{"commit":"19d51d7fe467d4706a3ff08adf8a748f29fc21e0","digest":"ce13b5a0325a11c8caa785ad1f959820eef2d9374e8253aa29b50f6232544940","repository":"github.com/cyberphone/json-canonicalization","vectors":6},"protocols":{"nested_composition":"TRVM-NESTED-COMPOSITION-v2","verified_claim":"TRVM-VERIFIED-CLAIM-v1","wire":"TRVM-PROOF-WIRE-v1"},"public_corpus_digest":"34a4097377605f1e12460cc91943e25cc399c19238d6309579516c1e3a89fc17","public_corpus_revision":1,"release_type":"TRVM-PROOF-WIRE-SPEC-RELEASE-v1","spec_digest":"2b4e6cc845f83f4bdfef2f7484ca47eb29f2f55eeee570513a132c6f5575fcff","spec_revision":1}`
+	wantSrel     = "srel-4844df97e124474e30f100cbe9f8422a99213ac9288f8fcc149086a9a434c952"
+	wantSrelRev2 = "srel-f5720a3d0ee9dbb95670c9cd66672bf70c7dbe353df0c114a18c8a982f203629"
+	wantSpec     = "2b4e6cc845f83f4bdfef2f7484ca47eb29f2f55eeee570513a132c6f5575fcff"
+	wantExp      = "c130cf7fef95ccffa88843ae41ca5a8e855aa68977749b08a6ee7be6017c2824"
+	wantCorpus   = "34a4097377605f1e12460cc91943e25cc399c19238d6309579516c1e3a89fc17"
+	wantJCS      = "ce13b5a0325a11c8caa785ad1f959820eef2d9374e8253aa29b50f6232544940"
+	wantHoldout  = "86d437fcbd9efee21c5cf27e25564d478592731ae8d2a9e2b9f472a592630071"
+	wantPreimage = `TRVM-PROOF-WIRE-SPEC-RELEASE-v1|{"experiment_digest":"c130cf7fef95ccffa88843ae41ca5a8e855aa68977749b08a6ee7be6017c2824","experiment_revision":12,"holdout_commitment":"86d437fcbd9efee21c5cf27e25564d478592731ae8d2a9e2b9f472a592630071","holdout_entries":10,"jcs_upstream":{"commit":"19d51d7fe467d4706a3ff08adf8a748f29fc21e0","digest":"ce13b5a0325a11c8caa785ad1f959820eef2d9374e8253aa29b50f6232544940","repository":"github.com/cyberphone/json-canonicalization","vectors":6},"protocols":{"nested_composition":"TRVM-NESTED-COMPOSITION-v2","verified_claim":"TRVM-VERIFIED-CLAIM-v1","wire":"TRVM-PROOF-WIRE-v1"},"public_corpus_digest":"34a4097377605f1e12460cc91943e25cc399c19238d6309579516c1e3a89fc17","public_corpus_revision":1,"release_type":"TRVM-PROOF-WIRE-SPEC-RELEASE-v1","spec_digest":"2b4e6cc845f83f4bdfef2f7484ca47eb29f2f55eeee570513a132c6f5575fcff","spec_revision":1}`
 )
 
 // The .mjs instrument files the shared worlds leave out (their sha256 stays
@@ -284,4 +284,3 @@ func copyTree(t testing.TB, src, dst string) {
 		t.Fatal(err)
 	}
 }
-

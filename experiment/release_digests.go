@@ -306,3 +306,18 @@ func sortedPaths(ps []string) []string {
 	slicesSortUTF16(out)
 	return out
 }
+
+// listRegularFiles lists the package (or holdout) through the one
+// descriptor walk, pkgwalk.ListRegularFiles: every regular file with its
+// SHA-256, a symbolic link, special file or mount anywhere refused.
+func listRegularFiles(dir string) ([]pkgwalk.FileDigest, error) {
+	files, err := pkgwalk.ListRegularFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pkgwalk.FileDigest, len(files))
+	for i, f := range files {
+		out[i] = pkgwalk.FileDigest{Path: f.Path, SHA256: f.SHA256}
+	}
+	return out, nil
+}
