@@ -1,0 +1,326 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newReleaseCmd) }
+
+func newReleaseCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "release",
+		Short: "Release identity: verify and issue SPEC-RELEASE records, compute srel, diff releases",
+		Long: `A release is the record SPEC-RELEASE.json at the root of a release package
+(TRVM-PROOF-WIRE-SPEC-RELEASE-v1), archived as releases/<srel>.json. Its
+identity srel is recomputable from the record alone; every digest it records
+is recomputable from the package.`,
+	}
+	c.AddCommand(newReleaseVerifyCmd(), newReleaseIDCmd(), newReleaseIssueCmd(), newReleaseDiffCmd())
+	return c
+}
+
+// releaseFailure maps an error of the experiment package to an exit code:
+// a record or package that broke a rule is refused (1); anything else (a
+// path that does not exist, a permission) is unusable input (2).
+func releaseFailure(err error) error {
+	var re *experiment.ReleaseError
+	var ee *evidence.Error
+	var pr *pkgwalk.RefusalError
+	if errors.As(err, &re) || errors.As(err, &ee) || errors.As(err, &pr) {
+		return refusedErr(err)
+	}
+	var problems pkgwalk.Problems
+	if errors.As(err, &problems) {
+		return refusedErr(err)
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return usageErr(err)
+	}
+	return refusedErr(err)
+}
+
+func newReleaseVerifyCmd() *cobra.Command {
+	var holdout string
+	var allowMissing bool
+	c := &cobra.Command{
+		Use:   "verify PKGDIR",
+		Short: "Recompute every digest and srel of PKGDIR/SPEC-RELEASE.json and check the archive",
+		Long: `verify reads PKGDIR/SPEC-RELEASE.json strictly and prints one line per check
+(✓ or ✗, with the recorded and recomputed values on a mismatch): the byte
+form, the CHECKED protocols, spec/experiment/public-corpus/jcs digests and
+file lists recomputed from the files on disk, the jcs_upstream constants,
+the holdout commitment (with --holdout; otherwise NOT PRESENT), srel from
+the record, and releases/<srel>.json byte-identical to the record.
+
+A file the record lists but the disk lacks is named; its recorded sha256
+stands in so the digest can still be recomputed, and the files_present check
+fails unless --allow-missing is given.
+
+Exit status: 0 every check passed, 1 a check failed or the record broke a
+rule, 2 unusable arguments.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := experiment.VerifyRelease(args[0], holdout)
+			if err != nil {
+				return releaseFailure(err)
+			}
+			if allowMissing {
+				for i := range rep.Checks {
+					if rep.Checks[i].Name == "files_present" && !rep.Checks[i].OK {
+						rep.Checks[i].OK = true
+						rep.Checks[i].Detail += " (accepted: --allow-missing)"
+					}
+				}
+				rep.OK = len(rep.Failed()) == 0
+			}
+			err = printResult(cmd, rep, func(w io.Writer) { printReport(w, rep) })
+			if err != nil {
+				return err
+			}
+			if !rep.OK {
+				return refusedErr(fmt.Errorf("%s: release does not verify: %s", args[0], strings.Join(rep.Failed(), ", ")))
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&holdout, "holdout", "", "holdout directory to check holdout_commitment against (paths relative to PKGDIR)")
+	c.Flags().BoolVar(&allowMissing, "allow-missing", false, "accept listed files absent on disk when their recorded sha256 makes every digest match")
+	return c
+}
+
+func printReport(w io.Writer, rep *experiment.ReleaseReport) {
+	fmt.Fprintf(w, "release %s\n", rep.Record)
+	fmt.Fprintf(w, "srel    %s\n", rep.SpecRelID)
+	for _, c := range rep.Checks {
+		mark := "✓"
+		switch {
+		case c.Status == experiment.StatusNotPresent:
+			mark = "–"
+		case !c.OK:
+			mark = "✗"
+		}
+		line := fmt.Sprintf("%s %-30s %s", mark, c.Name, c.Plane)
+		if c.Status == experiment.StatusOK && c.Recomputed != "" {
+			line += "  " + c.Recomputed
+		}
+		fmt.Fprintln(w, line)
+		if c.Status == experiment.StatusMismatch && (c.Recorded != "" || c.Recomputed != "") {
+			fmt.Fprintf(w, "    recorded   %s\n    recomputed %s\n", c.Recorded, c.Recomputed)
+		}
+		if c.Detail != "" && (c.Status != experiment.StatusOK || c.Name == "archive") {
+			fmt.Fprintf(w, "    %s\n", c.Detail)
+		}
+		if c.Name == "files_present" {
+			for _, m := range c.Missing {
+				fmt.Fprintf(w, "    missing on disk: %s\n", m)
+			}
+		} else if len(c.Missing) > 0 {
+			fmt.Fprintf(w, "    %d file(s) missing on disk: their recorded sha256 used\n", len(c.Missing))
+		}
+	}
+	if rep.OK {
+		fmt.Fprintln(w, "VERIFIED")
+	} else {
+		fmt.Fprintf(w, "NOT VERIFIED: %s\n", strings.Join(rep.Failed(), ", "))
+	}
+}
+
+// idResult is the output of `release id`.
+type idResult struct {
+	File       string `json:"file"`
+	ID         string `json:"spec_release_id"`
+	Recorded   string `json:"recorded"`
+	Match      bool   `json:"match"`
+	Preimage   string `json:"preimage,omitempty"`
+	ByteForm   bool   `json:"reference_byte_form"`
+	ReleaseTyp string `json:"release_type"`
+}
+
+func newReleaseIDCmd() *cobra.Command {
+	var showPreimage bool
+	c := &cobra.Command{
+		Use:   "id FILE",
+		Short: "Compute srel from a release record alone (no package needed)",
+		Long: `id reads FILE (a SPEC-RELEASE.json or an archived releases/<srel>.json)
+strictly and prints srel = "srel-" + sha256("TRVM-PROOF-WIRE-SPEC-RELEASE-v1|" +
+RFC 8785 of the release_core projection). --preimage also prints the exact
+bytes hashed.
+
+Exit status: 0 the computed srel equals the recorded spec_release_id, 1 it
+does not or the record broke a rule, 2 unusable arguments.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := experiment.ReadRelease(args[0])
+			if err != nil {
+				return releaseFailure(err)
+			}
+			id, err := r.ID()
+			if err != nil {
+				return refusedErr(err)
+			}
+			res := idResult{File: args[0], ID: id, Recorded: r.SpecReleaseID, Match: id == r.SpecReleaseID, ReleaseTyp: r.ReleaseType}
+			if b, err := r.Bytes(); err == nil {
+				res.ByteForm = string(b) == string(r.Raw)
+			}
+			if showPreimage {
+				pre, err := r.Preimage()
+				if err != nil {
+					return refusedErr(err)
+				}
+				res.Preimage = string(pre)
+			}
+			if err := printResult(cmd, res, func(w io.Writer) {
+				fmt.Fprintln(w, id)
+				if !res.Match {
+					fmt.Fprintf(w, "✗ recorded spec_release_id %s\n", r.SpecReleaseID)
+				}
+				if showPreimage {
+					fmt.Fprintf(w, "preimage: %s\n", res.Preimage)
+				}
+			}); err != nil {
+				return err
+			}
+			if !res.Match {
+				return refusedErr(fmt.Errorf("%s: recorded spec_release_id %s, computed %s", args[0], r.SpecReleaseID, id))
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&showPreimage, "preimage", false, "also print the exact preimage srel hashes")
+	return c
+}
+
+func newReleaseIssueCmd() *cobra.Command {
+	var opts experiment.IssueOptions
+	c := &cobra.Command{
+		Use:   "issue PKGDIR --spec-revision N --experiment-revision M --corpus-revision K",
+		Short: "Compute a release from PKGDIR and write SPEC-RELEASE.json and releases/<srel>.json",
+		Long: `issue computes every digest of the package on disk (no hand-written hash
+anywhere), the protocols from schema/nested-composition-v2.json, the holdout
+commitment (with --holdout; "absent" otherwise) and srel; audits the srel
+formula (every core leaf moves it, the note and file lists do not); and
+writes releases/<srel>.json (created exclusively; an existing archive with
+identical bytes is fine, with different bytes it is refused and nothing is
+written) and then SPEC-RELEASE.json, each atomically.
+
+Exit status: 0 issued, 1 refused (the package or an archive broke a rule),
+2 unusable arguments.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, f := range []string{"spec-revision", "experiment-revision", "corpus-revision"} {
+				if !cmd.Flags().Changed(f) {
+					return usageErr(fmt.Errorf("--%s is required (a positive integer label)", f))
+				}
+			}
+			for _, v := range []int{opts.SpecRevision, opts.ExperimentRevision, opts.PublicCorpusRevision} {
+				if v < 1 {
+					return usageErr(fmt.Errorf("revisions are positive integers, have %d", v))
+				}
+			}
+			is, err := experiment.IssueRelease(args[0], opts)
+			if err != nil {
+				return releaseFailure(err)
+			}
+			return printResult(cmd, is, func(w io.Writer) {
+				fmt.Fprintf(w, "issued  %s\n", is.ID)
+				fmt.Fprintf(w, "record  %s\n", is.RecordPath)
+				if is.ArchiveExisted {
+					fmt.Fprintf(w, "archive %s (already present, byte-identical)\n", is.ArchivePath)
+				} else {
+					fmt.Fprintf(w, "archive %s\n", is.ArchivePath)
+				}
+				fmt.Fprintf(w, "formula audit: %d leaves perturbed, srel moved for exactly the %d core leaves\n", len(is.Audit), len(experiment.CoreLeaves))
+			})
+		},
+	}
+	c.Flags().IntVar(&opts.SpecRevision, "spec-revision", 0, "spec revision label (positive integer)")
+	c.Flags().IntVar(&opts.ExperimentRevision, "experiment-revision", 0, "experiment revision label (positive integer)")
+	c.Flags().IntVar(&opts.PublicCorpusRevision, "corpus-revision", 0, "public corpus revision label (positive integer)")
+	c.Flags().StringVar(&opts.HoldoutDir, "holdout", "", "holdout directory to commit to (paths relative to PKGDIR)")
+	c.Flags().StringVar(&opts.Note, "note", "", "note (NON_AUTHORITATIVE: outside srel)")
+	return c
+}
+
+// diffResult is the output of `release diff`.
+type diffResult struct {
+	A, B        string              `json:"-"`
+	SrelA       string              `json:"srel_a"`
+	SrelB       string              `json:"srel_b"`
+	SrelMoved   bool                `json:"srel_moved"`
+	Substantive []string            `json:"core_changes"`
+	Changes     []experiment.Change `json:"changes"`
+}
+
+func newReleaseDiffCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "diff A.json B.json",
+		Short: "Show which identities moved between two release records, and why",
+		Long: `diff reads two release records strictly and lists every changed field with
+its plane; a change inside release_core moves srel (core: yes). Whether a
+change is substantive for a run in progress is the operator's decision: a
+pinned run stays pinned to its srel, and aborting it is a human act.
+
+Exit status: 0 (also when they differ), 1 a record broke a rule, 2 unusable
+arguments.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := experiment.ReadRelease(args[0])
+			if err != nil {
+				return releaseFailure(err)
+			}
+			b, err := experiment.ReadRelease(args[1])
+			if err != nil {
+				return releaseFailure(err)
+			}
+			res := diffResult{A: args[0], B: args[1], Changes: experiment.DiffReleases(a, b), Substantive: []string{}}
+			if res.SrelA, err = a.ID(); err != nil {
+				return refusedErr(err)
+			}
+			if res.SrelB, err = b.ID(); err != nil {
+				return refusedErr(err)
+			}
+			res.SrelMoved = res.SrelA != res.SrelB
+			if res.Changes == nil {
+				res.Changes = []experiment.Change{}
+			}
+			for _, c := range res.Changes {
+				if c.Core {
+					res.Substantive = append(res.Substantive, c.Field)
+				}
+			}
+			return printResult(cmd, res, func(w io.Writer) {
+				if res.SrelMoved {
+					fmt.Fprintf(w, "srel moved: %s → %s\n", res.SrelA, res.SrelB)
+				} else {
+					fmt.Fprintf(w, "srel unchanged: %s\n", res.SrelA)
+				}
+				for _, c := range res.Changes {
+					core := "outside srel"
+					if c.Core {
+						core = "core: moves srel"
+					}
+					fmt.Fprintf(w, "  %-48s %-18s %s\n      %s → %s\n", c.Field, c.Plane, core, orNone(c.Old), orNone(c.New))
+				}
+				if len(res.Changes) == 0 {
+					fmt.Fprintln(w, "  no differences")
+				}
+			})
+		},
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return shortHex(s)
+}
