@@ -1,0 +1,392 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"github.com/cleanroom-dev/cleanroom/sandbox"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultViewBytes is the size limit of the view's tmpfs.
+const DefaultViewBytes = 64 << 20
+
+// ServeOptions configure one sealed session.
+type ServeOptions struct {
+	PackageDir string // the package to emit (absolute)
+	Expect     string // the pinned bpkg; emission is refused for any other
+	RootLabel  string // manifest root label; "" = pkgwalk.DefaultRootLabel
+	Workspace  string // absolute; must not exist
+	Transcript string // absolute or ""; must not exist
+	ViewBytes  int64  // tmpfs size limit; 0 = DefaultViewBytes
+	Limits     Limits // zero = DefaultLimits
+	// StageArgs is the argument prefix that makes this program's binary
+	// call RunStage with the arguments that follow (the command line's
+	// hidden "room sealed-stage"; a test binary's own marker).
+	StageArgs []string
+}
+
+// ExitError carries the sealed server's exit status.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("sealed server exited with status %d", e.Code) }
+
+// Serve runs one sealed session: it creates an empty mount point, starts
+// this binary again in fresh mount and network namespaces (the seal stage),
+// hands it stdin and stdout for MCP, waits for it, and removes the mount
+// point (the host only ever sees an empty directory). The seal stage mounts,
+// emits, seals and asserts, then execs the serve stage with no privileges,
+// which verifies the view and serves it.
+func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	mount, err := os.MkdirTemp("", "cleanroom-view-")
+	if err != nil {
+		return fmt.Errorf("creating the view's mount point: %w", err)
+	}
+	defer os.Remove(mount)
+	args := append(append([]string{}, o.StageArgs...), "seal")
+	args = append(args, o.flags(mount)...)
+	done := make(chan error, 1)
+	go func() {
+		// Pdeathsig fires when the creating thread exits: keep this thread
+		// for the whole life of the child.
+		runtime.LockOSThread()
+		cmd := sandbox.SealedCommand("/proc/self/exe", args, nil)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+		if err := cmd.Start(); err != nil {
+			done <- fmt.Errorf("starting the sealed server: %w", err)
+			return
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait() }()
+		select {
+		case err := <-waited:
+			done <- exitErr(err)
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			<-waited
+			done <- ctx.Err()
+		}
+	}()
+	return <-done
+}
+
+func exitErr(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Exited() {
+			return &ExitError{Code: st.ExitStatus()}
+		}
+		return fmt.Errorf("sealed server: %w", err)
+	}
+	return err
+}
+
+func (o *ServeOptions) check() error {
+	if o.Limits == (Limits{}) {
+		o.Limits = DefaultLimits
+	}
+	if o.ViewBytes == 0 {
+		o.ViewBytes = DefaultViewBytes
+	}
+	if o.RootLabel == "" {
+		o.RootLabel = pkgwalk.DefaultRootLabel
+	}
+	for name, p := range map[string]string{"package": o.PackageDir, "workspace": o.Workspace} {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("%s path %q is not absolute", name, p)
+		}
+	}
+	if o.Transcript != "" && !filepath.IsAbs(o.Transcript) {
+		return fmt.Errorf("transcript path %q is not absolute", o.Transcript)
+	}
+	if err := pkgwalk.CheckID(o.Expect); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (o *ServeOptions) flags(mount string) []string {
+	return []string{
+		"--package", o.PackageDir, "--expect", o.Expect, "--root-label", o.RootLabel,
+		"--mount", mount, "--workspace", o.Workspace, "--transcript", o.Transcript,
+		"--view-bytes", strconv.FormatInt(o.ViewBytes, 10),
+		"--max-file-bytes", strconv.Itoa(o.Limits.MaxFileBytes),
+		"--max-total-bytes", strconv.Itoa(o.Limits.MaxTotalBytes),
+		"--max-files", strconv.Itoa(o.Limits.MaxFiles),
+		"--max-writes", strconv.Itoa(o.Limits.MaxWrites),
+		"--max-path-bytes", strconv.Itoa(o.Limits.MaxPathBytes),
+		"--max-depth", strconv.Itoa(o.Limits.MaxDepth),
+		"--stage-args", strconv.Itoa(len(o.StageArgs)),
+	}
+}
+
+// stageConfig is ServeOptions as the stages read them back.
+type stageConfig struct {
+	ServeOptions
+	mount      string
+	manifestFD int
+}
+
+func parseStage(args []string) (*stageConfig, error) {
+	fs := flag.NewFlagSet("sealed-stage", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c := &stageConfig{}
+	var nStage int
+	fs.StringVar(&c.PackageDir, "package", "", "")
+	fs.StringVar(&c.Expect, "expect", "", "")
+	fs.StringVar(&c.RootLabel, "root-label", "", "")
+	fs.StringVar(&c.mount, "mount", "", "")
+	fs.StringVar(&c.Workspace, "workspace", "", "")
+	fs.StringVar(&c.Transcript, "transcript", "", "")
+	fs.Int64Var(&c.ViewBytes, "view-bytes", 0, "")
+	fs.IntVar(&c.Limits.MaxFileBytes, "max-file-bytes", 0, "")
+	fs.IntVar(&c.Limits.MaxTotalBytes, "max-total-bytes", 0, "")
+	fs.IntVar(&c.Limits.MaxFiles, "max-files", 0, "")
+	fs.IntVar(&c.Limits.MaxWrites, "max-writes", 0, "")
+	fs.IntVar(&c.Limits.MaxPathBytes, "max-path-bytes", 0, "")
+	fs.IntVar(&c.Limits.MaxDepth, "max-depth", 0, "")
+	fs.IntVar(&nStage, "stage-args", 0, "")
+	fs.IntVar(&c.manifestFD, "manifest-fd", -1, "")
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("sealed stage arguments: %w", err)
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(c.mount) {
+		return nil, fmt.Errorf("mount point %q is not absolute", c.mount)
+	}
+	return c, nil
+}
+
+// RunStage runs one stage of the sealed server in this process and returns
+// its exit status: args[0] is "seal" or "serve", prefix is the argument
+// prefix that brought the binary here (needed to exec the next stage).
+// Status 1 means the package or prompt was refused, 2 that the environment
+// could not establish the seal.
+func RunStage(prefix []string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fail := func(code int, err error) int {
+		fmt.Fprintf(stderr, "cleanroom: sealed room: %v\n", err)
+		return code
+	}
+	if len(args) == 0 {
+		return fail(2, errors.New("no stage named"))
+	}
+	// Before anything else: no inherited descriptor survives the next exec.
+	if err := sandbox.CloseInheritedFDs(); err != nil {
+		return fail(2, err)
+	}
+	c, err := parseStage(args[1:])
+	if err != nil {
+		return fail(2, err)
+	}
+	switch args[0] {
+	case "seal":
+		return sealStage(prefix, args[1:], c, fail)
+	case "serve":
+		return serveStage(c, stdin, stdout, fail)
+	}
+	return fail(2, fmt.Errorf("unknown stage %q", args[0]))
+}
+
+// sealStage runs in the fresh namespaces with the privileges it was
+// started with: it isolates, mounts, emits, seals, asserts, and execs the
+// serve stage with every privilege dropped.
+func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int) int {
+	if err := sandbox.AssertIsolatedFrom(os.Getppid()); err != nil {
+		return fail(2, err)
+	}
+	if err := sandbox.MakeRootPrivate(); err != nil {
+		return fail(2, err)
+	}
+	if err := sandbox.AssertNoNetwork(); err != nil {
+		return fail(2, err)
+	}
+	var m *pkgwalk.Manifest
+	_, err := sandbox.Seal(c.mount, c.ViewBytes, func(dir string) error {
+		var err error
+		// Emit refuses unless the source is the pinned bpkg.
+		m, err = pkgwalk.Emit(context.Background(), c.PackageDir, dir, c.Expect, pkgwalk.EmitOptions{RootLabel: c.RootLabel})
+		return err
+	})
+	if err != nil {
+		return fail(refusalCode(err), err)
+	}
+	rec, err := m.MarshalRecord("")
+	if err != nil {
+		return fail(2, err)
+	}
+	fd, err := manifestFD(rec)
+	if err != nil {
+		return fail(2, err)
+	}
+	next := append([]string{"/proc/self/exe"}, prefix...)
+	next = append(next, "serve")
+	next = append(next, args...)
+	next = append(next, "--manifest-fd", strconv.Itoa(fd))
+	err = sandbox.ExecUnprivileged(next, []string{})
+	return fail(2, err)
+}
+
+// manifestFD puts the manifest record in a sealed memfd that the serve
+// stage inherits (the only descriptor it does, and it closes it at once).
+// The serve stage checks the manifest's identity against the pinned bpkg,
+// so the record carries no authority of its own.
+func manifestFD(rec []byte) (int, error) {
+	fd, err := unix.MemfdCreate("cleanroom-manifest", unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return -1, fmt.Errorf("memfd: %w", err)
+	}
+	if _, err := unix.Write(fd, rec); err != nil {
+		return -1, fmt.Errorf("memfd write: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_WRITE|unix.F_SEAL_GROW|unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL); err != nil {
+		return -1, fmt.Errorf("memfd seal: %w", err)
+	}
+	return fd, nil
+}
+
+func readManifestFD(fd int) (*pkgwalk.Manifest, error) {
+	if fd < 3 {
+		return nil, fmt.Errorf("no manifest descriptor")
+	}
+	f := os.NewFile(uintptr(fd), "manifest")
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<30))
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifest descriptor: %w", err)
+	}
+	return pkgwalk.ParseManifestRecord(b)
+}
+
+// refusalCode is 1 for a refusal of the input (package, pin, prompt,
+// workspace), 2 for anything else.
+func refusalCode(err error) int {
+	var re *pkgwalk.RefusalError
+	var probs pkgwalk.Problems
+	var pe *PromptError
+	var we *WriteError
+	if errors.As(err, &re) || errors.As(err, &probs) || errors.As(err, &pe) || errors.As(err, &we) {
+		return 1
+	}
+	return 2
+}
+
+// serveStage runs with no privileges in the sealed namespaces: it asserts
+// that, verifies the final view as its first act on the package, keeps the
+// verified bytes, and serves them over MCP on stdio.
+func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int, error) int) int {
+	m, err := readManifestFD(c.manifestFD)
+	if err != nil {
+		return fail(2, err)
+	}
+	// The relay's death ends the room (the setting does not survive exec).
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	if err := sandbox.AssertUnprivileged(); err != nil {
+		return fail(2, err)
+	}
+	if err := sandbox.AssertNoNetwork(); err != nil {
+		return fail(2, err)
+	}
+	if _, err := sandbox.AssertSealed(c.mount); err != nil {
+		return fail(2, err)
+	}
+	room, err := OpenRoom(c.mount, m, c.Expect, c.Workspace, c.Transcript, c.Limits)
+	if err != nil {
+		return fail(refusalCode(err), err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = room.Serve(ctx, stdin, stdout)
+	if cerr := room.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fail(2, err)
+	}
+	return 0
+}
+
+// OpenRoom verifies the view at mount against the pinned manifest (its
+// identity must be expect), reads the prompt out of the verified bytes, and
+// creates the workspace and the transcript.
+func OpenRoom(mount string, m *pkgwalk.Manifest, expect, workspace, transcript string, limits Limits) (*Room, error) {
+	id, err := m.ID()
+	if err != nil {
+		return nil, err
+	}
+	if id != expect {
+		return nil, &pkgwalk.RefusalError{Path: ".", Rule: pkgwalk.ErrNotPinned, Detail: fmt.Sprintf("view manifest is %s, pinned %s", id, expect)}
+	}
+	view, err := pkgwalk.VerifyView(mount, m)
+	if err != nil {
+		return nil, err
+	}
+	prompt, promptSHA, err := LoadPrompt(view)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := CreateWorkspace(workspace, limits)
+	if err != nil {
+		return nil, err
+	}
+	r := &Room{View: view, Prompt: prompt, Workspace: ws, Limits: limits}
+	if transcript != "" {
+		r.Transcript, err = CreateTranscript(transcript, TranscriptHeader{
+			BlindPackageID: view.ID, SealDigest: view.SealDigest(), ServedFileCount: len(view.Files),
+			InstructionPath: PromptPath, InstructionSHA256: promptSHA, Workspace: workspace,
+		})
+		if err != nil {
+			ws.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Serve answers MCP on the given streams until the client goes away.
+// Inbound frames are capped: the SDK's decoder has no limit of its own
+// beyond this.
+func (r *Room) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	s := NewServer(r)
+	var t mcp.Transport
+	maxLine := 6*r.Limits.MaxFileBytes + 64<<10 // JSON may escape a byte as \u00XX
+	if f, ok := in.(*os.File); ok && f == os.Stdin && out == io.Writer(os.Stdout) {
+		t = &mcp.StdioTransport{MaxLineLength: maxLine}
+	} else {
+		t = &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}, MaxLineLength: maxLine}
+	}
+	err := s.Run(ctx, t)
+	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
+		return nil
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// Close ends the session's records.
+func (r *Room) Close() error {
+	err := r.Transcript.Close()
+	if werr := r.Workspace.Close(); err == nil {
+		err = werr
+	}
+	return err
+}

@@ -1,0 +1,254 @@
+package harness
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// The rules write_source enforces. Each refusal wraps one of these in a
+// *WriteError naming the path.
+var (
+	// ErrWorkspaceExists: a workspace that existed before the run may hold
+	// anything (a planted file, a symlink out), so only a fresh one is used.
+	ErrWorkspaceExists = errors.New("workspace already exists")
+	// ErrWorkspacePath: the workspace must be a clean absolute path.
+	ErrWorkspacePath = errors.New("workspace path is not a clean absolute path")
+	// ErrWritePath: only portable relative paths: segments of
+	// [A-Za-z0-9._+-], no ".", "..", empty segment, leading "/" or NUL.
+	ErrWritePath = errors.New("not a portable relative path")
+	// ErrWriteCase: two paths differing only by ASCII case are one file on
+	// a case-insensitive filesystem.
+	ErrWriteCase = errors.New("path equals another written path after ASCII case-folding")
+	// ErrWriteConflict: the path crosses a file, or names a directory.
+	ErrWriteConflict = errors.New("path conflicts with a file or directory already written")
+	// ErrWriteTooLarge: content over the per-file cap.
+	ErrWriteTooLarge = errors.New("content over the per-file size cap")
+	// ErrWorkspaceFull: the file-count, byte or call cap is reached.
+	ErrWorkspaceFull = errors.New("workspace cap reached")
+)
+
+// WriteError is a refused write_source call.
+type WriteError struct {
+	Path   string
+	Rule   error
+	Detail string
+}
+
+func (e *WriteError) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("write_source %q: %v", e.Path, e.Rule)
+	}
+	return fmt.Sprintf("write_source %q: %v (%s)", e.Path, e.Rule, e.Detail)
+}
+
+func (e *WriteError) Unwrap() error { return e.Rule }
+
+// Limits bound what the implementer can write and send.
+type Limits struct {
+	MaxFileBytes  int // one write_source content
+	MaxTotalBytes int // the workspace, counting each file's latest size
+	MaxFiles      int // distinct files
+	MaxWrites     int // write_source calls, accepted or not
+	MaxPathBytes  int
+	MaxDepth      int
+}
+
+// DefaultLimits are generous for a source tree and small for a disk.
+var DefaultLimits = Limits{
+	MaxFileBytes:  1 << 20,
+	MaxTotalBytes: 64 << 20,
+	MaxFiles:      2000,
+	MaxWrites:     5000,
+	MaxPathBytes:  255,
+	MaxDepth:      16,
+}
+
+// Workspace is the implementer's only writable place: a directory created
+// by the server (it must not exist before), written only through a
+// descriptor opened at creation, with every path resolved beneath it by
+// openat2. It has no read operation: what was written cannot be read back
+// through the room.
+type Workspace struct {
+	Path   string
+	limits Limits
+
+	mu     sync.Mutex
+	dirfd  int
+	sizes  map[string]int    // path → size of the latest write
+	folded map[string]string // ASCII-lower path → path
+	dirs   map[string]bool   // directories created
+	total  int
+	writes int
+}
+
+// CreateWorkspace creates dir (mode 0755) exclusively — refusing one that
+// exists — and opens it.
+func CreateWorkspace(dir string, limits Limits) (*Workspace, error) {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || strings.ContainsRune(dir, 0) {
+		return nil, &WriteError{Path: dir, Rule: ErrWorkspacePath}
+	}
+	// mkdir is create-exclusive: an existing directory, file or symlink at
+	// dir fails with EEXIST, so nothing planted beforehand is adopted.
+	if err := unix.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return nil, &WriteError{Path: dir, Rule: ErrWorkspaceExists}
+		}
+		return nil, fmt.Errorf("creating workspace %s: %w", dir, err)
+	}
+	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening workspace %s: %w", dir, err)
+	}
+	return &Workspace{Path: dir, limits: limits, dirfd: fd, sizes: map[string]int{}, folded: map[string]string{}, dirs: map[string]bool{}}, nil
+}
+
+// Close releases the workspace descriptor.
+func (w *Workspace) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dirfd < 0 {
+		return nil
+	}
+	err := unix.Close(w.dirfd)
+	w.dirfd = -1
+	return err
+}
+
+// CheckWritePath applies the portable-path rule to an implementer's path.
+func CheckWritePath(p string, limits Limits) error {
+	if p == "" || len(p) > limits.MaxPathBytes {
+		return &WriteError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("length %d, allowed 1..%d", len(p), limits.MaxPathBytes)}
+	}
+	segs := strings.Split(p, "/")
+	if len(segs) > limits.MaxDepth {
+		return &WriteError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("%d segments, allowed %d", len(segs), limits.MaxDepth)}
+	}
+	for _, s := range segs {
+		// "" catches a leading "/" (absolute), "//" and a trailing "/".
+		if s == "" || s == "." || s == ".." {
+			return &WriteError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("segment %q", s)}
+		}
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			ok := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '+' || c == '-'
+			if !ok {
+				return &WriteError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("byte %#02x in segment %q", c, s)}
+			}
+		}
+	}
+	return nil
+}
+
+// Write stores content at the relative path p, replacing an earlier write
+// of the same path. It returns the content's size.
+func (w *Workspace) Write(p string, content []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	if w.writes > w.limits.MaxWrites {
+		return &WriteError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("more than %d write_source calls", w.limits.MaxWrites)}
+	}
+	if err := CheckWritePath(p, w.limits); err != nil {
+		return err
+	}
+	if len(content) > w.limits.MaxFileBytes {
+		return &WriteError{Path: p, Rule: ErrWriteTooLarge, Detail: fmt.Sprintf("%d bytes, cap %d", len(content), w.limits.MaxFileBytes)}
+	}
+	lower := strings.ToLower(p)
+	if prev, ok := w.folded[lower]; ok && prev != p {
+		return &WriteError{Path: p, Rule: ErrWriteCase, Detail: fmt.Sprintf("already wrote %q", prev)}
+	}
+	old, exists := w.sizes[p]
+	if !exists && len(w.sizes) >= w.limits.MaxFiles {
+		return &WriteError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d files", w.limits.MaxFiles)}
+	}
+	if w.total-old+len(content) > w.limits.MaxTotalBytes {
+		return &WriteError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d bytes", w.limits.MaxTotalBytes)}
+	}
+	// A file may not stand where a directory was created, nor a directory
+	// (a parent of p) where a file was written.
+	if w.dirs[p] || w.dirs[lower] {
+		return &WriteError{Path: p, Rule: ErrWriteConflict, Detail: "a directory of that name exists"}
+	}
+	segs := strings.Split(p, "/")
+	for i := 1; i < len(segs); i++ {
+		parent := strings.Join(segs[:i], "/")
+		if _, isFile := w.folded[strings.ToLower(parent)]; isFile {
+			return &WriteError{Path: p, Rule: ErrWriteConflict, Detail: fmt.Sprintf("%q is a file", parent)}
+		}
+	}
+	if err := w.writeBeneath(segs, content); err != nil {
+		return &WriteError{Path: p, Rule: ErrWriteConflict, Detail: err.Error()}
+	}
+	for i := 1; i < len(segs); i++ {
+		d := strings.Join(segs[:i], "/")
+		w.dirs[d] = true
+		w.dirs[strings.ToLower(d)] = true
+	}
+	w.sizes[p] = len(content)
+	w.folded[lower] = p
+	w.total += len(content) - old
+	return nil
+}
+
+// resolveBeneath confines every lookup to the workspace: no "..", no
+// symlink, no magic link, no other mount on the way.
+const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
+
+// writeBeneath creates the parent directories one at a time under the
+// workspace descriptor, writes the content to a fresh temporary name
+// (O_CREAT|O_EXCL) in the parent, syncs it, and renames it into place: the
+// final name is replaced, never written through, so a planted hard link
+// cannot carry the write outside.
+func (w *Workspace) writeBeneath(segs []string, content []byte) error {
+	parent := w.dirfd
+	closeParent := func() {}
+	defer func() { closeParent() }()
+	for i, s := range segs[:len(segs)-1] {
+		rel := strings.Join(segs[:i+1], "/")
+		if err := unix.Mkdirat(parent, s, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("mkdir %s: %w", rel, err)
+		}
+		fd, err := unix.Openat2(w.dirfd, rel, &unix.OpenHow{Flags: unix.O_DIRECTORY | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: resolveBeneath})
+		if err != nil {
+			return fmt.Errorf("open %s: %w", rel, err)
+		}
+		closeParent()
+		parent = fd
+		closeParent = func() { unix.Close(fd) }
+	}
+	name := segs[len(segs)-1]
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return err
+	}
+	tmp := ".tmp-" + hex.EncodeToString(rnd[:]) + "-" + name
+	fd, err := unix.Openat2(parent, tmp, &unix.OpenHow{Flags: unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC | unix.O_NOFOLLOW, Mode: 0o644, Resolve: resolveBeneath})
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, werr := f.Write(content)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = unix.Renameat(parent, tmp, parent, name)
+	}
+	if werr != nil {
+		_ = unix.Unlinkat(parent, tmp, 0)
+		return werr
+	}
+	return nil
+}

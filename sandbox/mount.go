@@ -1,0 +1,315 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The rules a sealed view can break. Each is an exported sentinel wrapped in
+// a *SealError that names the mount point, so errors.Is(err, ErrSuperblockRW)
+// reports which rule failed.
+var (
+	// ErrNotMounted: the path is not a mount point in this namespace, so a
+	// "sealed view" there would be the host's own directory.
+	ErrNotMounted = errors.New("no mount at the view's path")
+	// ErrStacked: more than one mount sits at the path; the last one wins,
+	// and an earlier writable one could be uncovered later.
+	ErrStacked = errors.New("more than one mount stacked at the view's path")
+	// ErrNotTmpfs: only a fresh tmpfs guarantees new inodes with one link
+	// each and no older descriptor into them.
+	ErrNotTmpfs = errors.New("view is not a tmpfs")
+	// ErrMountRW: the per-mount flag is rw, so this mount point accepts writes.
+	ErrMountRW = errors.New("per-mount flag is not ro")
+	// ErrSuperblockRW: the superblock is rw; a read-only bind leaves the
+	// objects underneath writable through every other mount of them.
+	ErrSuperblockRW = errors.New("superblock is not ro")
+	// ErrMountFlags: nosuid, nodev and noexec must hold on the view (a raw
+	// remount clears them unless they are passed again).
+	ErrMountFlags = errors.New("view lacks nosuid, nodev or noexec")
+	// ErrPeerGroup: a shared: peer group propagates mount events between
+	// the view and the host, so the host could see or change it.
+	ErrPeerGroup = errors.New("view is in a shared peer group")
+	// ErrStatfsRW: statfs does not report ST_RDONLY (necessary, not sufficient).
+	ErrStatfsRW = errors.New("statfs does not report ST_RDONLY")
+	// ErrDeviceMismatch: the directory's st_dev is not the mount's device,
+	// so the path resolved to something other than the asserted mount.
+	ErrDeviceMismatch = errors.New("view's st_dev differs from the mount's device")
+	// ErrWriteProbe: creating a file in the view did not fail with EROFS.
+	ErrWriteProbe = errors.New("write probe did not fail with EROFS")
+)
+
+// SealError is a failed assertion about the view mounted at Dir.
+type SealError struct {
+	Dir    string
+	Rule   error
+	Detail string
+}
+
+func (e *SealError) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("sealed view %s: %v", e.Dir, e.Rule)
+	}
+	return fmt.Sprintf("sealed view %s: %v (%s)", e.Dir, e.Rule, e.Detail)
+}
+
+func (e *SealError) Unwrap() error { return e.Rule }
+
+// MountInfo is one line of /proc/<pid>/mountinfo (proc(5)).
+type MountInfo struct {
+	ID, Parent   int
+	Major, Minor uint32
+	Root         string
+	MountPoint   string
+	// Options are the per-mount options (field 6: ro|rw, nosuid, …).
+	Options []string
+	// Optional holds the optional fields (shared:N, master:N, …).
+	Optional []string
+	FSType   string
+	Source   string
+	// SuperOptions are the superblock options (after "- fstype source").
+	SuperOptions []string
+	// Line is the line as the kernel wrote it.
+	Line string
+}
+
+// ParseMountInfo reads mountinfo lines. A malformed line is an error naming
+// its number: a table we cannot read is not a table we can assert from.
+func ParseMountInfo(r io.Reader) ([]MountInfo, error) {
+	var out []MountInfo
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		f := strings.Fields(line)
+		sep := slices.Index(f, "-")
+		if sep < 6 || len(f) < sep+4 {
+			return nil, fmt.Errorf("mountinfo line %d: malformed: %q", n, line)
+		}
+		var m MountInfo
+		var err error
+		if m.ID, err = strconv.Atoi(f[0]); err != nil {
+			return nil, fmt.Errorf("mountinfo line %d: mount id: %w", n, err)
+		}
+		if m.Parent, err = strconv.Atoi(f[1]); err != nil {
+			return nil, fmt.Errorf("mountinfo line %d: parent id: %w", n, err)
+		}
+		maj, min, ok := strings.Cut(f[2], ":")
+		if !ok {
+			return nil, fmt.Errorf("mountinfo line %d: device %q", n, f[2])
+		}
+		ma, err1 := strconv.ParseUint(maj, 10, 32)
+		mi, err2 := strconv.ParseUint(min, 10, 32)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("mountinfo line %d: device %q", n, f[2])
+		}
+		m.Major, m.Minor = uint32(ma), uint32(mi)
+		m.Root = unescapeMountInfo(f[3])
+		m.MountPoint = unescapeMountInfo(f[4])
+		m.Options = strings.Split(f[5], ",")
+		m.Optional = slices.Clone(f[6:sep])
+		m.FSType = f[sep+1]
+		m.Source = unescapeMountInfo(f[sep+2])
+		m.SuperOptions = strings.Split(f[sep+3], ",")
+		m.Line = line
+		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading mountinfo: %w", err)
+	}
+	return out, nil
+}
+
+// unescapeMountInfo undoes the kernel's octal escapes (\040 for space, …).
+func unescapeMountInfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ReadMountInfo parses /proc/<pid>/mountinfo; pid 0 means this process.
+func ReadMountInfo(pid int) ([]MountInfo, error) {
+	p := "/proc/self/mountinfo"
+	if pid != 0 {
+		p = fmt.Sprintf("/proc/%d/mountinfo", pid)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading mount table: %w", err)
+	}
+	defer f.Close()
+	return ParseMountInfo(f)
+}
+
+// MountsAt returns every entry of table whose mount point is dir, in table
+// order (the last one is the visible mount).
+func MountsAt(table []MountInfo, dir string) []MountInfo {
+	var out []MountInfo
+	for _, m := range table {
+		if m.MountPoint == dir {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// HasOption reports whether opts contains o exactly.
+func HasOption(opts []string, o string) bool { return slices.Contains(opts, o) }
+
+// PeerGroup returns the shared:N optional field, or "" when the mount is in
+// no peer group.
+func (m MountInfo) PeerGroup() string {
+	for _, o := range m.Optional {
+		if strings.HasPrefix(o, "shared:") {
+			return o
+		}
+	}
+	return ""
+}
+
+// CheckSealedEntry checks one mountinfo entry against the seal's rules: a
+// tmpfs, ro per mount and ro at the superblock, nosuid/nodev/noexec, and no
+// shared peer group. It is the table half of AssertSealed, usable on another
+// process's table (/proc/<pid>/mountinfo).
+func CheckSealedEntry(dir string, entries []MountInfo) (MountInfo, error) {
+	if len(entries) == 0 {
+		return MountInfo{}, &SealError{Dir: dir, Rule: ErrNotMounted}
+	}
+	if len(entries) > 1 {
+		return MountInfo{}, &SealError{Dir: dir, Rule: ErrStacked, Detail: fmt.Sprintf("%d mounts", len(entries))}
+	}
+	m := entries[0]
+	switch {
+	case m.FSType != "tmpfs":
+		return m, &SealError{Dir: dir, Rule: ErrNotTmpfs, Detail: m.FSType}
+	case !HasOption(m.Options, "ro"):
+		return m, &SealError{Dir: dir, Rule: ErrMountRW, Detail: m.Line}
+	case !HasOption(m.SuperOptions, "ro"):
+		return m, &SealError{Dir: dir, Rule: ErrSuperblockRW, Detail: m.Line}
+	case !HasOption(m.Options, "nosuid") || !HasOption(m.Options, "nodev") || !HasOption(m.Options, "noexec"):
+		return m, &SealError{Dir: dir, Rule: ErrMountFlags, Detail: m.Line}
+	case m.PeerGroup() != "":
+		return m, &SealError{Dir: dir, Rule: ErrPeerGroup, Detail: m.PeerGroup()}
+	}
+	return m, nil
+}
+
+// MountView mounts a fresh tmpfs at dir: size-limited, mode 0755, nosuid,
+// nodev, noexec. dir must be absolute and already exist; the caller must be
+// in a private mount namespace (see MakeRootPrivate), or the mount would
+// propagate to the host.
+func MountView(dir string, sizeBytes int64) error {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return fmt.Errorf("mounting the view: %q is not a clean absolute path", dir)
+	}
+	if sizeBytes <= 0 {
+		return fmt.Errorf("mounting the view: size %d must be positive", sizeBytes)
+	}
+	data := fmt.Sprintf("size=%d,mode=0755", sizeBytes)
+	if err := unix.Mount("cleanroom-view", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, data); err != nil {
+		return fmt.Errorf("mounting tmpfs at %s: %w", dir, err)
+	}
+	return nil
+}
+
+// RemountReadOnly makes the view read-only twice over: first the
+// superblock (MS_REMOUNT|MS_RDONLY without MS_BIND), which makes the objects
+// themselves immutable through every name, then the mount point
+// (MS_REMOUNT|MS_BIND|MS_RDONLY). Both pass nosuid/nodev/noexec again
+// because a raw remount replaces the per-mount flags. The superblock remount
+// fails with EBUSY while any descriptor is open for writing into the view,
+// so its success also proves no writable descriptor exists.
+func RemountReadOnly(dir string) error {
+	const keep = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|keep, ""); err != nil {
+		return fmt.Errorf("remounting %s read-only at the superblock: %w", dir, err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|keep, ""); err != nil {
+		return fmt.Errorf("remounting %s read-only at the mount point: %w", dir, err)
+	}
+	return nil
+}
+
+// Assertion is what AssertSealed read back from the kernel.
+type Assertion struct {
+	Dir string `json:"dir"`
+	// MountInfo is the view's line of /proc/self/mountinfo.
+	MountInfo string `json:"mountinfo"`
+	// StatfsFlags is statfs(2)'s f_flags for the view.
+	StatfsFlags int64 `json:"statfs_flags"`
+	// ProbeErrno is the error the write probe got (always EROFS on success).
+	ProbeErrno string `json:"probe_errno"`
+}
+
+// AssertSealed asks the kernel, in four independent ways, whether the view
+// at dir is sealed, and fails closed on any doubt: the mountinfo entry
+// (exactly one mount at dir, tmpfs, per-mount ro, superblock ro,
+// nosuid/nodev/noexec, no shared peer group), statfs ST_RDONLY, the
+// directory's st_dev equal to the mount's device, and a create that must
+// fail with EROFS.
+func AssertSealed(dir string) (*Assertion, error) {
+	table, err := ReadMountInfo(0)
+	if err != nil {
+		return nil, err
+	}
+	m, err := CheckSealedEntry(dir, MountsAt(table, dir))
+	if err != nil {
+		return nil, err
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(dir, &sfs); err != nil {
+		return nil, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	// statfs cannot tell a per-mount ro from a superblock ro; it is checked
+	// as a necessary condition only, the mountinfo check above is the proof.
+	if sfs.Flags&unix.ST_RDONLY == 0 {
+		return nil, &SealError{Dir: dir, Rule: ErrStatfsRW, Detail: fmt.Sprintf("f_flags=%#x", sfs.Flags)}
+	}
+	dfd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the view %s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(dfd, &st); err != nil {
+		return nil, fmt.Errorf("fstat %s: %w", dir, err)
+	}
+	// The descriptor we probe through must be on the asserted mount, not on
+	// something the path happened to resolve to.
+	if unix.Major(st.Dev) != m.Major || unix.Minor(st.Dev) != m.Minor {
+		return nil, &SealError{Dir: dir, Rule: ErrDeviceMismatch, Detail: fmt.Sprintf("st_dev %d:%d, mount %d:%d", unix.Major(st.Dev), unix.Minor(st.Dev), m.Major, m.Minor)}
+	}
+	const probe = ".cleanroom-write-probe"
+	pfd, perr := unix.Openat(dfd, probe, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if perr == nil {
+		unix.Close(pfd)
+		_ = unix.Unlinkat(dfd, probe, 0)
+		return nil, &SealError{Dir: dir, Rule: ErrWriteProbe, Detail: "the create succeeded"}
+	}
+	if !errors.Is(perr, unix.EROFS) {
+		return nil, &SealError{Dir: dir, Rule: ErrWriteProbe, Detail: perr.Error()}
+	}
+	return &Assertion{Dir: dir, MountInfo: m.Line, StatfsFlags: int64(sfs.Flags), ProbeErrno: "EROFS"}, nil
+}
