@@ -63,12 +63,18 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 		return nil, err
 	}
 
+	// Writing into the source would change what was just measured; checked
+	// before dest is created, and again on the opened directory.
+	if inside, err := IsInside(src, dest); err != nil {
+		return nil, err
+	} else if inside {
+		return nil, &RefusalError{Path: dest, Rule: ErrOutputInside, Detail: "destination inside the source package " + src}
+	}
 	destf, err := openEmptyDest(dest)
 	if err != nil {
 		return nil, err
 	}
 	defer destf.Close()
-	// Writing into the source would change what was just measured.
 	if inside, err := isInside(int(destf.Fd()), src); err != nil {
 		return nil, err
 	} else if inside {
