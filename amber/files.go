@@ -1,0 +1,160 @@
+package amber
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotRegular refuses a path that is a symlink, FIFO, device or directory
+// where a file is expected.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge refuses a file over its cap.
+var ErrTooLarge = errors.New("file over the size cap")
+
+// openRegular opens path for reading without following a final symlink and
+// checks on the descriptor that it is a regular file: a FIFO could block
+// forever and a symlink could point the check at one file and the use at
+// another.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, nil, fmt.Errorf("%s: %w (symbolic link)", path, ErrNotRegular)
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+	}
+	return f, fi, nil
+}
+
+// readCapped reads a whole regular file of at most max bytes.
+func readCapped(path string, max int64) ([]byte, error) {
+	f, fi, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s: %w (%d bytes, cap %d)", path, ErrTooLarge, fi.Size(), max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrTooLarge, max)
+	}
+	return b, nil
+}
+
+// hashFile returns the sha256 (lowercase hex) and size of a regular file,
+// copying the bytes it hashed to w when w is not nil, so a later reader uses
+// exactly the bytes that were hashed.
+func hashFile(path string, w io.Writer) (string, int64, error) {
+	f, _, err := openRegular(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	dst := io.Writer(h)
+	if w != nil {
+		dst = io.MultiWriter(h, w)
+	}
+	n, err := io.Copy(dst, f)
+	if err != nil {
+		return "", 0, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// directory, synced, then renamed into place: a reader sees the old file or
+// the new one, never half of one. With noReplace an existing path is never
+// overwritten (renameat2 RENAME_NOREPLACE).
+func writeAtomic(path string, data []byte, mode os.FileMode, noReplace bool) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(name)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := renameInto(name, path, noReplace); err != nil {
+		return err
+	}
+	ok = true
+	return syncDir(dir)
+}
+
+func renameInto(from, to string, noReplace bool) error {
+	var flags uint
+	if noReplace {
+		flags = unix.RENAME_NOREPLACE
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, flags); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("%s: %w", to, os.ErrExist)
+		}
+		return fmt.Errorf("renaming into %s: %w", to, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// syncFile syncs a file written in a staging directory.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
