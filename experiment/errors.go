@@ -1,0 +1,210 @@
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// RunRule names one rule of the run lifecycle (TRVM-FORMATS §5). Each rule is
+// an exported sentinel: errors.Is(err, experiment.ErrBinaryDigest) reports
+// whether err (a *RunProblem, a *VerifyError, a *TransitionError or anything
+// wrapping them) broke it. The string values are stable short phrases; they
+// appear in command output.
+type RunRule string
+
+// Error makes a RunRule usable as an errors.Is target.
+func (r RunRule) Error() string { return string(r) }
+
+// The rules of the run record, its receipts, its RESULT and its transitions.
+// Each one closes a way for a status to be claimed without having happened.
+const (
+	// ErrNoRecord: no run record exists, so no subject is pinned.
+	ErrNoRecord RunRule = "no run record"
+	// ErrRecordBytes: the record's bytes fail the strict reader; a record with
+	// two readings has no single thing to check.
+	ErrRecordBytes RunRule = "run record refused at the byte boundary"
+	// ErrRunShape: an undeclared or missing member, or a member of the wrong
+	// type, in the record, a receipt or a RESULT — a member nothing reads is
+	// where evidence hides.
+	ErrRunShape RunRule = "closed shape broken"
+	// ErrRecordType: the record is not a TRVM-BLIND-IMPLEMENTATION-RUN-v3.
+	ErrRecordType RunRule = "record type is not TRVM-BLIND-IMPLEMENTATION-RUN-v3"
+	// ErrUnknownStatus: a status outside the five states.
+	ErrUnknownStatus RunRule = "status is not a state"
+	// ErrRole: a role outside {reference, candidate}; re-identifying a record
+	// around any other word would make it legal.
+	ErrRole RunRule = "role is not reference or candidate"
+	// ErrLabel: an implementation label that is not an identifier; the label
+	// names the archived observation file, so a path in it carries evidence
+	// out of the archive.
+	ErrLabel RunRule = "implementation label is not an identifier"
+	// ErrDuplicateLabel: two subjects with one label have two readings.
+	ErrDuplicateLabel RunRule = "implementation label appears twice"
+	// ErrRunID: run_id does not recompute from the record; something moved
+	// without the identity moving.
+	ErrRunID RunRule = "run_id does not identify the record"
+
+	// ErrReleaseUnreadable: SPEC-RELEASE.json is missing or refused.
+	ErrReleaseUnreadable RunRule = "SPEC-RELEASE.json unreadable"
+	// ErrRunReleaseNotArchived: the selected release is not in
+	// releases/<srel>.json (or differs from SPEC-RELEASE.json at pin).
+	ErrRunReleaseNotArchived RunRule = "selected release not archived"
+	// ErrReleaseDrift: a run in progress names another release than the tree;
+	// a later release never silently moves a run.
+	ErrReleaseDrift RunRule = "run's release is not the tree's release"
+	// ErrContractRevision: blind_contract_revision differs from the release's
+	// experiment_revision.
+	ErrContractRevision RunRule = "blind_contract_revision is not the release's experiment_revision"
+	// ErrInstrumentMissing: an instrument member is absent from experiment/.
+	ErrInstrumentMissing RunRule = "instrument member missing"
+	// ErrInstrumentDigest: the instrument moved after the run was pinned.
+	ErrInstrumentDigest RunRule = "instrument_digest does not match the tree"
+	// ErrPackageDigest: a subject's files moved after they were frozen.
+	ErrPackageDigest RunRule = "package_digest does not match the tree"
+	// ErrPackageFileAbsent: a file a subject froze is absent.
+	ErrPackageFileAbsent RunRule = "frozen package file absent"
+	// ErrOutsideWorld: a path the record names does not resolve inside the
+	// world; a run may only authorize subjects that are part of it.
+	ErrOutsideWorld RunRule = "path does not resolve inside the world"
+	// ErrBinaryRequired: a candidate without a frozen executable, or a
+	// binary_path without a binary_digest.
+	ErrBinaryRequired RunRule = "frozen binary required"
+	// ErrBinaryDigest: the executable's bytes are not the frozen ones.
+	ErrBinaryDigest RunRule = "binary bytes do not match binary_digest"
+	// ErrCommand: the command would execute something the run did not freeze.
+	ErrCommand RunRule = "command executes something not frozen"
+	// ErrNoCandidate: REVEALED or COMPLETE with no frozen candidate.
+	ErrNoCandidate RunRule = "no frozen candidate"
+	// ErrBlindPackage: the package has a walk problem or leak, or is not the
+	// bytes the run pinned.
+	ErrBlindPackage RunRule = "blind package problem"
+
+	// ErrReceiptMissing: no receipt witnesses the record's status.
+	ErrReceiptMissing RunRule = "no receipt witnesses the status"
+	// ErrReceiptBytes: a receipt the chain needs fails the strict reader.
+	ErrReceiptBytes RunRule = "receipt refused at the byte boundary"
+	// ErrChain: the receipt chain is broken (wrong names, illegal step,
+	// cycle, no PINNED within 64 steps, subjects changed, release moved).
+	ErrChain RunRule = "receipt chain broken"
+	// ErrReceiptExists: the receipt a transition would write already exists
+	// with other bytes; receipts are never rewritten.
+	ErrReceiptExists RunRule = "receipt exists with different bytes (dirty state root)"
+	// ErrSignature: a detached receipt signature does not verify.
+	ErrSignature RunRule = "receipt signature does not verify"
+
+	// ErrResultMissing: a COMPLETE run without its RESULT.
+	ErrResultMissing RunRule = "RESULT missing"
+	// ErrResult: the RESULT does not match the record, its archive or the
+	// replayed measurement.
+	ErrResult RunRule = "RESULT does not verify"
+	// ErrResultNotReplayed: no scorer was available to re-derive the
+	// RESULT's totals; a terminal claim that cannot be re-derived is not
+	// verified.
+	ErrResultNotReplayed RunRule = "RESULT not replayed"
+
+	// ErrIllegalTransition: the state machine does not permit the step.
+	ErrIllegalTransition RunRule = "transition not permitted"
+	// ErrRunInProgress: pin while a non-terminal run exists.
+	ErrRunInProgress RunRule = "a non-terminal run exists"
+	// ErrProvenance: the freeze lacks files, binary or environment.
+	ErrProvenance RunRule = "candidate provenance missing"
+	// ErrHoldoutCommitment: the holdout does not match the release's
+	// commitment.
+	ErrHoldoutCommitment RunRule = "holdout does not match the release commitment"
+	// ErrLocked: another operator holds the state root's lock.
+	ErrLocked RunRule = "state root locked by another process"
+)
+
+// RunProblem is one broken rule, with the world-relative file it concerns.
+type RunProblem struct {
+	Rule   RunRule
+	File   string // world-relative path of the file concerned, "" if none
+	Path   string // the member path the problem names (e.g. an absent file), "" if none
+	Detail string
+	Err    error // underlying cause, e.g. an *evidence.Error
+}
+
+func (p *RunProblem) Error() string {
+	var b strings.Builder
+	if p.File != "" {
+		b.WriteString(p.File)
+		b.WriteString(": ")
+	}
+	b.WriteString(string(p.Rule))
+	if p.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(p.Detail)
+	}
+	if p.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(p.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap exposes the rule and the cause to errors.Is / errors.As.
+func (p *RunProblem) Unwrap() []error {
+	if p.Err != nil {
+		return []error{p.Rule, p.Err}
+	}
+	return []error{p.Rule}
+}
+
+func problem(rule RunRule, file, format string, args ...any) *RunProblem {
+	return &RunProblem{Rule: rule, File: file, Detail: fmt.Sprintf(format, args...)}
+}
+
+// VerifyError is a refusal because a run does not verify: every problem
+// found, in check order. errors.Is matches any of the problems' rules.
+type VerifyError struct {
+	What     string // what was being done ("reveal", "verify")
+	Problems []*RunProblem
+}
+
+func (e *VerifyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s refused: %d problem(s)", e.What, len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// Unwrap exposes every problem.
+func (e *VerifyError) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = p
+	}
+	return errs
+}
+
+// TransitionError is a step the state machine refuses: From is the record's
+// status, To the requested one.
+type TransitionError struct {
+	From, To Status
+	Detail   string
+}
+
+func (e *TransitionError) Error() string {
+	s := fmt.Sprintf("%s: %s → %s", ErrIllegalTransition, e.From, e.To)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// Unwrap lets errors.Is(err, ErrIllegalTransition) match.
+func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
+
+// hasRule reports whether any problem broke rule.
+func hasRule(ps []*RunProblem, rule RunRule) bool {
+	for _, p := range ps {
+		if errors.Is(p, rule) {
+			return true
+		}
+	}
+	return false
+}

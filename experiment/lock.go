@@ -1,0 +1,58 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// stateLock is an exclusive flock(2) on the state root directory itself, so
+// two operators cannot transition one run at once, and a lock file cannot
+// be left behind to wedge the world. The kernel releases it when the holder
+// dies, so a crashed transition never leaves the world locked.
+type stateLock struct{ f *os.File }
+
+// lockPoll is how often a waiting transition retries the lock.
+const lockPoll = 20 * time.Millisecond
+
+// lockState takes the exclusive lock on the state root, creating the state
+// root if it does not exist. It waits until ctx is done; a context without
+// a deadline that is already done, or one that expires, gives ErrLocked.
+func (w *World) lockState(ctx context.Context) (*stateLock, error) {
+	if err := mkdirDurable(w.StateDir()); err != nil {
+		return nil, fmt.Errorf("state root %s: %w", w.StateDir(), err)
+	}
+	f, err := os.OpenFile(w.StateDir(), os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("state root %s: %w", w.StateDir(), err)
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return &stateLock{f: f}, nil
+		}
+		if err != unix.EWOULDBLOCK && err != unix.EINTR {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", w.StateDir(), err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, problem(ErrLocked, StateDirName, "another transition holds the lock (%v)", ctx.Err())
+		case <-time.After(lockPoll):
+		}
+	}
+}
+
+// unlock releases the lock.
+func (l *stateLock) unlock() {
+	if l == nil || l.f == nil {
+		return
+	}
+	_ = unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+	_ = l.f.Close()
+	l.f = nil
+}

@@ -1,0 +1,346 @@
+package experiment
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"golang.org/x/sys/unix"
+)
+
+// The world layout (TRVM-FORMATS §1): the release package and the state
+// root sit at fixed places under the world root. The state root is not
+// selectable: a selectable state root is a selectable authority (a REVEALED
+// copy elsewhere would authorize the canonical candidate).
+const (
+	PackageDirName  = "docs/spec/proof-wire"
+	StateDirName    = "governance"
+	RecordFileName  = "blind-run.json"
+	ReceiptsDirName = "receipts"
+	HoldoutDirName  = "holdout"
+	// PackageManifestName is the recorded package manifest in the state
+	// root (governance/blind-package.json), when one was written.
+	PackageManifestName = "blind-package.json"
+)
+
+// Instrument names the measuring instrument file by file (TRVM-FORMATS
+// §5.3), paths relative to the package root. Every member lives under
+// experiment/, so experiment_digest already covers it; the explicit list
+// also catches a member being moved out, which would shrink that digest
+// rather than move it.
+var Instrument = []string{
+	"experiment/evidence.mjs",
+	"experiment/holdout_schema.mjs",
+	"experiment/holdout_score_core.mjs",
+	"experiment/holdout_runner.mjs",
+	"experiment/run_state.mjs",
+	"experiment/holdout-observation-v1.schema.json",
+	"experiment/holdout-recipe-v1.schema.json",
+	"experiment/fixtures",
+}
+
+// World is a world root: the package at docs/spec/proof-wire/ and the state
+// root governance/ (blind-run.json, receipts/, holdout/).
+type World struct {
+	// Root is the absolute, symlink-resolved world root. Every path a run
+	// names must resolve inside it.
+	Root string
+}
+
+// OpenWorld returns the world rooted at dir (made absolute, symbolic links
+// resolved once, so containment checks compare real paths).
+func OpenWorld(dir string) (*World, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("world %s: %w", dir, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("world %s: %w", dir, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("world %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("world %s: not a directory", dir)
+	}
+	return &World{Root: real}, nil
+}
+
+// PackageDir is the release package root.
+func (w *World) PackageDir() string { return filepath.Join(w.Root, filepath.FromSlash(PackageDirName)) }
+
+// StateDir is the state root governance/.
+func (w *World) StateDir() string { return filepath.Join(w.Root, StateDirName) }
+
+// RecordPath is governance/blind-run.json.
+func (w *World) RecordPath() string { return filepath.Join(w.StateDir(), RecordFileName) }
+
+// ReceiptsDir is governance/receipts/.
+func (w *World) ReceiptsDir() string { return filepath.Join(w.StateDir(), ReceiptsDirName) }
+
+// HoldoutDir is governance/holdout/, where the committed challenge set lives.
+func (w *World) HoldoutDir() string { return filepath.Join(w.StateDir(), HoldoutDirName) }
+
+// stateRel names a state-root-relative path as a world-relative one, for
+// problems and output.
+func (w *World) stateRel(rel string) string { return path.Join(StateDirName, rel) }
+
+// resolveFlags: nothing in the state root resolves outside it, and no link
+// of any kind is followed, so a planted symlink cannot stand in for a
+// receipt or the record.
+const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// openBeneath opens rel beneath the directory dir with openat2.
+func openBeneath(dir, rel string, flags int, mode uint32) (*os.File, error) {
+	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	for {
+		fd, err := unix.Openat2(int(d.Fd()), rel, &unix.OpenHow{
+			Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Mode: uint64(mode), Resolve: resolveFlags,
+		})
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "openat2", Path: filepath.Join(dir, rel), Err: err}
+		}
+		return os.NewFile(uintptr(fd), filepath.Join(dir, rel)), nil
+	}
+}
+
+// readRegularBeneath reads rel beneath dir: a regular file (a FIFO cannot
+// stall the read, a symlink is not followed), at most evidence.MaxSize+1
+// bytes (the strict reader refuses anything larger).
+func readRegularBeneath(dir, rel string) ([]byte, time.Time, error) {
+	f, err := openBeneath(dir, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, time.Time{}, fmt.Errorf("%s: not a regular file (%s)", f.Name(), fi.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, evidence.MaxSize+1))
+	return b, fi.ModTime(), err
+}
+
+// readStateFile reads a state-root-relative file.
+func (w *World) readStateFile(rel string) ([]byte, time.Time, error) {
+	return readRegularBeneath(w.StateDir(), rel)
+}
+
+// readRecordBytes reads governance/blind-run.json; a missing record is
+// fs.ErrNotExist.
+func (w *World) readRecordBytes() ([]byte, error) {
+	b, _, err := w.readStateFile(RecordFileName)
+	return b, err
+}
+
+// ReadRecord reads and parses the world's run record (see ParseRecord).
+// With no record the error matches ErrNoRecord.
+func (w *World) ReadRecord() (*Record, error) {
+	b, err := w.readRecordBytes()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &RunProblem{Rule: ErrNoRecord, File: w.stateRel(RecordFileName), Detail: "no run is pinned"}
+	}
+	if err != nil {
+		return nil, &RunProblem{Rule: ErrRecordBytes, File: w.stateRel(RecordFileName), Err: err}
+	}
+	return ParseRecord(b, w.stateRel(RecordFileName))
+}
+
+// containedPath reports whether the world-relative path p resolves,
+// symbolic links and all, strictly inside the world. A path a run names is
+// a path that could authorize a subject in another tree otherwise.
+func (w *World) containedPath(p string) bool {
+	if p == "" || filepath.IsAbs(p) || strings.ContainsRune(p, 0) {
+		return false
+	}
+	abs := filepath.Join(w.Root, filepath.FromSlash(p))
+	target := abs
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		target = real
+	}
+	return strings.HasPrefix(target, w.Root+string(filepath.Separator))
+}
+
+// instrumentDigest is digestOfPaths(package, Instrument).
+func (w *World) instrumentDigest() (string, []pkgwalk.FileDigest, error) {
+	return pkgwalk.DigestOfPaths(w.PackageDir(), Instrument)
+}
+
+// randomSuffix names temporary files.
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// tempPrefix starts every temporary file a transition writes, so verify
+// can recognise the leftovers of an interrupted one.
+const tempPrefix = ".cleanroom-tmp-"
+
+// writeTemp writes data to a fresh temporary file in dir and fsyncs it.
+func writeTemp(dir, name string, data []byte) (string, error) {
+	tmp := tempPrefix + name + "." + randomSuffix()
+	f, err := openBeneath(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = os.Remove(filepath.Join(dir, tmp))
+		return "", fmt.Errorf("writing %s: %w", filepath.Join(dir, tmp), werr)
+	}
+	return tmp, nil
+}
+
+// withDir runs fn with a descriptor of dir and closes it.
+func withDir(dir string, fn func(fd int) error) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	return fn(fd)
+}
+
+// syncDir fsyncs a directory so a created or renamed entry survives a
+// crash of the machine, not only of the process.
+func syncDir(dir string) error {
+	return withDir(dir, func(fd int) error {
+		if err := unix.Fsync(fd); err != nil {
+			return &os.PathError{Op: "fsync", Path: dir, Err: err}
+		}
+		return nil
+	})
+}
+
+// createExclusive publishes data at dir/name only if nothing is there: it
+// writes a temporary file, fsyncs it, renames it into place with
+// RENAME_NOREPLACE (atomic and exclusive: the name never exists with partial
+// bytes) and fsyncs dir. When name already exists with exactly these bytes
+// (a retried transition after a crash) it reports existed=true and changes
+// nothing; with other bytes it refuses with ErrReceiptExists — evidence is
+// never rewritten.
+func createExclusive(dir, name string, data []byte, file string) (existed bool, err error) {
+	tmp, err := writeTemp(dir, name, data)
+	if err != nil {
+		return false, err
+	}
+	err = withDir(dir, func(fd int) error {
+		rerr := unix.Renameat2(fd, tmp, fd, name, unix.RENAME_NOREPLACE)
+		if rerr == nil {
+			return nil
+		}
+		_ = unix.Unlinkat(fd, tmp, 0)
+		if rerr != unix.EEXIST {
+			return &os.PathError{Op: "rename", Path: filepath.Join(dir, name), Err: rerr}
+		}
+		have, _, readErr := readRegularBeneath(dir, name)
+		if readErr == nil && string(have) == string(data) {
+			existed = true
+			return nil
+		}
+		return problem(ErrReceiptExists, file, "%s already exists with other bytes; evidence is never rewritten (remove nothing by hand without reading it)", name)
+	})
+	if err != nil {
+		return false, err
+	}
+	return existed, syncDir(dir)
+}
+
+// replaceAtomic replaces dir/name with data: temporary file, fsync, rename,
+// fsync of the directory. A crash leaves either the old or the new bytes.
+func replaceAtomic(dir, name string, data []byte) error {
+	tmp, err := writeTemp(dir, name, data)
+	if err != nil {
+		return err
+	}
+	err = withDir(dir, func(fd int) error {
+		if rerr := unix.Renameat(fd, tmp, fd, name); rerr != nil {
+			_ = unix.Unlinkat(fd, tmp, 0)
+			return &os.PathError{Op: "rename", Path: filepath.Join(dir, name), Err: rerr}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// mkdirDurable creates dir (and its parents under an existing ancestor) and
+// fsyncs each parent a new directory was created in.
+func mkdirDurable(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s: not a directory", dir)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if err := mkdirDurable(parent); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return syncDir(parent)
+}
+
+// leftovers lists the temporary files an interrupted transition left in the
+// state root and the receipts directory (state-root-relative).
+func (w *World) leftovers() []string {
+	var out []string
+	for _, d := range []string{"", ReceiptsDirName} {
+		ents, err := os.ReadDir(filepath.Join(w.StateDir(), d))
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), tempPrefix) {
+				out = append(out, path.Join(d, e.Name()))
+			}
+		}
+	}
+	return out
+}
+
+// removeLeftovers deletes the temporary files of interrupted transitions.
+// Only called under the state lock, so no live transition owns them.
+func (w *World) removeLeftovers() {
+	for _, rel := range w.leftovers() {
+		_ = os.Remove(filepath.Join(w.StateDir(), filepath.FromSlash(rel)))
+	}
+}
