@@ -38,6 +38,12 @@ type ServeOptions struct {
 	StageArgs []string
 }
 
+// stageEnv is the whole environment of the sealed stages: nothing of the
+// caller's (an API key in the relay's environment must not reach the room).
+// updatemaxprocs=0,containermaxprocs=0 stop the Go runtime from holding the
+// host's cgroup CPU files open for the life of the server.
+var stageEnv = []string{"GODEBUG=updatemaxprocs=0,containermaxprocs=0"}
+
 // ExitError carries the sealed server's exit status.
 type ExitError struct{ Code int }
 
@@ -65,7 +71,7 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		// Pdeathsig fires when the creating thread exits: keep this thread
 		// for the whole life of the child.
 		runtime.LockOSThread()
-		cmd := sandbox.SealedCommand("/proc/self/exe", args, nil)
+		cmd := sandbox.SealedCommand("/proc/self/exe", args, stageEnv)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 		if err := cmd.Start(); err != nil {
 			done <- fmt.Errorf("starting the sealed server: %w", err)
@@ -239,7 +245,7 @@ func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int)
 	next = append(next, "serve")
 	next = append(next, args...)
 	next = append(next, "--manifest-fd", strconv.Itoa(fd))
-	err = sandbox.ExecUnprivileged(next, []string{})
+	err = sandbox.ExecUnprivileged(next, stageEnv)
 	return fail(2, err)
 }
 
