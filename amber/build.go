@@ -170,11 +170,18 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	// git runs inside the source repository: every path it is given must
+	// be absolute.
+	var err error
+	if o.Out, err = filepath.Abs(o.Out); err != nil {
+		return nil, err
+	}
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now
 	}
-	specSHA, err := PinFile(o.SpecFile)
+	var specSHA string
+	specSHA, err = PinFile(o.SpecFile)
 	if err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
