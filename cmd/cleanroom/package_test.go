@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+)
+
+// syntheticPackageID is the bpkg of pkgwalk/testdata/synthetic, computed
+// outside this code (see pkgwalk's tests) and pinned.
+const syntheticPackageID = "bpkg-b37a3a1f55a4026bc5a39a7254dd8b87e133d0c5337d9fd996b54dc96924d060"
+
+// runCLI runs the command tree with captured output and returns the exit
+// code main would return.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(args)
+	err := root.Execute()
+	switch {
+	case err == nil:
+		code = 0
+	default:
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+			if ee.err != nil {
+				errb.WriteString(ee.err.Error())
+			}
+		} else {
+			code = 2
+			errb.WriteString(err.Error())
+		}
+	}
+	return code, out.String(), errb.String()
+}
+
+// copySyntheticPackage copies the synthetic package to a fresh directory.
+func copySyntheticPackage(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "pkg")
+	src := filepath.Join(testshared.RepoRoot(t), "pkgwalk", "testdata", "synthetic")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestPackageCommands(t *testing.T) {
+	pkg := copySyntheticPackage(t)
+	work := t.TempDir()
+	dest := filepath.Join(work, "mount")
+	record := filepath.Join(work, "blind-package.json")
+
+	// id
+	code, out, errs := runCLI(t, "package", "id", pkg)
+	if code != 0 || out != syntheticPackageID+"\n" {
+		t.Fatalf("id: %d %q %s", code, out, errs)
+	}
+	code, out, _ = runCLI(t, "package", "id", "--json", pkg)
+	o, err := evidence.ReadObject([]byte(out))
+	if code != 0 || err != nil {
+		t.Fatalf("id --json: %d %v %q", code, err, out)
+	}
+	if v, _ := o.Get("blind_package_id"); v != syntheticPackageID {
+		t.Errorf("id --json: %v", v)
+	}
+
+	// manifest to stdout is the record; --out writes the same bytes beside.
+	code, out, errs = runCLI(t, "package", "manifest", pkg)
+	if code != 0 {
+		t.Fatalf("manifest: %d %s", code, errs)
+	}
+	m, err := pkgwalk.ParseManifestRecord([]byte(out))
+	if err != nil {
+		t.Fatalf("manifest output is not a valid record: %v", err)
+	}
+	if id, _ := m.ID(); id != syntheticPackageID {
+		t.Errorf("manifest record id %s", id)
+	}
+	if code, _, errs = runCLI(t, "package", "manifest", pkg, "--out", record); code != 0 {
+		t.Fatalf("manifest --out: %d %s", code, errs)
+	}
+	if b, _ := os.ReadFile(record); string(b) != out {
+		t.Errorf("--out bytes differ from stdout bytes")
+	}
+
+	// emit, then verify both ways.
+	code, out, errs = runCLI(t, "package", "emit", "--from", pkg, "--into", dest, "--expect", syntheticPackageID, "--manifest-out", filepath.Join(work, "emitted.json"))
+	if code != 0 || !strings.Contains(out, "verified") {
+		t.Fatalf("emit: %d %q %s", code, out, errs)
+	}
+	for _, args := range [][]string{
+		{"package", "verify", dest, "--manifest", record},
+		{"package", "verify", dest, "--expect", syntheticPackageID},
+		{"package", "verify", dest, "--manifest", filepath.Join(work, "emitted.json"), "--expect", syntheticPackageID},
+	} {
+		if code, out, errs := runCLI(t, args...); code != 0 || !strings.Contains(out, "VERIFIED") {
+			t.Errorf("%v: %d %q %s", args, code, out, errs)
+		}
+	}
+}
+
+// Refusals exit 1 and name each problem's path and rule; usage errors exit 2.
+func TestPackageCommandRefusals(t *testing.T) {
+	pkg := copySyntheticPackage(t)
+	work := t.TempDir()
+	if err := os.Symlink("SPEC.md", filepath.Join(pkg, "alias.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(pkg, "EMPTY"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	code, _, errs := runCLI(t, "package", "id", pkg)
+	if code != 1 || !strings.Contains(errs, `"alias.md": `+string(pkgwalk.ErrSymlink)) || !strings.Contains(errs, `"EMPTY": `+string(pkgwalk.ErrEmptyDir)) {
+		t.Errorf("id of a refused package: %d\n%s", code, errs)
+	}
+	code, out, _ := runCLI(t, "package", "manifest", "--json", pkg)
+	o, err := evidence.ReadObject([]byte(out))
+	if code != 1 || err != nil {
+		t.Fatalf("manifest --json of a refused package: %d %v %q", code, err, out)
+	}
+	probs, _ := o.Get("problems")
+	if list, ok := probs.([]any); !ok || len(list) != 2 {
+		t.Fatalf("problems: %v", probs)
+	} else {
+		first := list[0].(*evidence.Object)
+		if p, _ := first.Get("path"); p != "EMPTY" {
+			t.Errorf("problems not sorted: first is %v", p)
+		}
+		if r, _ := first.Get("rule"); r != string(pkgwalk.ErrEmptyDir) {
+			t.Errorf("first rule %v", r)
+		}
+	}
+
+	clean := copySyntheticPackage(t)
+	dirty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dirty, "planted"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"emit of a package that is not the pin", []string{"package", "emit", "--from", clean, "--into", filepath.Join(work, "a"), "--expect", "bpkg-" + strings.Repeat("0", 64)}, 1, string(pkgwalk.ErrNotPinned)},
+		{"emit into a dirty destination", []string{"package", "emit", "--from", clean, "--into", dirty, "--expect", syntheticPackageID}, 1, string(pkgwalk.ErrDestNotEmpty)},
+		{"manifest --out inside the package", []string{"package", "manifest", clean, "--out", filepath.Join(clean, "vectors", "m.json")}, 1, string(pkgwalk.ErrOutputInside)},
+		{"emit --manifest-out inside the source", []string{"package", "emit", "--from", clean, "--into", filepath.Join(work, "b"), "--expect", syntheticPackageID, "--manifest-out", filepath.Join(clean, "m.json")}, 1, string(pkgwalk.ErrOutputInside)},
+		{"verify against another pin", []string{"package", "verify", clean, "--expect", "bpkg-" + strings.Repeat("1", 64)}, 1, string(pkgwalk.ErrNotPinned)},
+		{"verify without a pin", []string{"package", "verify", clean}, 2, "--expect"},
+		{"emit without --into", []string{"package", "emit", "--from", clean, "--expect", syntheticPackageID}, 2, "--into"},
+		{"malformed pin", []string{"package", "emit", "--from", clean, "--into", filepath.Join(work, "c"), "--expect", "bpkg-xyz"}, 2, "not a blind_package_id"},
+		{"missing directory", []string{"package", "id", filepath.Join(work, "absent")}, 2, "no such file"},
+		{"unknown flag", []string{"package", "id", clean, "--follow-links"}, 2, "unknown flag"},
+		{"no argument", []string{"package", "id"}, 2, "arg"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, c.args...)
+			if code != c.code || !strings.Contains(out+errs, c.want) {
+				t.Errorf("exit %d (want %d), output:\n%s%s\nwant it to contain %q", code, c.code, out, errs, c.want)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(clean, "vectors", "m.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a manifest was written inside the package")
+	}
+}
+
+// Conformance: the reference world's recorded manifest verifies as a
+// record, and the world's package (with its .mjs files absent by design)
+// is refused against it, naming exactly the missing programs.
+func TestPackageVerifyReferenceWorld(t *testing.T) {
+	world := testshared.World(t, "world")
+	record := filepath.Join(world, "governance", "blind-package.json")
+	code, out, _ := runCLI(t, "package", "verify", "--json", filepath.Join(world, "docs", "spec", "proof-wire"), "--manifest", record,
+		"--expect", "bpkg-9ad5de9420259a6bf247a3629bb69419d53dd1d178bf98beabb270865b22e585")
+	o, err := evidence.ReadObject([]byte(out))
+	if code != 1 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, out)
+	}
+	probs, _ := o.Get("problems")
+	list, _ := probs.([]any)
+	if len(list) == 0 {
+		t.Fatal("no problems listed")
+	}
+	for _, p := range list {
+		po := p.(*evidence.Object)
+		path, _ := po.Get("path")
+		rule, _ := po.Get("rule")
+		if rule != string(pkgwalk.ErrMissingFile) || !strings.HasSuffix(path.(string), ".mjs") {
+			t.Errorf("unexpected problem %v: %v", path, rule)
+		}
+	}
+}
