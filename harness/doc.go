@@ -1,0 +1,34 @@
+// Package harness owns the clean room: the sealed MCP server that serves a
+// verified blind package through exactly three tools — list_files,
+// read_file, write_source — its transcript, and the built-in agent loop
+// that relays a model's tool calls to it.
+//
+// Serve starts the binary again in fresh mount and network namespaces (the
+// seal stage: tmpfs, emit of the pinned bpkg, read-only at the superblock,
+// asserted from the kernel, see package sandbox), which execs the serve
+// stage with no privileges; that stage verifies the final view with
+// pkgwalk.VerifyView as its first act on the package, keeps the verified
+// bytes in memory and never reads the package from disk again. The tools'
+// names, descriptions and input schemas, the server instructions (SYSTEM)
+// and the prompt (USER) are read from the sealed
+// experiment/CLEAN-ROOM-PROMPT-v1.md; the harness adds no instruction of its
+// own and refuses to start if the file is absent, has two readings of a
+// block, or declares tools other than exactly the three it implements.
+//
+// read_file is an exact dictionary lookup on manifested paths: "..", an
+// absolute path, "./", a directory or a case variant are not defended
+// against but unrepresentable, and the refusal names the key. write_source
+// writes only into a workspace the server created (it must not exist),
+// with portable relative paths resolved by openat2 RESOLVE_BENEATH under
+// the workspace descriptor, size- and count-capped, replacing by rename so
+// a planted link is never written through; nothing written can be read back.
+//
+// # Security Considerations
+//
+// The room has no network (an empty network namespace, not even lo up) and
+// no capability. The relay (room drive) is a separate process that holds
+// the model's API key; the sealed server's environment is empty. Inbound
+// MCP frames are capped (StdioTransport.MaxLineLength). What is not
+// defended: an operator with write access to the package before it is
+// pinned, the host's root, and which weights a model provider runs.
+package harness
