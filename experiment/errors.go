@@ -47,6 +47,10 @@ const (
 
 	// ErrReleaseUnreadable: SPEC-RELEASE.json is missing or refused.
 	ErrReleaseUnreadable RunRule = "SPEC-RELEASE.json unreadable"
+	// ErrReleaseNotVerified: at pin, the release record does not verify
+	// against the package (a digest does not recompute); a run would pin an
+	// identity the bytes do not have.
+	ErrReleaseNotVerified RunRule = "release does not verify against the package"
 	// ErrRunReleaseNotArchived: the selected release is not in
 	// releases/<srel>.json (or differs from SPEC-RELEASE.json at pin).
 	ErrRunReleaseNotArchived RunRule = "selected release not archived"

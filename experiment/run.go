@@ -66,6 +66,40 @@ func DefaultReference() AdapterSpec {
 	}
 }
 
+// ParseAdapterSpec reads a reference adapter described as data (the shape
+// of a record adapter: implementation, role, command, package_files,
+// binary_path, binary_digest, environment) through the strict reader. The
+// digests are never taken from it: a pin recomputes them from the files.
+func ParseAdapterSpec(b []byte, file string) (AdapterSpec, error) {
+	o, err := evidence.ReadObject(b)
+	if err != nil {
+		return AdapterSpec{}, &RunProblem{Rule: ErrRecordBytes, File: file, Err: err}
+	}
+	allowed := []string{"implementation", "role", "command", "package_files", "binary_path", "binary_digest", "environment", "package_digest"}
+	ps := []*RunProblem{}
+	for _, n := range o.Names() {
+		if !slices.Contains(allowed, n) {
+			ps = append(ps, problem(ErrRunShape, file, "adapter carries an undeclared member %q", n))
+		}
+	}
+	f := fieldReader{file: file, what: "adapter"}
+	spec := AdapterSpec{Implementation: f.str(o, "implementation"), Command: f.strings(o, "command"), PackageFiles: f.strings(o, "package_files")}
+	if bp := f.nullableStr(o, "binary_path"); bp != nil {
+		spec.Binary = *bp
+	}
+	if role := f.str(o, "role"); o.Has("role") && role != RoleReference {
+		ps = append(ps, problem(ErrRole, file, "a pinned adapter is the reference, not %q", role))
+	}
+	if env, _ := o.Get("environment"); env != nil {
+		ps = append(ps, problem(ErrRunShape, file, "the reference carries no environment"))
+	}
+	ps = append(ps, f.ps...)
+	if len(ps) > 0 {
+		return spec, &VerifyError{What: "reading the reference adapter", Problems: ps}
+	}
+	return spec, nil
+}
+
 // PinOptions configure a pin.
 type PinOptions struct {
 	TransitionOptions
@@ -169,14 +203,36 @@ func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
 		return nil, problem(ErrRunInProgress, w.stateRel(RecordFileName), "%s is %s; a run in flight is not replaced silently: abort it first", prior.RunID, prior.Status)
 	}
 
-	rel, err := ReadRelease(filepath.Join(w.PackageDir(), ReleaseFile))
+	// The selected release must be archived byte for byte: a run is pinned
+	// to an immutable release, never to the tree as it stands.
+	relRaw, _, err := readRegularBeneath(w.PackageDir(), ReleaseFile)
 	if err != nil {
 		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: PackageDirName + "/" + ReleaseFile, Err: err}
 	}
-	archive, _, err := readRegularBeneath(w.PackageDir(), ReleasesDir+"/"+rel.SpecReleaseID+".json")
-	if err != nil || !srelRE.MatchString(rel.SpecReleaseID) || !bytes.Equal(archive, rel.Raw) {
-		return nil, problem(ErrRunReleaseNotArchived, PackageDirName+"/"+ReleaseFile, "%s is not archived byte for byte at %s/%s.json", rel.SpecReleaseID, ReleasesDir, rel.SpecReleaseID)
+	rel0, err := ParseRelease(relRaw)
+	if err != nil {
+		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: PackageDirName + "/" + ReleaseFile, Err: err}
 	}
+	archive, _, err := readRegularBeneath(w.PackageDir(), ReleasesDir+"/"+rel0.SpecReleaseID+".json")
+	if err != nil || !srelRE.MatchString(rel0.SpecReleaseID) || !bytes.Equal(archive, relRaw) {
+		return nil, problem(ErrRunReleaseNotArchived, PackageDirName+"/"+ReleaseFile, "%s is not archived byte for byte at %s/%s.json", rel0.SpecReleaseID, ReleasesDir, rel0.SpecReleaseID)
+	}
+	// The release must be what the package is: every digest recomputed
+	// (and the holdout commitment, when the holdout is present).
+	relRep, err := VerifyRelease(w.PackageDir(), existingDir(w.HoldoutDir()))
+	if err != nil {
+		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: PackageDirName + "/" + ReleaseFile, Err: err}
+	}
+	if !relRep.OK {
+		var ps []*RunProblem
+		for _, c := range relRep.Checks {
+			if !c.OK {
+				ps = append(ps, problem(ErrReleaseNotVerified, PackageDirName+"/"+ReleaseFile, "%s: recorded %s, recomputed %s %s %v", c.Name, c.Recorded, c.Recomputed, c.Detail, c.Missing))
+			}
+		}
+		return nil, &VerifyError{What: "pin", Problems: ps}
+	}
+	rel := relRep.Release
 	// A package with a walk problem or a leak is never pinned: the clean
 	// room would deliver what the digest does not see, or what it must not.
 	_, bpkg, ps := w.walkPackage()
@@ -187,7 +243,11 @@ func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("instrument digest: %w", err)
 	}
-	ref, err := w.adapterFrom(RoleReference, opt.Reference, nil)
+	spec := opt.Reference
+	if spec.Implementation == "" && len(spec.PackageFiles) == 0 {
+		spec = DefaultReference()
+	}
+	ref, err := w.adapterFrom(RoleReference, spec, nil)
 	if err != nil {
 		return nil, err
 	}
