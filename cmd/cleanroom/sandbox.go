@@ -2,13 +2,21 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/netip"
+	"os"
+	"os/signal"
 	"strings"
+	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
+	units "github.com/docker/go-units"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 func init() { commands = append(commands, newSandboxCmd) }
@@ -18,7 +26,7 @@ func newSandboxCmd() *cobra.Command {
 		Use:   "sandbox",
 		Short: "The candidate sandbox: kernel check, isolated exec, network mechanism check, seal probe",
 	}
-	c.AddCommand(newSandboxCheckCmd())
+	c.AddCommand(newSandboxCheckCmd(), newSandboxExecCmd())
 	for _, f := range sandboxSubcommands {
 		c.AddCommand(f())
 	}
@@ -87,4 +95,174 @@ func printSandboxResult(cmd *cobra.Command, v any, human func(w io.Writer)) erro
 		return fmt.Errorf("rendering JSON output: %w", err)
 	}
 	return printResult(cmd, ev, human)
+}
+
+// sandboxFlags are the flags shared by the commands that build a
+// sandbox.Config.
+type sandboxFlags struct {
+	workspace, pkg, netMode, memory, sealed, control string
+	pids                                             int64
+	cpus                                             float64
+	timeout                                          time.Duration
+}
+
+func (f *sandboxFlags) register(c *cobra.Command) {
+	fl := c.Flags()
+	fl.StringVar(&f.workspace, "workspace", "", "host directory mounted read-write at /workspace (default: an empty tmpfs)")
+	fl.StringVar(&f.pkg, "package", "", "host directory mounted read-only at /package")
+	fl.StringVar(&f.netMode, "net", "none", "network: none, or allow:IP:PORT[,IP:PORT…] (literal addresses only)")
+	fl.StringVar(&f.memory, "memory", "2G", "memory limit (no swap beyond it)")
+	fl.Int64Var(&f.pids, "pids", sandbox.DefaultPids, "maximum number of tasks")
+	fl.Float64Var(&f.cpus, "cpus", sandbox.DefaultCPUs, "CPU quota in CPUs")
+	fl.DurationVar(&f.timeout, "timeout", sandbox.DefaultTimeout, "wall-clock limit; the whole container is killed when it expires")
+	fl.StringVar(&f.sealed, "sealed", "", "probe this IP:PORT from the candidate's vantage before starting; the run is refused unless the connection fails at the transport layer")
+	fl.StringVar(&f.control, "control", "", "positive control IP:PORT that must be reachable (required with --sealed for an allowlisted run)")
+}
+
+func (f *sandboxFlags) config(args []string) (sandbox.Config, error) {
+	cfg := sandbox.Config{Args: args, Workspace: f.workspace, Package: f.pkg, Pids: f.pids, CPUs: f.cpus, Timeout: f.timeout}
+	mem, err := units.RAMInBytes(f.memory)
+	if err != nil {
+		return cfg, fmt.Errorf("--memory %q: %w", f.memory, err)
+	}
+	cfg.Memory = mem
+	if cfg.Allow, err = parseNetMode(f.netMode); err != nil {
+		return cfg, err
+	}
+	for _, p := range []struct {
+		flag, v string
+		dst     **netip.AddrPort
+	}{{"--sealed", f.sealed, &cfg.Seal}, {"--control", f.control, &cfg.Control}} {
+		if p.v == "" {
+			continue
+		}
+		ap, err := netip.ParseAddrPort(p.v)
+		if err != nil {
+			return cfg, fmt.Errorf("%s %q: want IP:PORT: %w", p.flag, p.v, err)
+		}
+		*p.dst = &ap
+	}
+	return cfg, nil
+}
+
+// parseNetMode parses --net: "none" or "allow:IP:PORT,…".
+func parseNetMode(s string) ([]sandbox.Endpoint, error) {
+	if s == "none" {
+		return nil, nil
+	}
+	list, ok := strings.CutPrefix(s, "allow:")
+	if !ok || list == "" {
+		return nil, fmt.Errorf("--net %q: want none or allow:IP:PORT[,IP:PORT…]", s)
+	}
+	var out []sandbox.Endpoint
+	for _, item := range strings.Split(list, ",") {
+		e, err := sandbox.ParseEndpoint(item)
+		if err != nil {
+			return nil, fmt.Errorf("--net: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func newSandboxExecCmd() *cobra.Command {
+	var f sandboxFlags
+	c := &cobra.Command{
+		Use:   "exec [flags] -- CMD [ARG…]",
+		Short: "Run a command in the candidate sandbox (no network unless allowlisted), streaming its output",
+		Long: `exec runs CMD in a fresh candidate container: new mount, pid, ipc, uts and
+network namespaces; a read-only root of the host's /usr, /bin, /sbin, /lib*
+and a minimal /etc; tmpfs /tmp; the workspace read-write at /workspace; the
+package read-only at /package; no capabilities, no_new_privs, masked /proc
+paths, rlimits and cgroup limits (memory, pids, CPU).
+
+Before CMD starts, the network namespace is checked by mechanism (links,
+routes in every table, policy rules, route lookups) and, with --sealed,
+probed from the candidate's vantage. A failed check or probe refuses the
+run (exit 1, the record on stderr).
+
+The exit status is CMD's own; 124 when the timeout killed the container,
+125 when the memory limit's OOM killer did, 128+N for signal N. With
+--json the run's record is printed on stderr when CMD ends.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := f.config(args)
+			if err != nil {
+				return usageErr(err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, unix.SIGTERM)
+			defer stop()
+			// The harness's terminal never reaches the candidate (TIOCSTI
+			// could push input into it): a TTY stdin becomes /dev/null.
+			var stdin io.Reader = os.Stdin
+			if term.IsTerminal(int(os.Stdin.Fd())) {
+				stdin = nil
+			}
+			res, err := sandbox.Exec(ctx, cfg, sandbox.Stdio{Stdin: stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()})
+			if res != nil && (jsonOutput(cmd) || err != nil) {
+				printExecRecord(cmd, res)
+			}
+			switch {
+			case errors.Is(err, sandbox.ErrConfig):
+				return usageErr(err)
+			case errors.Is(err, sandbox.ErrIsolation), errors.Is(err, sandbox.ErrSealProbe), errors.Is(err, sandbox.ErrNamespaceChanged):
+				return refusedErr(fmt.Errorf("%w (terminal state %s)", err, sandbox.TerminalInvalidInfrastructure))
+			case err != nil:
+				return usageErr(err)
+			}
+			if res.Status != sandbox.StatusExited {
+				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: sandbox %s: %s\n", res.ID, res.Status)
+			}
+			if res.ExitCode != 0 {
+				return &exitError{code: res.ExitCode}
+			}
+			return nil
+		},
+	}
+	f.register(c)
+	return c
+}
+
+// printExecRecord writes the run's record to stderr (stdout carries the
+// command's own output).
+func printExecRecord(cmd *cobra.Command, res *sandbox.Result) {
+	w := cmd.ErrOrStderr()
+	if jsonOutput(cmd) {
+		sub := *cmd
+		sub.SetOut(w)
+		_ = printSandboxResult(&sub, res, func(io.Writer) {})
+		return
+	}
+	if res.Isolation != nil {
+		printIsolation(w, res.Isolation)
+	}
+	if res.SealProbe != nil {
+		printProbe(w, res.SealProbe)
+	}
+}
+
+func printIsolation(w io.Writer, c *sandbox.IsolationCheck) {
+	fmt.Fprintf(w, "isolation: %s, enforced=%v, default_route=%v\n", c.IsolationClass, c.Enforced, c.DefaultRoute)
+	for _, l := range c.Links {
+		fmt.Fprintf(w, "  link %s (%s) up=%v\n", l.Name, l.Type, l.Up)
+	}
+	for _, r := range c.Routes {
+		fmt.Fprintf(w, "  route %s\n", r)
+	}
+	for _, r := range c.Rules {
+		fmt.Fprintf(w, "  rule %s\n", r)
+	}
+	for _, g := range c.RouteGet {
+		fmt.Fprintf(w, "  route get %s: %s\n", g.Target, g.Result)
+	}
+	for _, p := range c.Problems {
+		fmt.Fprintf(w, "  problem: %s\n", p)
+	}
+}
+
+func printProbe(w io.Writer, p *sandbox.ProbeResult) {
+	fmt.Fprintf(w, "seal probe %s: %s %s (%s)\n", p.SealedTarget, p.Outcome, p.Errno, p.Detail)
+	if p.PositiveControl != nil {
+		fmt.Fprintf(w, "positive control %s: %s\n", p.PositiveControl.Target, p.PositiveControl.Outcome)
+	}
 }

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"os"
+
+	// The devices cgroup manager: without it libcontainer refuses any
+	// device rules (and on cgroup v1 the devices controller is what keeps
+	// the candidate away from host devices).
+	_ "github.com/opencontainers/cgroups/devices"
+	"github.com/opencontainers/runc/libcontainer"
+	// nsenter's cgo constructor runs before the Go runtime starts: it sets
+	// up the namespaces of `cleanroom init` when libcontainer starts it,
+	// and returns at once otherwise.
+	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+)
+
+// init turns this binary into libcontainer's container init when
+// libcontainer re-executes it as `/proc/self/exe init`. libcontainer.Init
+// never returns: it execs the candidate's command.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == "init" {
+		libcontainer.Init()
+	}
+}

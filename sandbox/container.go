@@ -1,0 +1,414 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Sentinels for Exec's refusals; callers branch with errors.Is.
+var (
+	// ErrConfig: the Config is unusable (the error names the field).
+	ErrConfig = errors.New("invalid sandbox configuration")
+	// ErrIsolation: the mechanism-level isolation check did not pass; the
+	// run must be recorded as invalid_infrastructure.
+	ErrIsolation = errors.New("network isolation check failed")
+	// ErrSealProbe: the seal probe or its positive control did not pass;
+	// the run must be recorded as invalid_infrastructure.
+	ErrSealProbe = errors.New("seal probe failed")
+	// ErrNamespaceChanged: the candidate's process is not in the network
+	// namespace that was checked.
+	ErrNamespaceChanged = errors.New("candidate is not in the checked network namespace")
+)
+
+// Endpoint is one allowlisted destination: an IP address and a TCP port.
+type Endpoint struct {
+	Addr netip.Addr
+	Port uint16
+}
+
+func (e Endpoint) String() string { return netip.AddrPortFrom(e.Addr, e.Port).String() }
+
+// ParseEndpoint parses "IP:PORT" ("[v6]:PORT" for IPv6). Host names are
+// refused: the allowlist is enforced on addresses, and resolving a name is
+// itself network access.
+func ParseEndpoint(s string) (Endpoint, error) {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("%w: endpoint %q: want IP:PORT with a literal address: %v", ErrConfig, s, err)
+	}
+	if ap.Port() == 0 {
+		return Endpoint{}, fmt.Errorf("%w: endpoint %q: port 0", ErrConfig, s)
+	}
+	// An unspecified or multicast address would widen a host route into
+	// something that is not one destination.
+	if a := ap.Addr(); a.IsUnspecified() || a.IsMulticast() || a.Zone() != "" {
+		return Endpoint{}, fmt.Errorf("%w: endpoint %q: not a single unicast address", ErrConfig, s)
+	}
+	return Endpoint{Addr: ap.Addr().Unmap(), Port: ap.Port()}, nil
+}
+
+// Config is the one description of a candidate run. Spec renders it as an
+// OCI runtime spec; Exec runs that spec through libcontainer, so an OCI
+// bundle and a direct run express the same isolation.
+type Config struct {
+	// Args is the command, resolved inside the container (e.g. /bin/sh).
+	Args []string
+	// Env is the command's environment; entries starting with
+	// _LIBCONTAINER_ are refused.
+	Env []string
+	// Workspace is a host directory mounted read-write at /workspace; empty
+	// means an empty tmpfs there.
+	Workspace string
+	// Package is a host directory mounted read-only at /package; empty
+	// means no /package.
+	Package string
+	// Allow is the egress allowlist; empty means no network at all (only
+	// lo, no routes).
+	Allow []Endpoint
+	// Memory is the memory limit in bytes (no swap beyond it).
+	Memory int64
+	// Pids is the maximum number of tasks in the container.
+	Pids int64
+	// CPUs is the CPU quota in CPUs (1.5 = 150 ms per 100 ms period).
+	CPUs float64
+	// Timeout is the wall-clock limit; the whole container is killed when
+	// it expires.
+	Timeout time.Duration
+	// Seal, if set, is probed from the candidate's vantage before the
+	// command starts; Control is the positive control (required when Allow
+	// is not empty and Seal is set).
+	Seal    *netip.AddrPort
+	Control *netip.AddrPort
+	// StateDir holds the container's state and root; default
+	// /run/cleanroom-sandbox.
+	StateDir string
+}
+
+// Defaults used by the CLI and filled in by Exec for zero values.
+const (
+	DefaultMemory  = 2 << 30
+	DefaultPids    = 512
+	DefaultCPUs    = 1.0
+	DefaultTimeout = 10 * time.Minute
+	defaultState   = "/run/cleanroom-sandbox"
+)
+
+func (c *Config) withDefaults() Config {
+	d := *c
+	if d.Memory == 0 {
+		d.Memory = DefaultMemory
+	}
+	if d.Pids == 0 {
+		d.Pids = DefaultPids
+	}
+	if d.CPUs == 0 {
+		d.CPUs = DefaultCPUs
+	}
+	if d.Timeout == 0 {
+		d.Timeout = DefaultTimeout
+	}
+	if d.StateDir == "" {
+		d.StateDir = defaultState
+	}
+	return d
+}
+
+func (c *Config) validate() error {
+	if len(c.Args) == 0 || c.Args[0] == "" {
+		return fmt.Errorf("%w: no command", ErrConfig)
+	}
+	for _, e := range c.Env {
+		// runc#4340: libcontainer's init reads _LIBCONTAINER_* from its
+		// environment; a candidate-supplied one could steer the init.
+		if strings.HasPrefix(e, "_LIBCONTAINER_") || !strings.Contains(e, "=") {
+			return fmt.Errorf("%w: environment entry %q refused", ErrConfig, e)
+		}
+	}
+	for name, dir := range map[string]string{"workspace": c.Workspace, "package": c.Package} {
+		if dir == "" {
+			continue
+		}
+		if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+			return fmt.Errorf("%w: %s %q: want an absolute, clean path", ErrConfig, name, dir)
+		}
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrConfig, name, err)
+		}
+		// A symlink here would be followed by the bind mount: mount what
+		// was named, not what it points to at mount time.
+		if !fi.IsDir() {
+			return fmt.Errorf("%w: %s %q: not a directory (symlinks are refused)", ErrConfig, name, dir)
+		}
+	}
+	if c.Memory < 16<<20 {
+		return fmt.Errorf("%w: memory %d bytes: below 16 MiB", ErrConfig, c.Memory)
+	}
+	if c.Pids < 1 {
+		return fmt.Errorf("%w: pids %d: want at least 1", ErrConfig, c.Pids)
+	}
+	if c.CPUs < 0.01 {
+		return fmt.Errorf("%w: cpus %v: want at least 0.01", ErrConfig, c.CPUs)
+	}
+	if c.Timeout <= 0 {
+		return fmt.Errorf("%w: timeout %v: want a positive duration", ErrConfig, c.Timeout)
+	}
+	if c.Seal != nil && len(c.Allow) > 0 && c.Control == nil {
+		return fmt.Errorf("%w: an allowlisted run with a seal probe needs a positive control", ErrConfig)
+	}
+	return nil
+}
+
+// Stdio connects the command's standard streams. A nil Stdin reads from
+// /dev/null; nil writers discard.
+type Stdio struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Status values of a Result.
+const (
+	StatusExited   = "exited"   // the command exited; ExitCode is its status
+	StatusSignaled = "signaled" // killed by a signal (not the timeout, not OOM)
+	StatusTimeout  = "timeout"  // the wall-clock limit killed the container
+	StatusOOM      = "oom"      // the memory limit's OOM killer killed a task
+)
+
+// Result is the outcome of one Exec.
+type Result struct {
+	ID        string          `json:"id"`
+	Status    string          `json:"status"`
+	ExitCode  int             `json:"exit_code"`
+	Signal    string          `json:"signal,omitempty"`
+	Isolation *IsolationCheck `json:"isolation_check"`
+	SealProbe *ProbeResult    `json:"seal_probe,omitempty"`
+}
+
+// Exec runs cfg.Args in a fresh candidate container and waits for it. The
+// network namespace is created and verified (and the seal probed, if
+// cfg.Seal is set) before the command starts; a failed check returns
+// ErrIsolation or ErrSealProbe with the Result holding the record, and the
+// command never runs. Cancelling ctx kills the container.
+func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	id, err := newID()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{ID: id}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox state dir: %w", err)
+	}
+	// The state root holds exec.fifo and the rootfs: keep it private.
+	if err := os.Chmod(cfg.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox state dir: %w", err)
+	}
+	bundle := filepath.Join(cfg.StateDir, id)
+	if err := os.Mkdir(bundle, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox bundle dir: %w", err)
+	}
+	defer os.RemoveAll(bundle)
+
+	ns, err := newNetNS()
+	if err != nil {
+		return nil, err
+	}
+	defer ns.Close()
+	var eg *egress
+	if len(cfg.Allow) > 0 {
+		eg, err = setupEgress(id, ns, cfg.Allow)
+		if err != nil {
+			return nil, err
+		}
+		defer eg.teardown()
+	} else if err := loopbackUp(ns); err != nil {
+		return nil, err
+	}
+	res.Isolation, err = CheckIsolation(ns, expectFor(cfg.Allow, eg))
+	if err != nil {
+		return res, err
+	}
+	if !res.Isolation.Enforced {
+		return res, fmt.Errorf("%w: %s", ErrIsolation, strings.Join(res.Isolation.Problems, "; "))
+	}
+	if cfg.Seal != nil {
+		res.SealProbe = Probe(ctx, ns, ProbeConfig{Sealed: *cfg.Seal, Control: cfg.Control})
+		if res.SealProbe.TerminalState() != "" {
+			return res, fmt.Errorf("%w: %s", ErrSealProbe, res.SealProbe.Detail)
+		}
+	}
+
+	rootfs, err := prepareRootfs(bundle, cfg.Package != "")
+	if err != nil {
+		return nil, err
+	}
+	nsPath := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), int(ns))
+	spec, err := cfg.Spec(rootfs, nsPath, id)
+	if err != nil {
+		return nil, err
+	}
+	lc, err := toLibcontainer(spec)
+	if err != nil {
+		return nil, err
+	}
+	c, err := libcontainer.Create(filepath.Join(cfg.StateDir, "state"), id, lc)
+	if err != nil {
+		return nil, fmt.Errorf("creating container: %w", err)
+	}
+	defer c.Destroy()
+
+	p := processFor(spec)
+	p.Stdin, p.Stdout, p.Stderr = stdio.Stdin, orDiscard(stdio.Stdout), orDiscard(stdio.Stderr)
+	// Start leaves the container's init waiting on exec.fifo: the
+	// command has not started yet while its namespace is compared.
+	if err := c.Start(p); err != nil {
+		return nil, fmt.Errorf("starting container: %w", err)
+	}
+	killed := make(chan struct{})
+	var killOnce sync.Once
+	kill := func() { killOnce.Do(func() { close(killed); _ = c.Signal(unix.SIGKILL) }) }
+	// The network namespace the candidate runs in must be the one checked
+	// (and probed): compare the namespace inodes.
+	if st, err := c.State(); err != nil {
+		kill()
+		_, _ = p.Wait()
+		return nil, fmt.Errorf("container state: %w", err)
+	} else if err := sameNetNS(ns, st.InitProcessPid); err != nil {
+		kill()
+		_, _ = p.Wait()
+		return res, err
+	}
+	if err := c.Exec(); err != nil {
+		kill()
+		_, _ = p.Wait()
+		return nil, fmt.Errorf("starting the command: %w", err)
+	}
+	cgPaths := func() map[string]string {
+		if st, err := c.State(); err == nil {
+			return st.CgroupPaths
+		}
+		return nil
+	}()
+
+	tctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	done := make(chan struct{})
+	timedOut := false
+	go func() {
+		select {
+		case <-tctx.Done():
+			// With a private PID namespace, killing init kills every task.
+			kill()
+		case <-done:
+		}
+	}()
+	ps, werr := p.Wait()
+	close(done)
+	select {
+	case <-killed:
+		timedOut = true
+	default:
+	}
+	oom := oomKilled(cgPaths)
+	switch {
+	case timedOut && ctx.Err() != nil:
+		// The caller cancelled (not our timeout): report it as an error.
+		res.Status, res.ExitCode, res.Signal = StatusSignaled, 128+int(unix.SIGKILL), "SIGKILL"
+		return res, ctx.Err()
+	case timedOut:
+		res.Status, res.ExitCode, res.Signal = StatusTimeout, ExitTimeout, "SIGKILL"
+	case oom:
+		res.Status, res.ExitCode = StatusOOM, ExitOOM
+	case ps == nil:
+		return nil, fmt.Errorf("waiting for container: %w", werr)
+	default:
+		ws, _ := ps.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			res.Status, res.ExitCode, res.Signal = StatusSignaled, 128+int(ws.Signal()), unix.SignalName(ws.Signal())
+		} else {
+			res.Status, res.ExitCode = StatusExited, ws.ExitStatus()
+		}
+	}
+	return res, nil
+}
+
+// Exit statuses `cleanroom sandbox exec` uses for the two outcomes that
+// are not the command's own status.
+const (
+	ExitTimeout = 124 // as timeout(1)
+	ExitOOM     = 125
+)
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func newID() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("container id: %w", err)
+	}
+	return "cr" + hex.EncodeToString(b), nil
+}
+
+// sameNetNS fails unless pid's network namespace is ns (same device and
+// inode of the nsfs object).
+func sameNetNS(ns netns.NsHandle, pid int) error {
+	var a, b unix.Stat_t
+	if err := unix.Fstat(int(ns), &a); err != nil {
+		return fmt.Errorf("%w: %v", ErrNamespaceChanged, err)
+	}
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/net", &b); err != nil {
+		return fmt.Errorf("%w: %v", ErrNamespaceChanged, err)
+	}
+	if a.Dev != b.Dev || a.Ino != b.Ino {
+		return fmt.Errorf("%w: checked %d:%d, candidate in %d:%d", ErrNamespaceChanged, a.Dev, a.Ino, b.Dev, b.Ino)
+	}
+	return nil
+}
+
+// oomKilled reads the kernel's OOM-kill counter of the container's memory
+// cgroup (v1 memory.oom_control, v2 memory.events).
+func oomKilled(paths map[string]string) bool {
+	for _, f := range []string{
+		filepath.Join(paths["memory"], "memory.oom_control"),
+		filepath.Join(paths[""], "memory.events"),
+	} {
+		if !filepath.IsAbs(f) {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, " "); ok && k == "oom_kill" && strings.TrimSpace(v) != "0" {
+				return true
+			}
+		}
+	}
+	return false
+}

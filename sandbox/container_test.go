@@ -1,0 +1,271 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	_ "github.com/opencontainers/cgroups/devices"
+	"github.com/opencontainers/runc/libcontainer"
+	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+)
+
+// The test binary is libcontainer's init when it is re-executed as
+// `init` (runc's libcontainer/integration/init_test.go pattern).
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == "init" {
+		libcontainer.Init()
+	}
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(m.Run())
+}
+
+// needSandbox skips unless this machine can run the candidate container
+// (root, the namespaces, the cgroup controllers).
+func needSandbox(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the candidate sandbox needs root")
+	}
+	if _, err := CheckKernel(); err != nil {
+		t.Skipf("the candidate sandbox cannot run here: %v", err)
+	}
+}
+
+// runIn runs a shell script in a container and returns the result and
+// the captured output.
+func runIn(t *testing.T, cfg Config, script string) (*Result, string, string) {
+	t.Helper()
+	cfg.Args = []string{"/bin/sh", "-c", script}
+	if cfg.StateDir == "" {
+		cfg.StateDir = filepath.Join(t.TempDir(), "state")
+	}
+	var stdout, stderr bytes.Buffer
+	res, err := Exec(context.Background(), cfg, Stdio{Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		t.Fatalf("Exec: %v\nstderr: %s", err, stderr.String())
+	}
+	return res, stdout.String(), stderr.String()
+}
+
+// keyValues parses "key=value" lines.
+func keyValues(out string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func TestContainerInside(t *testing.T) {
+	needSandbox(t)
+	ws := t.TempDir()
+	pkg := t.TempDir()
+	content := []byte("frozen specification\n")
+	if err := os.WriteFile(filepath.Join(pkg, "SPEC.md"), content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(content)
+
+	// fds is what a child of the shell inherited: the shell itself holds
+	// extra descriptors while it redirects.
+	// An fd the harness holds without O_CLOEXEC (the CVE-2024-21626
+	// shape: a directory of the host, and a file) must not reach the
+	// candidate.
+	leakDir, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(leakDir)
+	leakFile, err := unix.Open(filepath.Join(pkg, "SPEC.md"), unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(leakFile)
+
+	script := fmt.Sprintf(`
+grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs):' /proc/self/status | tr -d '\t' | sed 's/:/=/'
+sleep 10 & p=$!; ls /proc/$p/fd > /tmp/fds; kill $p; echo fds=$(sort -n /tmp/fds | tr '\n' ' ')
+[ -e /proc/$$/fd/%d ] && echo leakdir=visible || echo leakdir=absent
+[ -e /proc/$$/fd/%d ] && echo leakfile=visible || echo leakfile=absent
+touch /usr/x 2>/dev/null && echo usr=writable || echo usr=ro
+touch /x 2>/dev/null && echo root=writable || echo root=ro
+touch /etc/x 2>/dev/null && echo etc=writable || echo etc=ro
+echo written > /workspace/out.txt && echo workspace=writable || echo workspace=ro
+touch /package/x 2>/dev/null && echo package=writable || echo package=ro
+echo package_sha256=$(sha256sum /package/SPEC.md | cut -d' ' -f1)
+touch /tmp/x && echo tmp=writable || echo tmp=ro
+for p in /root /home /work /var /opt /etc/shadow /etc/ssl/private /sys /run /proc/kcore; do
+  if [ -e $p ] && [ "$p" != /proc/kcore ]; then echo "host:$p=present"; else echo "host:$p=absent"; fi
+done
+[ -s /proc/kcore ] && echo kcore=readable || echo kcore=masked
+echo hostname=$(cat /proc/sys/kernel/hostname)
+echo links=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')
+echo pid=$$
+`, leakDir, leakFile)
+	res, out, stderr := runIn(t, Config{Workspace: ws, Package: pkg}, script)
+	if res.Status != StatusExited || res.ExitCode != 0 {
+		t.Fatalf("status %s exit %d, stderr %s", res.Status, res.ExitCode, stderr)
+	}
+	got := keyValues(out)
+	for _, tc := range []struct{ key, want string }{
+		{"CapEff", "0000000000000000"},
+		{"CapPrm", "0000000000000000"},
+		{"CapBnd", "0000000000000000"},
+		{"NoNewPrivs", "1"},
+		{"fds", "0 1 2"},
+		{"leakdir", "absent"},
+		{"leakfile", "absent"},
+		{"usr", "ro"},
+		{"root", "ro"},
+		{"etc", "ro"},
+		{"workspace", "writable"},
+		{"package", "ro"},
+		{"package_sha256", hex.EncodeToString(sum[:])},
+		{"tmp", "writable"},
+		{"host:/root", "absent"},
+		{"host:/home", "absent"},
+		{"host:/work", "absent"},
+		{"host:/var", "absent"},
+		{"host:/opt", "absent"},
+		{"host:/etc/shadow", "absent"},
+		{"host:/etc/ssl/private", "absent"},
+		{"host:/sys", "absent"},
+		{"host:/run", "absent"},
+		{"kcore", "masked"},
+		{"hostname", "candidate"},
+		{"links", "lo"},
+		{"pid", "1"},
+	} {
+		if got[tc.key] != tc.want {
+			t.Errorf("%s = %q, want %q", tc.key, got[tc.key], tc.want)
+		}
+	}
+	// The write inside landed in the host's workspace directory.
+	if b, err := os.ReadFile(filepath.Join(ws, "out.txt")); err != nil || string(b) != "written\n" {
+		t.Errorf("workspace file on the host: %q, %v", b, err)
+	}
+	if res.Isolation == nil || !res.Isolation.Enforced || res.Isolation.IsolationClass != ClassFull {
+		t.Errorf("isolation record %+v", res.Isolation)
+	}
+}
+
+func TestContainerExitStatus(t *testing.T) {
+	needSandbox(t)
+	for _, tc := range []struct {
+		name, script string
+		status       string
+		code         int
+	}{
+		{"zero", "exit 0", StatusExited, 0},
+		{"seven", "exit 7", StatusExited, 7},
+		{"child killed", "sh -c 'kill -TERM $$'", StatusExited, 128 + 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _, stderr := runIn(t, Config{}, tc.script)
+			if res.Status != tc.status || res.ExitCode != tc.code {
+				t.Errorf("got %s/%d, want %s/%d (stderr %s)", res.Status, res.ExitCode, tc.status, tc.code, stderr)
+			}
+		})
+	}
+}
+
+func TestContainerLimitsBite(t *testing.T) {
+	needSandbox(t)
+	t.Run("pids", func(t *testing.T) {
+		// 40 background sleeps cannot fit in 16 tasks: some forks fail.
+		res, out, stderr := runIn(t, Config{Pids: 16}, `i=0; ok=0
+while [ $i -lt 40 ]; do if sleep 5 & then ok=$((ok+1)); fi; i=$((i+1)); done
+echo started=$ok; kill $(jobs -p) 2>/dev/null; exit 0`)
+		if res.Status != StatusExited {
+			t.Fatalf("status %s", res.Status)
+		}
+		if !strings.Contains(stderr, "fork") {
+			t.Errorf("no fork failure with pids=16: stdout %q stderr %q", out, stderr)
+		}
+	})
+	t.Run("memory", func(t *testing.T) {
+		// tail keeps the last 96 MiB of its input in memory: over a
+		// 32 MiB limit the OOM killer ends it.
+		res, _, stderr := runIn(t, Config{Memory: 32 << 20}, `head -c 200000000 /dev/zero | tail -c 100000000 >/dev/null; echo survived`)
+		if res.Status != StatusOOM || res.ExitCode != ExitOOM {
+			t.Errorf("got %s/%d, want %s/%d (stderr %s)", res.Status, res.ExitCode, StatusOOM, ExitOOM, stderr)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		ws := t.TempDir()
+		// A background task that would write after 3 s: the timeout
+		// must kill it together with the shell.
+		res, _, _ := runIn(t, Config{Workspace: ws, Timeout: time.Second}, `(sleep 3; echo late > /workspace/late) & sleep 60`)
+		if res.Status != StatusTimeout || res.ExitCode != ExitTimeout {
+			t.Fatalf("got %s/%d, want %s/%d", res.Status, res.ExitCode, StatusTimeout, ExitTimeout)
+		}
+		time.Sleep(4 * time.Second)
+		if _, err := os.Stat(filepath.Join(ws, "late")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a task outlived the timeout: %v", err)
+		}
+	})
+}
+
+func TestConfigRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"no command", Config{}},
+		{"libcontainer env", Config{Args: []string{"/bin/true"}, Env: []string{"_LIBCONTAINER_INITPIPE=3"}}},
+		{"env without =", Config{Args: []string{"/bin/true"}, Env: []string{"PATH"}}},
+		{"relative workspace", Config{Args: []string{"/bin/true"}, Workspace: "ws"}},
+		{"missing package", Config{Args: []string{"/bin/true"}, Package: "/nonexistent/pkg"}},
+		{"tiny memory", Config{Args: []string{"/bin/true"}, Memory: 1 << 20}},
+		{"probe without control", Config{Args: []string{"/bin/true"}, Allow: []Endpoint{{Addr: netip.MustParseAddr("10.0.0.1"), Port: 80}}, Seal: ptr(netip.MustParseAddrPort("10.0.0.2:80"))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Exec(context.Background(), tc.cfg, Stdio{})
+			if !errors.Is(err, ErrConfig) {
+				t.Errorf("got %v, want ErrConfig", err)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestParseEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"10.1.2.3:443", "10.1.2.3:443", true},
+		{"[2001:db8::1]:80", "[2001:db8::1]:80", true},
+		{"[::ffff:10.0.0.1]:80", "10.0.0.1:80", true},
+		{"example.com:443", "", false},
+		{"10.1.2.3", "", false},
+		{"10.1.2.3:0", "", false},
+		{"0.0.0.0:80", "", false},
+		{"224.0.0.1:80", "", false},
+	} {
+		e, err := ParseEndpoint(tc.in)
+		if tc.ok != (err == nil) || tc.ok && e.String() != tc.want {
+			t.Errorf("ParseEndpoint(%q) = %v, %v", tc.in, e, err)
+		}
+		if !tc.ok && !errors.Is(err, ErrConfig) {
+			t.Errorf("ParseEndpoint(%q) error %v is not ErrConfig", tc.in, err)
+		}
+	}
+}
