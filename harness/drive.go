@@ -1,0 +1,287 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
+)
+
+// Stop reasons recorded in the transcript.
+const (
+	StopModel    = "model_stopped" // the model answered without calling a tool
+	StopMaxTurns = "max_turns"
+)
+
+// ErrMaxTurns: the turn limit ended the session; the model did not stop of
+// its own accord, so the session is not a completed one.
+var ErrMaxTurns = errors.New("turn limit reached before the model stopped")
+
+// DriveOptions configure the built-in agent loop.
+type DriveOptions struct {
+	// Server returns the command that runs `room serve` (a fresh one per
+	// call). Its environment must not carry the API key.
+	Server     func() *exec.Cmd
+	Endpoint   string // base URL; "/chat/completions" is appended
+	Model      string
+	APIKey     string
+	MaxTurns   int
+	Seed       int
+	MaxTokens  int           // 0 = 8192
+	Timeout    time.Duration // per model request; 0 = 5 minutes
+	Transcript string        // the server's transcript, appended to after it exits ("" = none)
+	Client     *http.Client
+}
+
+// DriveResult is what the loop records.
+type DriveResult struct {
+	Model string         `json:"model"`
+	Seed  int            `json:"seed"`
+	Turns int            `json:"turns"`
+	Stop  string         `json:"stop"`
+	Usage map[string]int `json:"usage"`
+}
+
+// maxModelResponse caps one chat-completions response.
+const maxModelResponse = 8 << 20
+
+// Drive runs the agent loop: it starts the sealed server, reads its
+// instructions, prompt and tools over MCP, and relays the model's tool calls
+// to it until the model stops calling tools or MaxTurns is reached. It
+// never reads the package itself. Every call has a deadline.
+func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
+	if o.MaxTokens == 0 {
+		o.MaxTokens = 8192
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "cleanroom-drive", Version: ServerVersion}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: o.Server()}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("starting the sealed room: %w", err)
+	}
+	res := &DriveResult{Model: o.Model, Seed: o.Seed, Usage: map[string]int{}}
+	messages, tools, err := opening(cctx, cs)
+	if err != nil {
+		cs.Close()
+		return nil, err
+	}
+	loopErr := func() error {
+		for res.Turns < o.MaxTurns {
+			res.Turns++
+			msg, err := o.complete(ctx, messages, tools, res.Usage)
+			if err != nil {
+				return fmt.Errorf("turn %d: %w", res.Turns, err)
+			}
+			messages = append(messages, msg)
+			calls, _ := msg.Get("tool_calls")
+			list, _ := calls.([]any)
+			if len(list) == 0 {
+				res.Stop = StopModel
+				return nil
+			}
+			for _, c := range list {
+				tm, err := relay(ctx, cs, c)
+				if err != nil {
+					return fmt.Errorf("turn %d: %w", res.Turns, err)
+				}
+				messages = append(messages, tm)
+			}
+		}
+		res.Stop = StopMaxTurns
+		return ErrMaxTurns
+	}()
+	// Closing the session ends the server, which writes its end line.
+	if cerr := cs.Close(); cerr != nil && loopErr == nil && !errors.Is(cerr, io.EOF) {
+		loopErr = fmt.Errorf("closing the sealed room: %w", cerr)
+	}
+	if o.Transcript != "" && res.Stop != "" {
+		if err := appendDrive(o.Transcript, res, messages); err != nil && loopErr == nil {
+			loopErr = err
+		}
+	}
+	return res, loopErr
+}
+
+// opening reads the SYSTEM (instructions), USER (prompt) and tools from the
+// room: every word the model gets comes from the sealed package.
+func opening(ctx context.Context, cs *mcp.ClientSession) ([]any, []any, error) {
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: PromptName})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the room's prompt: %w", err)
+	}
+	var user strings.Builder
+	for _, m := range gp.Messages {
+		if tc, ok := m.Content.(*mcp.TextContent); ok {
+			user.WriteString(tc.Text)
+		}
+	}
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the room's tools: %w", err)
+	}
+	var tools []any
+	for _, t := range lt.Tools {
+		tools = append(tools, map[string]any{"type": "function", "function": map[string]any{
+			"name": t.Name, "description": t.Description, "parameters": t.InputSchema,
+		}})
+	}
+	messages := []any{
+		map[string]any{"role": "system", "content": cs.InitializeResult().Instructions},
+		map[string]any{"role": "user", "content": user.String()},
+	}
+	return messages, tools, nil
+}
+
+// complete sends one chat-completions request and returns the assistant
+// message, read through the strict reader.
+func (o *DriveOptions) complete(ctx context.Context, messages, tools []any, usage map[string]int) (*evidence.Object, error) {
+	body, err := json.Marshal(map[string]any{
+		"model": o.Model, "messages": plainAll(messages), "tools": tools, "temperature": 0,
+		"seed": o.Seed, "max_tokens": o.MaxTokens,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, strings.TrimRight(o.Endpoint, "/")+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if o.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+o.APIKey)
+	}
+	resp, err := o.Client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("model request: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxModelResponse+1))
+	if err != nil {
+		return nil, fmt.Errorf("model response: %w", err)
+	}
+	if len(b) > maxModelResponse {
+		return nil, fmt.Errorf("model response over %d bytes", maxModelResponse)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("model endpoint answered %s: %.200s", resp.Status, b)
+	}
+	doc, err := evidence.ReadObject(b)
+	if err != nil {
+		return nil, fmt.Errorf("model response: %w", err)
+	}
+	if u, ok := doc.Get("usage"); ok {
+		if uo, ok := u.(*evidence.Object); ok {
+			for _, m := range uo.Members {
+				if n, ok := m.Value.(float64); ok {
+					usage[m.Name] += int(n)
+				}
+			}
+		}
+	}
+	ch, _ := doc.Get("choices")
+	choices, _ := ch.([]any)
+	if len(choices) == 0 {
+		return nil, fmt.Errorf("model response has no choices")
+	}
+	c0, _ := choices[0].(*evidence.Object)
+	mv, _ := c0.Get("message")
+	msg, ok := mv.(*evidence.Object)
+	if !ok {
+		return nil, fmt.Errorf("model response has no message")
+	}
+	return msg, nil
+}
+
+// relay forwards one tool call to the room and returns the tool message.
+func relay(ctx context.Context, cs *mcp.ClientSession, call any) (map[string]any, error) {
+	co, _ := call.(*evidence.Object)
+	idv, _ := co.Get("id")
+	id, _ := idv.(string)
+	fv, _ := co.Get("function")
+	fo, _ := fv.(*evidence.Object)
+	nv, _ := fo.Get("name")
+	name, _ := nv.(string)
+	av, _ := fo.Get("arguments")
+	args, _ := av.(string)
+	if id == "" || name == "" {
+		return nil, fmt.Errorf("a tool call without id or function name")
+	}
+	content := ""
+	if !json.Valid([]byte(args)) {
+		// The room is never asked; the model is told its arguments did not parse.
+		content = "REFUSED: arguments are not JSON"
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		r, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+		if err != nil {
+			return nil, fmt.Errorf("relaying %s: %w", name, err)
+		}
+		var parts []string
+		for _, c := range r.Content {
+			switch c := c.(type) {
+			case *mcp.TextContent:
+				parts = append(parts, c.Text)
+			case *mcp.EmbeddedResource:
+				parts = append(parts, base64.StdEncoding.EncodeToString(c.Resource.Blob))
+			}
+		}
+		content = strings.Join(parts, "\n")
+	}
+	return map[string]any{"role": "tool", "tool_call_id": id, "content": content}, nil
+}
+
+// plainAll turns read values back into plain Go values for encoding.
+func plainAll(ms []any) []any {
+	out := make([]any, len(ms))
+	for i, m := range ms {
+		out[i] = evidence.Plain(m)
+	}
+	return out
+}
+
+// appendDrive appends the relay's line to the server's transcript.
+func appendDrive(path string, r *DriveResult, messages []any) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening transcript %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	usage := map[string]any{}
+	for k, v := range r.Usage {
+		usage[k] = v
+	}
+	line, err := evidence.Canonical(map[string]any{
+		"event": "drive", "time": time.Now().UTC().Format(time.RFC3339Nano), "model": r.Model, "seed": r.Seed,
+		"turns": r.Turns, "stop": r.Stop, "usage": usage, "messages": plainAll(messages),
+	})
+	if err != nil {
+		return fmt.Errorf("transcript drive line: %w", err)
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("writing transcript: %w", err)
+	}
+	return f.Sync()
+}

@@ -1,0 +1,146 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeModel is a scripted chat-completions server: reply i answers
+// request i; it records every request for the test to inspect.
+type fakeModel struct {
+	mu       sync.Mutex
+	replies  []string // message objects (JSON)
+	requests []map[string]any
+	auth     []string
+}
+
+func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var req map[string]any
+	b, _ := io.ReadAll(r.Body)
+	if r.URL.Path != "/v1/chat/completions" || json.Unmarshal(b, &req) != nil {
+		http.Error(w, "bad request", 400)
+		return
+	}
+	f.requests = append(f.requests, req)
+	f.auth = append(f.auth, r.Header.Get("Authorization"))
+	i := len(f.requests) - 1
+	if i >= len(f.replies) {
+		i = len(f.replies) - 1
+	}
+	fmt.Fprintf(w, `{"id":"x","choices":[{"index":0,"message":%s,"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`, f.replies[i])
+}
+
+func toolCall(id, name, args string) string {
+	a, _ := json.Marshal(args)
+	return fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":%q,"arguments":%s}}]}`, id, name, a)
+}
+
+func TestDrive(t *testing.T) {
+	needSeal(t)
+	files := testFiles()
+	pkg, id := writePackage(t, files)
+	cases := []struct {
+		name      string
+		replies   []string
+		maxTurns  int
+		wantStop  string
+		wantErr   error
+		wantTurns int
+	}{
+		{"model stops", []string{
+			toolCall("c1", "list_files", `{}`),
+			toolCall("c2", "read_file", `{"path":"spec/ADD.md"}`),
+			toolCall("c3", "write_source", `{"path":"add.go","content":"package add\n"}`),
+			`{"role":"assistant","content":"done"}`,
+		}, 10, StopModel, nil, 4},
+		{"turn limit", []string{toolCall("c1", "list_files", `{}`)}, 3, StopMaxTurns, ErrMaxTurns, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fm := &fakeModel{replies: c.replies}
+			srv := httptest.NewServer(fm) // listens on 127.0.0.1
+			defer srv.Close()
+			base := t.TempDir()
+			ws, tpath := filepath.Join(base, "ws"), filepath.Join(base, "t.jsonl")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := Drive(ctx, DriveOptions{
+				Server: func() *exec.Cmd {
+					cmd := exec.Command(os.Args[0], serveMarker, pkg, id, ws, tpath)
+					cmd.Env = []string{}
+					cmd.Stderr = os.Stderr
+					return cmd
+				},
+				Endpoint: srv.URL + "/v1", Model: "test-model", APIKey: "sk-test", MaxTurns: c.maxTurns, Seed: 7,
+				Transcript: tpath, Timeout: 10 * time.Second,
+			})
+			if !errors.Is(err, c.wantErr) && !(err == nil && c.wantErr == nil) {
+				t.Fatalf("Drive: %v, want %v", err, c.wantErr)
+			}
+			if res.Stop != c.wantStop || res.Turns != c.wantTurns || res.Usage["total_tokens"] != 12*c.wantTurns {
+				t.Errorf("result %+v, want stop %s after %d turns", res, c.wantStop, c.wantTurns)
+			}
+			// Every request: temperature 0, the model, the seed, the key,
+			// and the room's words only.
+			for i, req := range fm.requests {
+				if req["temperature"] != float64(0) || req["model"] != "test-model" || req["seed"] != float64(7) || fm.auth[i] != "Bearer sk-test" {
+					t.Errorf("request %d: temperature %v model %v seed %v auth %q", i, req["temperature"], req["model"], req["seed"], fm.auth[i])
+				}
+				msgs := req["messages"].([]any)
+				if msgs[0].(map[string]any)["content"] != testSystem || msgs[1].(map[string]any)["content"] != testUser {
+					t.Errorf("request %d opens with %v %v, want the SYSTEM and USER blocks", i, msgs[0], msgs[1])
+				}
+				tools := req["tools"].([]any)
+				descs := map[string]string{}
+				for _, tl := range tools {
+					f := tl.(map[string]any)["function"].(map[string]any)
+					descs[f["name"].(string)] = f["description"].(string)
+				}
+				if descs["list_files"] != testListDesc || descs["read_file"] != testReadDesc || descs["write_source"] != testWriteDesc || len(descs) != 3 {
+					t.Errorf("request %d tools %v", i, descs)
+				}
+			}
+			if c.wantStop != StopModel {
+				return
+			}
+			// The read_file answer relayed to the model is the file.
+			last := fm.requests[len(fm.requests)-1]["messages"].([]any)
+			var gotRead string
+			for _, m := range last {
+				mm := m.(map[string]any)
+				if mm["tool_call_id"] == "c2" {
+					gotRead, _ = mm["content"].(string)
+				}
+			}
+			if gotRead != string(files["spec/ADD.md"]) {
+				t.Errorf("relayed read_file = %q", gotRead)
+			}
+			if b, err := os.ReadFile(filepath.Join(ws, "add.go")); err != nil || string(b) != "package add\n" {
+				t.Errorf("workspace add.go = %q, %v", b, err)
+			}
+			doc := readTranscript(t, tpath)
+			d := doc[len(doc)-1]
+			if ev, _ := d.Get("event"); ev != "drive" {
+				t.Fatalf("last transcript line %v, want the drive line", ev)
+			}
+			for k, want := range map[string]any{"model": "test-model", "stop": StopModel, "turns": float64(4), "seed": float64(7)} {
+				if got, _ := d.Get(k); got != want {
+					t.Errorf("drive %s = %v, want %v", k, got, want)
+				}
+			}
+		})
+	}
+}
