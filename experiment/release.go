@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -79,9 +78,11 @@ type Release struct {
 	Raw []byte
 }
 
-// ReadRelease reads and parses the release record at path (see ParseRelease).
+// ReadRelease reads and parses the release record at path (see
+// ParseRelease). The file must be a regular file: a symbolic link is not
+// followed and a FIFO cannot stall the read.
 func ReadRelease(path string) (*Release, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading release record: %w", err)
 	}

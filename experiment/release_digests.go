@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
@@ -101,7 +102,7 @@ func RecomputeAgainst(pkgDir, holdoutDir string, rec *Release) (*Recomputed, err
 			c.JCSVectors++
 		}
 	}
-	c.Protocols, err = schemaProtocols(pkgDir)
+	c.Protocols, err = schemaProtocols(pkgDir, disk)
 	if err != nil {
 		c.ProtocolsError = err.Error()
 	}
@@ -151,14 +152,7 @@ func surface(disk []pkgwalk.FileDigest, keep func(string) bool, recorded []pkgwa
 // is then computed from the disk alone.
 func manifestCAS(disk []pkgwalk.FileDigest, pkgDir string) []pkgwalk.FileDigest {
 	const manifest = "vectors/public/manifest.json"
-	found := false
-	for _, f := range disk {
-		found = found || f.Path == manifest
-	}
-	if !found {
-		return nil
-	}
-	b, err := os.ReadFile(filepath.Join(pkgDir, manifest))
+	b, err := readWalked(pkgDir, manifest, disk)
 	if err != nil {
 		return nil
 	}
@@ -191,9 +185,9 @@ func manifestCAS(disk []pkgwalk.FileDigest, pkgDir string) []pkgwalk.FileDigest 
 // schemaProtocols reads the CHECKED plane's sources from the package's
 // schema: verified_claim = constants.certificate_protocol, nested_composition
 // = constants.protocol; wire is the constant WireProtocol.
-func schemaProtocols(pkgDir string) (Protocols, error) {
+func schemaProtocols(pkgDir string, disk []pkgwalk.FileDigest) (Protocols, error) {
 	p := Protocols{Wire: WireProtocol}
-	b, err := readRegular(filepath.Join(pkgDir, SchemaFile))
+	b, err := readWalked(pkgDir, SchemaFile, disk)
 	if err != nil {
 		return p, &ReleaseError{File: SchemaFile, Rule: ErrSchemaConstants, Detail: err.Error()}
 	}
@@ -234,17 +228,9 @@ func HoldoutCommitment(pkgDir, holdoutDir string) (commitment string, entries in
 	if err != nil {
 		return "", 0, fmt.Errorf("listing holdout: %w", err)
 	}
-	var indexBytes []byte
-	for _, f := range files {
-		if f.Path == "INDEX.json" {
-			indexBytes, err = readRegular(filepath.Join(holdoutDir, "INDEX.json"))
-			if err != nil {
-				return "", 0, &ReleaseError{File: holdoutDir, Pointer: "INDEX.json", Rule: ErrHoldoutIndex, Detail: err.Error()}
-			}
-		}
-	}
-	if indexBytes == nil {
-		return "", 0, &ReleaseError{File: holdoutDir, Pointer: "INDEX.json", Rule: ErrHoldoutIndex, Detail: "absent"}
+	indexBytes, err := readWalked(holdoutDir, "INDEX.json", files)
+	if err != nil {
+		return "", 0, &ReleaseError{File: holdoutDir, Pointer: "INDEX.json", Rule: ErrHoldoutIndex, Detail: err.Error()}
 	}
 	idx, err := evidence.ReadObject(indexBytes)
 	if err != nil {
@@ -283,22 +269,30 @@ func relPrefix(pkgDir, holdoutDir string) (string, error) {
 	return filepath.ToSlash(rel) + "/", nil
 }
 
-// readRegular reads a file that must be a regular file (not a symlink or a
-// FIFO that would substitute other bytes or stall the reader).
+// readRegular reads a regular file at path with the package's one careful
+// reader (readRegularBeneath: openat2 with no symlink followed, a FIFO
+// cannot stall it, size bounded by the strict reader's limit).
 func readRegular(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscallNoFollow|syscallNonBlock, 0)
+	b, _, err := readRegularBeneath(filepath.Dir(path), filepath.Base(path))
+	return b, err
+}
+
+// readWalked reads rel under dir and checks that its bytes are the ones the
+// walk digested: a file swapped between the walk and this read would
+// otherwise give the digest one set of bytes and the check another.
+func readWalked(dir, rel string, walked []pkgwalk.FileDigest) ([]byte, error) {
+	i := slices.IndexFunc(walked, func(f pkgwalk.FileDigest) bool { return f.Path == rel })
+	if i < 0 {
+		return nil, fmt.Errorf("%s: absent", rel)
+	}
+	b, err := readRegular(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
+	if pkgwalk.SHA256Hex(b) != walked[i].SHA256 {
+		return nil, fmt.Errorf("%s: changed between the walk and the read", rel)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, &ReleaseError{File: path, Rule: ErrNotRegular}
-	}
-	return readAllLimited(f, evidence.MaxSize)
+	return b, nil
 }
 
 func sortedPaths(ps []string) []string {

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 )
@@ -149,7 +146,7 @@ func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 		return nil, fmt.Errorf("reading archive: %w", err)
 	}
 	if !out.ArchiveExisted {
-		if err := os.MkdirAll(filepath.Join(pkgDir, ReleasesDir), 0o755); err != nil {
+		if err := mkdirDurable(filepath.Join(pkgDir, ReleasesDir)); err != nil {
 			return nil, fmt.Errorf("creating releases/: %w", err)
 		}
 		same, err := publishArchive(out.ArchivePath, b)
@@ -158,90 +155,23 @@ func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 		}
 		out.ArchiveExisted = same
 	}
-	if err := replaceRecord(out.RecordPath, b); err != nil {
+	if err := replaceAtomic(pkgDir, ReleaseFile, b); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// publishArchive publishes b at path only if nothing is there: it writes a
-// temporary file beside it, fsyncs it, and link(2)s it into place, which
-// fails if path exists (a concurrent issuer cannot be overwritten). If the
-// name appeared meanwhile with identical bytes it reports same=true; with
-// different bytes, ErrArchiveConflict.
+// publishArchive creates pkgDir/releases/<srel>.json exclusively with the
+// package's one durable writer (createExclusive: temporary file, fsync,
+// RENAME_NOREPLACE, fsync of the directory). An archive that appeared
+// meanwhile with identical bytes reports same=true; with different bytes,
+// ErrArchiveConflict.
 func publishArchive(path string, b []byte) (same bool, err error) {
-	tmp, err := releaseWriteTemp(path, b)
-	if err != nil {
-		return false, err
+	same, err = createExclusive(filepath.Dir(path), filepath.Base(path), b, path)
+	if errors.Is(err, ErrReceiptExists) {
+		return false, &ReleaseError{File: path, Rule: ErrArchiveConflict, Detail: "written concurrently with different bytes"}
 	}
-	defer os.Remove(tmp)
-	if err := os.Link(tmp, path); err != nil {
-		if !errors.Is(err, fs.ErrExist) {
-			return false, fmt.Errorf("publishing %s: %w", path, err)
-		}
-		existing, rerr := readRegular(path)
-		if rerr != nil {
-			return false, fmt.Errorf("reading %s: %w", path, rerr)
-		}
-		if !bytes.Equal(existing, b) {
-			return false, &ReleaseError{File: path, Rule: ErrArchiveConflict, Detail: "written concurrently with different bytes"}
-		}
-		return true, nil
-	}
-	return false, releaseSyncDir(filepath.Dir(path))
-}
-
-// replaceRecord writes b to a temporary file beside path, fsyncs it and
-// renames it over path, then fsyncs the directory.
-func replaceRecord(path string, b []byte) error {
-	tmp, err := releaseWriteTemp(path, b)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("replacing %s: %w", path, err)
-	}
-	return releaseSyncDir(filepath.Dir(path))
-}
-
-func releaseWriteTemp(path string, b []byte) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return "", fmt.Errorf("creating temporary file for %s: %w", path, err)
-	}
-	name := f.Name()
-	fail := func(err error) (string, error) {
-		f.Close()
-		os.Remove(name)
-		return "", fmt.Errorf("writing %s: %w", name, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(releaseFileMode); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(name)
-		return "", fmt.Errorf("closing %s: %w", name, err)
-	}
-	return name, nil
-}
-
-func releaseSyncDir(dir string) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("opening %s to sync: %w", dir, err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Fsync(fd); err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
-	}
-	return nil
+	return same, err
 }
 
 // CoreLeaves lists the JSON Pointers of the release_core leaves (§3.7): a
