@@ -1,0 +1,42 @@
+// Package adapter runs the adapters of a blind run as data: each adapter
+// of the run record is a command plus the digests of that implementation's
+// package files and binary, never code cleanroom links.
+//
+// Before an adapter runs, [Execute] stages a private view — a fresh
+// directory holding exactly the adapter's frozen package files, its frozen
+// binary and the release package (docs/spec/proof-wire), laid out at their
+// world-relative paths — hashing each byte it copies, and refuses to run
+// unless the staged files recompute the recorded package_digest and
+// binary_digest. The bytes that were hashed are the bytes that run: nothing
+// is re-read from the world afterwards. It then substitutes {{CHALLENGES}}
+// and {{OUT}}, hands the invocation to a [Runner] and reads the output
+// document through the strict reader and the scorer.
+//
+// # What it refuses
+//
+//   - a candidate before the chain witnesses REVEALED: the challenge file
+//     is not even written ([ErrNotRevealed]);
+//   - a package or binary whose bytes no longer match the freeze
+//     ([ErrPackageDigest], [ErrBinaryDigest]);
+//   - a command that points outside the frozen files ([ErrCommand]);
+//   - a non-zero exit, a signal, a timeout, an OOM kill ([ErrExit],
+//     [ErrTimeout]), an output that is missing, not a regular file, too large
+//     or not strictly readable ([ErrOutput]), or that the scorer refuses
+//     (holdout's rules, including an observation naming another
+//     implementation or release).
+//
+// Every one of these is an ABSENT measurement recorded with its rule —
+// never a zero, never a partial score.
+//
+// # Security considerations
+//
+// The candidate is untrusted code. [SandboxRunner] runs it through
+// sandbox.Exec (no network, memory, pid and time limits, only /usr and the
+// staged view visible). [UnsandboxedRunner] runs it as a plain child process
+// with a timeout and a minimal environment: it exists for machines without
+// the sandbox, must be chosen explicitly (--no-sandbox), and every
+// measurement it produces says Sandboxed=false. The output is read beneath
+// the staging directory through an os.Root with O_NOFOLLOW, so a candidate
+// that replaces its output with a symlink cannot make cleanroom read a file
+// outside the view.
+package adapter

@@ -1,0 +1,380 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+)
+
+// Rules an adapter run can break. Each makes the measurement ABSENT.
+var (
+	// ErrNotRevealed: a candidate may receive challenge bytes only once the
+	// receipt chain witnesses REVEALED.
+	ErrNotRevealed = errors.New("candidate not run: the chain does not witness REVEALED")
+	// ErrPackageDigest: the package files no longer hash to the frozen
+	// package_digest.
+	ErrPackageDigest = errors.New("package files do not match the frozen package_digest")
+	// ErrBinaryDigest: the binary no longer hashes to the frozen
+	// binary_digest (or is absent).
+	ErrBinaryDigest = errors.New("binary does not match the frozen binary_digest")
+	// ErrCommand: the command names something that is not a frozen file.
+	ErrCommand = errors.New("command points outside the frozen files")
+	// ErrExit: the adapter exited non-zero or was killed.
+	ErrExit = errors.New("adapter failed")
+	// ErrTimeout: the adapter exceeded its time limit.
+	ErrTimeout = errors.New("adapter timed out")
+	// ErrOutput: the output document is missing, not a regular file, too
+	// large, or does not cross the strict reader.
+	ErrOutput = errors.New("adapter output unreadable")
+	// ErrScorerRefused: the scorer refused the document (schema, label,
+	// release, fixture_root).
+	ErrScorerRefused = errors.New("observation document refused by the scorer")
+)
+
+// Measurement states.
+const (
+	// Measured: the document was read and scored.
+	Measured = "MEASURED"
+	// Absent: the adapter ran (or was refused before running) and produced
+	// no usable document. Never a zero.
+	Absent = "ABSENT"
+	// NotRun: a candidate before REVEALED; nothing was written for it.
+	NotRun = "NOT_RUN"
+)
+
+// Measurement is what one adapter run produced.
+type Measurement struct {
+	Implementation string
+	Role           string
+	State          string
+	// Rule is the refusal rule when State is not Measured; Err the full
+	// cause (errors.Is works through it, e.g. evidence.ClassDuplicateName
+	// or holdout.ErrImplementation); Reason its text.
+	Rule   error
+	Err    error
+	Reason string
+	// Runner and Sandboxed record how it was executed ("" if it was not).
+	Runner    string
+	Sandboxed bool
+	Outcome   *Outcome
+	// Observation is the document's exact bytes; Doc its strict reading;
+	// Report its score. Set only when Measured.
+	Observation []byte
+	Doc         any
+	Report      *holdout.Report
+}
+
+// Options configure Execute.
+type Options struct {
+	// Revealed must be true only when the receipt chain witnesses
+	// REVEALED (or COMPLETE); candidates are not run otherwise.
+	Revealed bool
+	// Runner executes the staged invocation (required).
+	Runner Runner
+	// Schemas and Challenges are what the output is scored against.
+	Schemas    *holdout.Schemas
+	Challenges []*holdout.Challenge
+	// ExpectRelease is the run's srel (the document must name it).
+	ExpectRelease string
+	Timeout       time.Duration
+	Memory        int64
+	// ScratchDir is where the staged view is created (default os.TempDir).
+	ScratchDir string
+	// Keep leaves the staged view on disk (for inspection) instead of
+	// removing it.
+	Keep bool
+}
+
+// ioDir is the staged directory holding the challenge file and the output.
+const ioDir = "cleanroom-io"
+
+// Staged paths of the two placeholders, relative to the view.
+var (
+	ChallengesPath = ioDir + "/challenges.json"
+	OutPath        = ioDir + "/observations.json"
+)
+
+// pathish matches an argument that names a file (the reference's rule).
+var pathish = regexp.MustCompile(`/|\.(mjs|cjs|js|py|sh|exe|bin|out)$`)
+
+// interpreters may launch an adapter without a frozen binary.
+var interpreters = []string{"node"}
+
+// CommandProblem checks that an adapter's command executes only frozen
+// files: command[0] is the frozen binary, or a permitted interpreter whose
+// first argument is a frozen package file; every other path-like argument is
+// a package file or a placeholder. It returns nil when the command is sound.
+func CommandProblem(a experiment.Adapter) error {
+	if len(a.Command) == 0 {
+		return fmt.Errorf("%s: no command: %w", a.Implementation, ErrCommand)
+	}
+	pkg := map[string]bool{}
+	for _, f := range a.PackageFiles {
+		pkg[f] = true
+	}
+	start := 1
+	switch {
+	case a.BinaryPath != nil:
+		if a.Command[0] != *a.BinaryPath {
+			return fmt.Errorf("%s: command[0] %q is not the frozen binary %q: %w", a.Implementation, a.Command[0], *a.BinaryPath, ErrCommand)
+		}
+	case a.Role == experiment.RoleCandidate:
+		return fmt.Errorf("%s: a candidate runs as its own frozen binary, and none is recorded: %w", a.Implementation, ErrCommand)
+	default:
+		if !slices.Contains(interpreters, a.Command[0]) {
+			return fmt.Errorf("%s: command[0] %q is neither a frozen binary nor a permitted interpreter: %w", a.Implementation, a.Command[0], ErrCommand)
+		}
+		if len(a.Command) < 2 || !pkg[a.Command[1]] {
+			return fmt.Errorf("%s: the interpreter is not handed a frozen package file: %w", a.Implementation, ErrCommand)
+		}
+		start = 2
+	}
+	for _, x := range a.Command[start:] {
+		if x != experiment.PlaceholderChallenges && x != experiment.PlaceholderOut && pathish.MatchString(x) && !pkg[x] {
+			return fmt.Errorf("%s: argument %q names a path outside the frozen package: %w", a.Implementation, x, ErrCommand)
+		}
+	}
+	return nil
+}
+
+// Execute runs one adapter of the run against the challenges and scores its
+// output. Every failure is returned as an ABSENT (or NOT_RUN) measurement
+// with its rule; the error is non-nil only when cleanroom itself cannot
+// proceed (no runner, no scratch space).
+func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt Options) (*Measurement, error) {
+	m := &Measurement{Implementation: a.Implementation, Role: a.Role}
+	absent := func(rule error, format string, args ...any) (*Measurement, error) {
+		err := fmt.Errorf(format, args...)
+		if !errors.Is(err, rule) {
+			err = fmt.Errorf("%w: %w", rule, err)
+		}
+		m.State, m.Rule, m.Err, m.Reason = Absent, rule, err, err.Error()
+		return m, nil
+	}
+	// The gate comes first: before REVEALED a candidate gets nothing, not
+	// even a staged directory with the challenge file in it.
+	if a.Role != experiment.RoleReference && !opt.Revealed {
+		m.State, m.Rule, m.Err, m.Reason = NotRun, ErrNotRevealed, ErrNotRevealed, ErrNotRevealed.Error()+"; the challenge file was not written"
+		return m, nil
+	}
+	if opt.Runner == nil || opt.Schemas == nil {
+		return nil, errors.New("adapter: Execute needs a runner and the package's schemas")
+	}
+	if err := CommandProblem(a); err != nil {
+		return absent(ErrCommand, "%w", err)
+	}
+	dir, err := os.MkdirTemp(opt.ScratchDir, "cleanroom-adapter-"+a.Implementation+"-")
+	if err != nil {
+		return nil, fmt.Errorf("staging directory: %w", err)
+	}
+	if !opt.Keep {
+		defer os.RemoveAll(dir)
+	}
+	// Stage the package files, checking each byte copied against the freeze.
+	staged, err := stage(w.Root, dir, a.PackageFiles)
+	if err != nil {
+		return absent(ErrPackageDigest, "staging the package files: %w", err)
+	}
+	if got := pkgwalk.PathListDigest(staged); got != a.PackageDigest {
+		return absent(ErrPackageDigest, "%s: package files digest %s, frozen %s", a.Implementation, got, a.PackageDigest)
+	}
+	if a.BinaryPath != nil {
+		bin, err := stage(w.Root, dir, []string{*a.BinaryPath})
+		switch {
+		case err != nil:
+			return absent(ErrBinaryDigest, "staging the binary: %w", err)
+		case len(bin) != 1 || bin[0].SHA256 == pkgwalk.Absent:
+			return absent(ErrBinaryDigest, "%s: frozen binary %s is absent or not a file", a.Implementation, *a.BinaryPath)
+		case a.BinaryDigest == nil || bin[0].SHA256 != *a.BinaryDigest:
+			return absent(ErrBinaryDigest, "%s: binary %s hashes to %s, frozen %v", a.Implementation, *a.BinaryPath, bin[0].SHA256, deref(a.BinaryDigest))
+		}
+		// The staged copy is what runs; make it executable (and nothing else).
+		if err := os.Chmod(filepath.Join(dir, filepath.FromSlash(*a.BinaryPath)), 0o555); err != nil {
+			return nil, err
+		}
+	}
+	// The public release package, read by adapters for the corpus and the
+	// release identity. Staged after the frozen files, never over them.
+	if _, err := stage(w.Root, dir, []string{experiment.PackageDirName}); err != nil {
+		return absent(ErrCommand, "staging the release package: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ioDir), 0o777); err != nil {
+		return nil, err
+	}
+	chs := make([]any, len(opt.Challenges))
+	for i, c := range opt.Challenges {
+		chs[i] = c.Value
+	}
+	cb, err := evidence.Stringify(chs, " ")
+	if err != nil {
+		return nil, fmt.Errorf("rendering challenges: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(ChallengesPath)), cb, 0o444); err != nil {
+		return nil, err
+	}
+	args := make([]string, len(a.Command))
+	for i, x := range a.Command {
+		switch x {
+		case experiment.PlaceholderChallenges:
+			args[i] = ChallengesPath
+		case experiment.PlaceholderOut:
+			args[i] = OutPath
+		default:
+			args[i] = x
+		}
+	}
+	m.Runner, m.Sandboxed = opt.Runner.Name(), opt.Runner.Sandboxed()
+	out, err := opt.Runner.Run(ctx, Invocation{Dir: dir, Args: args, Timeout: opt.Timeout, Memory: opt.Memory})
+	if err != nil {
+		return absent(ErrExit, "%s did not run: %w", a.Implementation, err)
+	}
+	m.Outcome = &out
+	switch {
+	case out.Status == StatusTimeout:
+		return absent(ErrTimeout, "%s timed out", a.Implementation)
+	case out.Status != StatusExited || out.ExitCode != 0:
+		return absent(ErrExit, "%s ended %s with status %d: %s", a.Implementation, out.Status, out.ExitCode, lastLine(out.Stderr))
+	}
+	b, err := readOutput(dir)
+	if err != nil {
+		return absent(ErrOutput, "%s: %w", a.Implementation, err)
+	}
+	doc, err := evidence.Read(b)
+	if err != nil {
+		return absent(ErrOutput, "%s: output refused by the strict reader: %w", a.Implementation, err)
+	}
+	rep, err := holdout.Score(opt.Schemas, opt.Challenges, doc, holdout.Options{ExpectRelease: opt.ExpectRelease, ExpectImplementation: a.Implementation})
+	if err != nil {
+		return absent(ErrScorerRefused, "%s: %w", a.Implementation, err)
+	}
+	m.State, m.Observation, m.Doc, m.Report = Measured, b, doc, rep
+	return m, nil
+}
+
+func deref(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+// stage copies the listed world-relative paths (files or directories) from
+// root into dir and returns their entries with the SHA-256 of the bytes
+// actually copied. The listing comes from pkgwalk.DigestOfPaths (no symlink
+// followed, special files refused); each file is then read once through an
+// os.Root with O_NOFOLLOW, hashed, compared with the listing and written, so
+// a file swapped between listing and copy is caught rather than staged.
+func stage(root, dir string, paths []string) ([]pkgwalk.FileDigest, error) {
+	_, files, err := pkgwalk.DigestOfPaths(root, paths)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	for _, f := range files {
+		if f.SHA256 == pkgwalk.Absent {
+			continue
+		}
+		b, err := readNoFollow(r, f.Path)
+		if err != nil {
+			return nil, err
+		}
+		if got := pkgwalk.SHA256Hex(b); got != f.SHA256 {
+			return nil, fmt.Errorf("%s changed while it was staged", f.Path)
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return nil, err
+		}
+		// Create-exclusive: a later path never overwrites a staged one.
+		fd, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if _, err := fd.Write(b); err != nil {
+			fd.Close()
+			return nil, err
+		}
+		if err := fd.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// readNoFollow reads a regular file beneath r without following a final
+// symlink.
+func readNoFollow(r *os.Root, p string) ([]byte, error) {
+	f, err := r.OpenFile(path.Clean(p), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	return io.ReadAll(f)
+}
+
+// readOutput reads the adapter's output beneath the staged view: the
+// adapter controlled that directory, so a symlink there (to the operator's
+// files, or a FIFO that never ends) is refused, and size is bounded.
+func readOutput(dir string) ([]byte, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(OutPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("no output document: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("the output is not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, evidence.MaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > evidence.MaxSize {
+		return nil, fmt.Errorf("the output exceeds %d bytes", evidence.MaxSize)
+	}
+	return b, nil
+}
