@@ -165,3 +165,21 @@ func TestReleaseVerifyReferenceWorld(t *testing.T) {
 		t.Errorf("id: exit %d %q", code, out)
 	}
 }
+
+func TestDemoReleaseStage(t *testing.T) {
+	env := &demoEnv{out: t.TempDir(), ids: map[string]string{}}
+	stage := demoReleaseStage(os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "release", "world")))
+	res, err := stage(t.Context(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srel := env.ids["srel"]
+	if !strings.HasPrefix(res, srel+" issued") || len(srel) != len("srel-")+64 {
+		t.Errorf("result %q, srel %q", res, srel)
+	}
+	// The CLI, run on what the stage left, agrees.
+	code, out, _ := runCLI(t, "release", "id", filepath.Join(env.ids["release_package"], "SPEC-RELEASE.json"))
+	if code != 0 || out != srel+"\n" {
+		t.Errorf("id: exit %d %q", code, out)
+	}
+}
