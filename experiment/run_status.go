@@ -1,0 +1,45 @@
+package experiment
+
+import (
+	"context"
+	"time"
+)
+
+// TimelineEntry is one witnessed transition of the current run, oldest
+// first: the state, when its receipt was written, the receipt's digest, and
+// the subjects admitted at that step (the candidate, at the freeze).
+type TimelineEntry struct {
+	Status        Status
+	RunID         string
+	Receipt       string // world-relative
+	ReceiptSHA256 string
+	Time          time.Time // the receipt file's modification time
+	Note          string
+	Admitted      []ReceiptAdapter
+}
+
+// Timeline verifies the run (without walking the package, which a status
+// display does not need) and returns its witnessed history. The report says
+// whether the history is trustworthy: entries come only from receipts the
+// chain walk reached.
+func Timeline(ctx context.Context, w *World) (*RunReport, []TimelineEntry, error) {
+	rep, err := Verify(ctx, w, VerifyOptions{SkipPackage: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []TimelineEntry
+	seen := map[string]bool{}
+	for i := len(rep.Chain) - 1; i >= 0; i-- {
+		l := rep.Chain[i]
+		e := TimelineEntry{Status: l.Receipt.Status, RunID: l.Receipt.RunID, Receipt: w.stateRel(l.File),
+			ReceiptSHA256: l.SHA256, Time: l.ModTime, Note: l.Receipt.Note}
+		for _, a := range l.Receipt.Adapters {
+			if !seen[a.Implementation] {
+				e.Admitted = append(e.Admitted, a)
+				seen[a.Implementation] = true
+			}
+		}
+		out = append(out, e)
+	}
+	return rep, out, nil
+}
