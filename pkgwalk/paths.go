@@ -90,10 +90,10 @@ func DigestOfPaths(root string, paths []string) (string, []FileDigest, error) {
 	return PathListDigest(out), out, nil
 }
 
-// hashOne reads one regular file open at f as a walk would, and closes f.
+// hashOne reads one regular file open at f as a walk would.
 func hashOne(f *os.File, p string, size int64) (*Tree, error) {
 	w := &walker{opts: WalkOptions{plain: true}}
-	w.read(job{f: f, path: p, size: size}, make([]byte, 256<<10))
+	w.read(int(f.Fd()), p, size, make([]byte, 256<<10))
 	return w.finish(p), nil
 }
 

@@ -1,16 +1,18 @@
 package pkgwalk
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"golang.org/x/sys/unix"
@@ -156,7 +158,7 @@ func Walk(root string, opts WalkOptions) (*Tree, error) {
 }
 
 // walkFrom walks the directory open at d; paths are prefix + "/" + name
-// (prefix "" at a package root).
+// (prefix "" at a package root). d stays the caller's.
 func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[string]string) (*Tree, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
@@ -168,7 +170,7 @@ func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[str
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	w.jobs = make(chan job, 2*workers)
+	w.jobs = make(chan job, 4*workers)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -176,11 +178,19 @@ func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[str
 			defer wg.Done()
 			buf := make([]byte, 256<<10)
 			for j := range w.jobs {
-				w.read(j, buf)
+				w.file(j, buf)
 			}
 		}()
 	}
-	w.dir(d, prefix)
+	// The root descriptor is duplicated so the walk's reference counting
+	// never closes the caller's.
+	fd, err := unix.FcntlInt(d.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		close(w.jobs)
+		wg.Wait()
+		return nil, fmt.Errorf("dup %s: %w", root, err)
+	}
+	w.dir(newDirRef(fd), prefix)
 	close(w.jobs)
 	wg.Wait()
 	return w.finish(root), nil
@@ -208,10 +218,32 @@ func openRoot(root string) (*os.File, *RefusalError, error) {
 	return nil, nil, fmt.Errorf("opening package root %s: %w", root, err)
 }
 
+// dirRef is an open directory descriptor shared by the jobs of its
+// entries; the last release closes it.
+type dirRef struct {
+	fd   int
+	refs atomic.Int32
+}
+
+func newDirRef(fd int) *dirRef {
+	d := &dirRef{fd: fd}
+	d.refs.Store(1)
+	return d
+}
+
+func (d *dirRef) acquire() *dirRef { d.refs.Add(1); return d }
+
+func (d *dirRef) release() {
+	if d.refs.Add(-1) == 0 {
+		unix.Close(d.fd)
+	}
+}
+
+// job is one regular-file entry to open (beneath dir), check and read.
 type job struct {
-	f    *os.File // closed by read
+	dir  *dirRef // released by file
+	name string
 	path string
-	size int64
 }
 
 type entry struct {
@@ -229,7 +261,7 @@ type walker struct {
 	problems Problems
 	files    []File
 	dirs     []string
-	entries  []entry
+	entries  []entry // touched by the traversal goroutine only
 	nfiles   int
 	nbytes   int64
 }
@@ -247,85 +279,140 @@ func join(dir, name string) string {
 	return dir + "/" + name
 }
 
-// dir walks the directory open at d (relative path rel, "" for the root).
-// The caller closes d.
-func (w *walker) dir(d *os.File, rel string) {
-	names, err := d.Readdirnames(-1)
+// dirent is one name read from a directory with the kernel's type hint.
+type dirent struct {
+	name string
+	typ  uint8
+}
+
+// readDir reads every entry of the directory open at fd (getdents64 on the
+// descriptor; never a path) except "." and "..", sorted by name.
+func readDir(fd int) ([]dirent, error) {
+	var out []dirent
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			break
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return nil, fmt.Errorf("getdents64: bad record length %d", reclen)
+			}
+			typ := b[18]
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if s := string(name); s != "." && s != ".." {
+				out = append(out, dirent{name: s, typ: typ})
+			}
+			b = b[reclen:]
+		}
+	}
+	slices.SortFunc(out, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+// dir walks the directory d (relative path rel, "" for the root) and
+// releases d. Subdirectories are walked here; regular files are handed to
+// the workers, which open, check and read them in parallel.
+func (w *walker) dir(d *dirRef, rel string) {
+	defer d.release()
+	ents, err := readDir(d.fd)
 	if err != nil {
 		w.problem(orDot(rel), ErrUnreadable, err.Error())
 		return
 	}
-	slices.Sort(names)
-	dirfd := int(d.Fd())
-	for _, name := range names {
-		p := join(rel, name)
+	for _, e := range ents {
+		p := join(rel, e.name)
 		if !w.opts.plain {
-			for _, r := range segmentRules(name) {
+			for _, r := range segmentRules(e.name) {
 				w.problem(p, r, "")
 			}
 		}
-		// A type hint from fstatat on the parent descriptor (never a path):
-		// entries that are not regular files or directories are refused
-		// without being opened, so opening a device node can have no effect.
-		var hint unix.Stat_t
-		if err := unix.Fstatat(dirfd, name, &hint, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			w.openFailed(dirfd, name, p, err)
-			continue
+		typ := e.typ
+		if typ == unix.DT_UNKNOWN {
+			// A filesystem without d_type: ask fstatat on the parent's
+			// descriptor (never a path).
+			var st unix.Stat_t
+			if err := unix.Fstatat(d.fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				w.entries = append(w.entries, entry{path: p})
+				w.openFailed(d.fd, e.name, p, err)
+				continue
+			}
+			typ = dtOf(st.Mode)
 		}
-		if t := hint.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
+		switch typ {
+		case unix.DT_REG:
 			w.entries = append(w.entries, entry{path: p})
-			w.refuseType(dirfd, name, p, hint.Mode)
-			continue
-		}
-		fd, err := openEntry(dirfd, name, openFlags)
-		if err != nil {
-			w.entries = append(w.entries, entry{path: p, isDir: hint.Mode&unix.S_IFMT == unix.S_IFDIR})
-			w.openFailed(dirfd, name, p, err)
-			continue
-		}
-		// The decision is made on the descriptor that will be read.
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			unix.Close(fd)
-			w.problem(p, ErrUnreadable, err.Error())
-			continue
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFDIR:
+			// The type is only a hint: the worker decides on fstat of the
+			// descriptor it opens and reads.
+			w.jobs <- job{dir: d.acquire(), name: e.name, path: p}
+		case unix.DT_DIR:
 			w.entries = append(w.entries, entry{path: p, isDir: true})
-			if st.Dev != w.rootDev {
-				// Another filesystem mounted here (RESOLVE_NO_XDEV normally
-				// refuses it at open).
-				unix.Close(fd)
-				w.problem(p, ErrMountPoint, "")
-				continue
-			}
-			w.mu.Lock()
-			w.dirs = append(w.dirs, p)
-			w.mu.Unlock()
-			sub := os.NewFile(uintptr(fd), p)
-			w.dir(sub, p)
-			sub.Close()
-		case unix.S_IFREG:
-			w.entries = append(w.entries, entry{path: p})
-			if st.Dev != w.rootDev {
-				unix.Close(fd)
-				w.problem(p, ErrMountPoint, "")
-				continue
-			}
-			if st.Nlink != 1 && !w.opts.plain {
-				// Still read below, so the problem list is complete; a
-				// second name outside the package can change these bytes.
-				w.problem(p, ErrHardLink, fmt.Sprintf("nlink %d", st.Nlink))
-			}
-			w.jobs <- job{f: os.NewFile(uintptr(fd), p), path: p, size: st.Size}
+			w.subdir(d, e.name, p)
 		default:
-			// Swapped between fstatat and openat2: refuse what was opened.
-			unix.Close(fd)
+			// Not a regular file or a directory: refused without being
+			// opened, so opening a device node can have no effect.
 			w.entries = append(w.entries, entry{path: p})
-			w.problem(p, typeRule(st.Mode), "")
+			var st unix.Stat_t
+			if err := unix.Fstatat(d.fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				w.openFailed(d.fd, e.name, p, err)
+				continue
+			}
+			w.refuseType(d.fd, e.name, p, st.Mode)
 		}
 	}
+}
+
+// subdir opens, checks and walks one subdirectory.
+func (w *walker) subdir(d *dirRef, name, p string) {
+	fd, err := openEntry(d.fd, name, openFlags|unix.O_DIRECTORY)
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) {
+			w.problem(p, ErrChanged, "no longer a directory")
+			return
+		}
+		w.openFailed(d.fd, name, p, err)
+		return
+	}
+	// The decision is made on the descriptor that will be read.
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		w.problem(p, ErrUnreadable, err.Error())
+		return
+	}
+	if st.Dev != w.rootDev {
+		// Another filesystem mounted here (RESOLVE_NO_XDEV normally
+		// refuses it at open).
+		unix.Close(fd)
+		w.problem(p, ErrMountPoint, "")
+		return
+	}
+	w.mu.Lock()
+	w.dirs = append(w.dirs, p)
+	w.mu.Unlock()
+	w.dir(newDirRef(fd), p)
+}
+
+func dtOf(mode uint32) uint8 {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return unix.DT_REG
+	case unix.S_IFDIR:
+		return unix.DT_DIR
+	}
+	return unix.DT_UNKNOWN // refused by type below
 }
 
 func orDot(rel string) string {
@@ -405,64 +492,131 @@ func typeName(mode uint32) string {
 	return "unknown type"
 }
 
+// file opens one regular-file entry beneath its directory, decides on fstat
+// of that descriptor, and reads it (see read).
+func (w *walker) file(j job, buf []byte) {
+	defer j.dir.release()
+	fd, err := openEntry(j.dir.fd, j.name, openFlags)
+	if err != nil {
+		w.openFailed(j.dir.fd, j.name, j.path, err)
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		w.problem(j.path, ErrUnreadable, err.Error())
+		return
+	}
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		w.problem(j.path, ErrChanged, "became a directory during the walk")
+		return
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		// Swapped after the directory was read: refuse what was opened.
+		w.problem(j.path, typeRule(st.Mode), "")
+		return
+	case st.Dev != w.rootDev:
+		w.problem(j.path, ErrMountPoint, "")
+		return
+	}
+	if st.Nlink != 1 && !w.opts.plain {
+		// Still read below, so the problem list is complete; a second
+		// name outside the package can change these bytes.
+		w.problem(j.path, ErrHardLink, fmt.Sprintf("nlink %d", st.Nlink))
+	}
+	w.read(fd, j.path, st.Size, buf)
+}
+
+// readFull reads from fd into b until b is full or the file ends. A
+// short read from a regular file is its end: that saves the extra read
+// that would return 0, and is safe because a file that in fact has more
+// bytes is then refused (its size no longer matches), never accepted.
+func readFull(fd int, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		rem := len(b) - n
+		m, err := unix.Read(fd, b[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		n += m
+		if m < rem {
+			break // 0 or short: the end of the file
+		}
+	}
+	return n, nil
+}
+
 // read hashes (and keeps, when asked) the bytes of one regular file from
-// the descriptor that was checked, and closes it.
-func (w *walker) read(j job, buf []byte) {
-	f := j.f
-	defer f.Close()
-	isJSON := !w.opts.plain && strings.HasSuffix(strings.ToLower(j.path), ".json")
+// the descriptor that was checked; size is what fstat said. Reading stops
+// one byte past size, so a file that grows while read is noticed without
+// reading it all, and one that shrinks is noticed too.
+func (w *walker) read(fd int, path string, size int64, buf []byte) {
+	isJSON := !w.opts.plain && strings.HasSuffix(strings.ToLower(path), ".json")
 	keep := w.opts.KeepBytes || isJSON
-	if keep && j.size > MaxKeptFile {
-		w.problem(j.path, ErrTooLarge, fmt.Sprintf("%d bytes", j.size))
+	if keep && size > MaxKeptFile {
+		w.problem(path, ErrTooLarge, fmt.Sprintf("%d bytes", size))
 		return
 	}
 	h := sha256.New()
 	var data []byte
 	if keep {
-		data = make([]byte, j.size)
-		if _, err := io.ReadFull(f, data); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				w.problem(j.path, ErrChanged, "shrank while read")
-			} else {
-				w.problem(j.path, ErrUnreadable, err.Error())
-			}
+		// size+1: one byte past what fstat said shows growth.
+		data = make([]byte, size+1)
+		n, err := readFull(fd, data)
+		if err != nil {
+			w.problem(path, ErrUnreadable, err.Error())
 			return
 		}
-		// One byte past the size fstat reported means the file grew.
-		if n, _ := f.Read(buf[:1]); n > 0 {
-			w.problem(j.path, ErrChanged, "grew while read")
+		if int64(n) != size {
+			w.problem(path, ErrChanged, fmt.Sprintf("fstat said %d bytes, read %d or more", size, n))
 			return
 		}
+		data = data[:size:size]
 		h.Write(data)
 	} else {
-		// A LimitedReader of size+1 notices growth without reading it all.
-		n, err := io.CopyBuffer(h, &io.LimitedReader{R: f, N: j.size + 1}, buf)
-		if err != nil {
-			w.problem(j.path, ErrUnreadable, err.Error())
-			return
+		var total int64
+		for {
+			want := min(int64(len(buf)), size+1-total)
+			if want <= 0 {
+				break
+			}
+			n, err := readFull(fd, buf[:want])
+			if err != nil {
+				w.problem(path, ErrUnreadable, err.Error())
+				return
+			}
+			h.Write(buf[:n])
+			total += int64(n)
+			if int64(n) < want {
+				break // end of file
+			}
 		}
-		if n != j.size {
-			w.problem(j.path, ErrChanged, fmt.Sprintf("fstat said %d bytes, read %d", j.size, n))
+		if total != size {
+			w.problem(path, ErrChanged, fmt.Sprintf("fstat said %d bytes, read %d or more", size, total))
 			return
 		}
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	if isJSON && looksLikeChallenge(data) {
-		w.problem(j.path, ErrLeakChallengeShape, "")
+		w.problem(path, ErrLeakChallengeShape, "")
 	}
 	if w.holdout != nil {
 		if hp, ok := w.holdout[sum]; ok {
-			w.problem(j.path, ErrLeakHoldoutCopy, "same bytes as holdout file "+hp)
+			w.problem(path, ErrLeakHoldoutCopy, "same bytes as holdout file "+hp)
 		}
 	}
-	file := File{Path: j.path, SHA256: sum, Size: j.size}
+	file := File{Path: path, SHA256: sum, Size: size}
 	if w.opts.KeepBytes {
 		file.Data = data
 	}
 	w.mu.Lock()
 	w.files = append(w.files, file)
 	w.nfiles++
-	w.nbytes += j.size
+	w.nbytes += size
 	if w.opts.Progress != nil {
 		w.opts.Progress(w.nfiles, w.nbytes)
 	}
