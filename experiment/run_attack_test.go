@@ -1,0 +1,292 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+)
+
+// editRecord rewrites the live record's bytes with edit (an attacker with
+// write access to the state root).
+func editRecord(t *testing.T, w *World, edit func(string) string) {
+	t.Helper()
+	b, err := os.ReadFile(w.RecordPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := edit(string(b))
+	if out == string(b) {
+		t.Fatal("edit did not change the record")
+	}
+	if err := os.WriteFile(w.RecordPath(), []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// forgeRecord rewrites the live record through the API: mutate, optionally
+// recompute run_id (as an attacker with this package's own functions can).
+func forgeRecord(t *testing.T, w *World, recompute bool, mutate func(r *Record)) *Record {
+	t.Helper()
+	r, err := w.ReadRecord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutate(r)
+	if recompute {
+		r.RunID = r.ComputeRunID()
+	}
+	b, err := r.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(w.RecordPath(), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func writeWorldFile(t *testing.T, w *World, rel, content string, mode os.FileMode) {
+	t.Helper()
+	p := filepath.Join(w.Root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freezeSplit freezes a candidate whose source file is separate from its
+// binary, so the two can be attacked one at a time.
+func freezeSplit(t *testing.T, w *World) {
+	t.Helper()
+	writeWorldFile(t, w, "implementer/src/main.txt", "source of the candidate\n", 0o644)
+	o := freezeOpts()
+	o.Files = []string{"implementer/src/main.txt", "implementer/tally-candidate"}
+	if _, err := Freeze(bg, w, o); err != nil {
+		t.Fatalf("freeze: %v", err)
+	}
+}
+
+func verifyErr(w *World) error {
+	rep, err := Verify(bg, w, VerifyOptions{})
+	if err != nil {
+		return err
+	}
+	return rep.Err()
+}
+
+func revealErr(w *World) error { _, err := Reveal(bg, w, RevealOptions{}); return err }
+
+// The lifecycle attacks of TRVM-FORMATS §11.2 that apply before scoring,
+// each in its own world: the attack is set up, then the operation it
+// targets is refused by the named rule and the state root is byte-for-byte
+// what it was before the operation.
+func TestLifecycleAttacks(t *testing.T) {
+	pinned := func(t *testing.T, w *World) { mustPin(t, w) }
+	frozen := func(t *testing.T, w *World) { mustPin(t, w); mustFreeze(t, w) }
+	split := func(t *testing.T, w *World) { mustPin(t, w); freezeSplit(t, w) }
+	revealed := func(t *testing.T, w *World) { mustPin(t, w); mustFreeze(t, w); mustReveal(t, w) }
+	freezeWith := func(mod func(o *FreezeOptions)) func(w *World) error {
+		return func(w *World) error {
+			o := freezeOpts()
+			mod(&o)
+			_, err := Freeze(bg, w, o)
+			return err
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, w *World)
+		op    func(w *World) error
+		rule  error
+	}{
+		{"A reveal before freeze", pinned, revealErr, ErrIllegalTransition},
+		{"G complete from PINNED", pinned, func(w *World) error {
+			_, _, err := Complete(bg, w, Measurement{}, CompleteOptions{Replay: func(_ context.Context, in ReplayInput) (*ReplayOutcome, error) { return nil, nil }})
+			return err
+		}, ErrIllegalTransition},
+		{"B candidate source modified after freeze", func(t *testing.T, w *World) {
+			split(t, w)
+			writeWorldFile(t, w, "implementer/src/main.txt", "source edited after the freeze\n", 0o644)
+		}, revealErr, ErrPackageDigest},
+		{"K only the frozen binary mutated", func(t *testing.T, w *World) {
+			split(t, w)
+			f, err := os.OpenFile(filepath.Join(w.Root, "implementer", "tally-candidate"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("\n// mutated\n")
+			f.Close()
+		}, revealErr, ErrBinaryDigest},
+		{"C command altered after freeze", func(t *testing.T, w *World) {
+			frozen(t, w)
+			editRecord(t, w, func(s string) string { return strings.Replace(s, `"{{OUT}}"`, `"{{OUT}}", "--lenient"`, 1) })
+		}, revealErr, ErrRunID},
+		{"C command altered after freeze, run_id re-derived", func(t *testing.T, w *World) {
+			frozen(t, w)
+			forgeRecord(t, w, true, func(r *Record) { r.Adapters[1].Command = append(r.Adapters[1].Command, "--lenient") })
+		}, revealErr, ErrReceiptMissing},
+		{"D command pointing outside the frozen subject", pinned, freezeWith(func(o *FreezeOptions) {
+			o.Command = []string{o.Binary, "/etc/passwd", PlaceholderChallenges, PlaceholderOut}
+		}), ErrCommand},
+		{"D command[0] is not the frozen binary", pinned, freezeWith(func(o *FreezeOptions) {
+			o.Command = []string{"/bin/sh", PlaceholderChallenges, PlaceholderOut}
+		}), ErrCommand},
+		{"E missing model", pinned, freezeWith(func(o *FreezeOptions) { o.Model = "" }), ErrProvenance},
+		{"E missing toolchain", pinned, freezeWith(func(o *FreezeOptions) { o.Toolchain = " " }), ErrProvenance},
+		{"E missing tool version", pinned, freezeWith(func(o *FreezeOptions) { o.ToolVersion = "" }), ErrProvenance},
+		{"E missing files", pinned, freezeWith(func(o *FreezeOptions) { o.Files = nil }), ErrProvenance},
+		{"L no binary", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "" }), ErrBinaryRequired},
+		{"L binary that does not exist", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "implementer/none" }), ErrBinaryRequired},
+		{"binary outside the world", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "../outside" }), ErrOutsideWorld},
+		{"binary is a symlink out of the world", func(t *testing.T, w *World) {
+			pinned(t, w)
+			if err := os.Symlink("/bin/true", filepath.Join(w.Root, "implementer", "link")); err != nil {
+				t.Fatal(err)
+			}
+		}, freezeWith(func(o *FreezeOptions) { o.Binary = "implementer/link" }), ErrOutsideWorld},
+		{"X implementation ../../../escape", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "../../../escape" }), ErrLabel},
+		{"duplicate label", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "javascript" }), ErrDuplicateLabel},
+		{"M status edited to REVEALED, run_id recomputed, no receipt", func(t *testing.T, w *World) {
+			frozen(t, w)
+			forgeRecord(t, w, true, func(r *Record) { r.Status = StatusRevealed })
+		}, verifyErr, ErrReceiptMissing},
+		{"M forged REVEALED cannot complete", func(t *testing.T, w *World) {
+			frozen(t, w)
+			forgeRecord(t, w, true, func(r *Record) { r.Status = StatusRevealed })
+		}, func(w *World) error {
+			_, _, err := Complete(bg, w, Measurement{}, CompleteOptions{Replay: func(_ context.Context, in ReplayInput) (*ReplayOutcome, error) { return nil, nil }})
+			return err
+		}, ErrReceiptMissing},
+		{"AA1 duplicate status in the record", func(t *testing.T, w *World) {
+			frozen(t, w)
+			editRecord(t, w, func(s string) string {
+				return strings.Replace(s, `"status": "CANDIDATE_FROZEN",`, `"status": "REVEALED", "status": "CANDIDATE_FROZEN",`, 1)
+			})
+		}, revealErr, evidence.ClassDuplicateName},
+		{"AA2 duplicate status in a receipt", func(t *testing.T, w *World) {
+			frozen(t, w)
+			r, _ := w.ReadRecord()
+			p := filepath.Join(w.ReceiptsDir(), ReceiptFile(r.RunID, r.Status))
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), `"status": "CANDIDATE_FROZEN",`, `"status": "REVEALED", "status": "CANDIDATE_FROZEN",`, 1)), 0o644)
+		}, revealErr, evidence.ClassDuplicateName},
+		{"AA2 unknown member in a predecessor receipt", func(t *testing.T, w *World) {
+			frozen(t, w)
+			r, _ := w.ReadRecord()
+			rc, _ := os.ReadDir(w.ReceiptsDir())
+			for _, e := range rc {
+				if strings.HasSuffix(e.Name(), ".PINNED.json") {
+					p := filepath.Join(w.ReceiptsDir(), e.Name())
+					b, _ := os.ReadFile(p)
+					os.WriteFile(p, []byte(strings.Replace(string(b), `"note": "pinned"`, `"note": "pinned", "approved_by": "root"`, 1)), 0o644)
+				}
+			}
+			_ = r
+		}, revealErr, ErrRunShape},
+		{"AA5 verdict_override in the record", func(t *testing.T, w *World) {
+			frozen(t, w)
+			editRecord(t, w, func(s string) string {
+				return strings.Replace(s, `"status": "CANDIDATE_FROZEN",`, `"status": "CANDIDATE_FROZEN", "verdict_override": "COMPLETE_AND_VERIFIED",`, 1)
+			})
+		}, revealErr, ErrRunShape},
+		{"AA6 blindness on an adapter", func(t *testing.T, w *World) {
+			frozen(t, w)
+			editRecord(t, w, func(s string) string {
+				return strings.Replace(s, `"role": "candidate",`, `"role": "candidate", "blindness": "DISQUALIFIED",`, 1)
+			})
+		}, revealErr, ErrRunShape},
+		{"AA7 instrument_files seat re-added", func(t *testing.T, w *World) {
+			frozen(t, w)
+			editRecord(t, w, func(s string) string {
+				return strings.Replace(s, `"adapters": [`, `"instrument_files": [], "adapters": [`, 1)
+			})
+		}, revealErr, ErrRunShape},
+		{"AA9 raw 0xFF in the record", func(t *testing.T, w *World) {
+			frozen(t, w)
+			editRecord(t, w, func(s string) string { return strings.Replace(s, `"candidate"`, "\"cand\xffidate\"", 1) })
+		}, revealErr, evidence.ClassInvalidUTF8},
+		{"AA10 role arbiter with run_id re-derived", func(t *testing.T, w *World) {
+			frozen(t, w)
+			forgeRecord(t, w, true, func(r *Record) { r.Adapters[1].Role = "arbiter" })
+		}, revealErr, ErrRole},
+		{"dirty state root: the receipt to write exists with other bytes", func(t *testing.T, w *World) {
+			pinned(t, w)
+			r, _ := w.ReadRecord()
+			r.Status = StatusAborted
+			writeWorldFile(t, w, "governance/receipts/"+ReceiptFile(r.ComputeRunID(), StatusAborted), "{\"planted\": true}\n", 0o644)
+		}, func(w *World) error { _, err := Abort(bg, w, "test", TransitionOptions{}); return err }, ErrReceiptExists},
+		{"pin while a run is in flight", pinned, func(w *World) error {
+			_, err := Pin(bg, w, PinOptions{Reference: referenceSpec(t, w)})
+			return err
+		}, ErrRunInProgress},
+		{"pin a package that leaks", func(t *testing.T, w *World) {
+			writeWorldFile(t, w, "docs/spec/proof-wire/requirements/open/review-notes.md", "reviewer notes\n", 0o644)
+		}, func(w *World) error { _, err := Pin(bg, w, PinOptions{Reference: referenceSpec(t, w)}); return err }, ErrBlindPackage},
+		{"pin a release that is not archived", func(t *testing.T, w *World) {
+			ents, _ := os.ReadDir(filepath.Join(w.PackageDir(), "releases"))
+			for _, e := range ents {
+				os.Remove(filepath.Join(w.PackageDir(), "releases", e.Name()))
+			}
+		}, func(w *World) error { _, err := Pin(bg, w, PinOptions{Reference: referenceSpec(t, w)}); return err }, ErrRunReleaseNotArchived},
+		{"AB7 package grows after the pin", func(t *testing.T, w *World) {
+			pinned(t, w)
+			writeWorldFile(t, w, "docs/spec/proof-wire/requirements/open/EXTRA.md", "extra\n", 0o644)
+		}, func(w *World) error { _, err := Freeze(bg, w, freezeOpts()); return err }, ErrBlindPackage},
+		{"instrument moved after the pin", func(t *testing.T, w *World) {
+			frozen(t, w)
+			p := filepath.Join(w.PackageDir(), "experiment", "holdout-recipe-v1.schema.json")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, append(b, ' '), 0o644)
+		}, revealErr, ErrInstrumentDigest},
+		{"a later release while the run is in flight", func(t *testing.T, w *World) {
+			frozen(t, w)
+			if _, err := IssueRelease(w.PackageDir(), IssueOptions{SpecRevision: 1, ExperimentRevision: 2, PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()}); err != nil {
+				t.Fatal(err)
+			}
+		}, revealErr, ErrReleaseDrift},
+		{"holdout with one byte changed", func(t *testing.T, w *World) {
+			frozen(t, w)
+			p := filepath.Join(w.HoldoutDir(), "INDEX.json")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, append(b, '\n'), 0o644)
+		}, revealErr, ErrHoldoutCommitment},
+		{"R COMPLETE transition without a RESULT", func(t *testing.T, w *World) {
+			revealed(t, w)
+			prev, _ := w.ReadRecord()
+			next := prev.Clone()
+			next.Status = StatusComplete
+			next.RunID = next.ComputeRunID()
+			body, _ := NewReceipt(next, "completed", prev).Bytes()
+			writeWorldFile(t, w, "governance/receipts/"+ReceiptFile(next.RunID, StatusComplete), string(body), 0o644)
+			b, _ := next.Bytes()
+			writeWorldFile(t, w, "governance/blind-run.json", string(b), 0o644)
+		}, verifyErr, ErrResultMissing},
+		{"receipt chain starts in the middle", func(t *testing.T, w *World) {
+			frozen(t, w)
+			ents, _ := os.ReadDir(w.ReceiptsDir())
+			for _, e := range ents {
+				if strings.HasSuffix(e.Name(), ".PINNED.json") {
+					os.Remove(filepath.Join(w.ReceiptsDir(), e.Name()))
+				}
+			}
+		}, revealErr, ErrReceiptMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			tc.setup(t, w)
+			before := stateSnapshot(t, w)
+			err := tc.op(w)
+			if !errors.Is(err, tc.rule) {
+				t.Fatalf("err = %v\nwant rule %q", err, tc.rule)
+			}
+			sameStateSnapshot(t, before, stateSnapshot(t, w))
+		})
+	}
+}
