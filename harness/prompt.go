@@ -241,7 +241,10 @@ func checkParams(s *evidence.Object, want []string) error {
 			return fmt.Errorf(`property %q must be exactly {"type":"string"}`, n)
 		}
 	}
-	rv, _ := s.Get("required")
+	rv, has := s.Get("required")
+	if !has && len(want) == 0 {
+		return nil // no required property, none taken
+	}
 	req, ok := rv.([]any)
 	if !ok {
 		return fmt.Errorf(`"required" is not an array`)

@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/harness"
@@ -34,7 +37,7 @@ read from the sealed experiment/CLEAN-ROOM-PROMPT-v1.md.
 "room drive" is a built-in agent loop: it starts "room serve" as a child and
 relays an OpenAI-compatible chat-completions model's tool calls to it.`,
 	}
-	c.AddCommand(newRoomServeCmd(), newRoomStageCmd())
+	c.AddCommand(newRoomServeCmd(), newRoomDriveCmd(), newRoomStageCmd())
 	for _, f := range roomSubcommands {
 		c.AddCommand(f())
 	}
@@ -160,4 +163,78 @@ func newRoomStageCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func newRoomDriveCmd() *cobra.Command {
+	var f roomFlags
+	var model, endpoint, keyEnv string
+	var maxTurns, seed int
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "drive --model M --endpoint URL --api-key-env VAR (--world DIR | --package DIR --expect bpkg-…) --workspace NEWDIR [--transcript FILE]",
+		Short: "Run a chat-completions model through the sealed room (built-in agent loop)",
+		Long: `Start "room serve" as a child and relay an OpenAI-compatible chat-completions
+model's tool calls to it over MCP (temperature 0). The relay never reads the
+package; the system message, opening turn and tool declarations are the
+room's. The API key is read from the named environment variable and never
+reaches the sealed server, whose environment is empty.
+
+The loop stops when the model answers without calling a tool, or at
+--max-turns. The model, seed, turns, stop reason, usage and messages are
+appended to the transcript. Exit 0 only if the model stopped of its own
+accord; 1 if the turn limit ended it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options()
+			if err != nil {
+				return err
+			}
+			if model == "" || endpoint == "" || keyEnv == "" {
+				return usageErr(errors.New("--model, --endpoint and --api-key-env are required"))
+			}
+			key := os.Getenv(keyEnv)
+			if key == "" {
+				return usageErr(fmt.Errorf("environment variable %s is empty", keyEnv))
+			}
+			serveArgs := []string{"room", "serve", "--package", o.PackageDir, "--expect", o.Expect, "--workspace", o.Workspace}
+			if o.Transcript != "" {
+				serveArgs = append(serveArgs, "--transcript", o.Transcript)
+			}
+			if f.rootLabel != "" {
+				serveArgs = append(serveArgs, "--root-label", f.rootLabel)
+			}
+			res, err := harness.Drive(cmd.Context(), harness.DriveOptions{
+				Server: func() *exec.Cmd {
+					c := exec.Command("/proc/self/exe", serveArgs...)
+					c.Env = []string{} // the key stays here
+					c.Stderr = cmd.ErrOrStderr()
+					return c
+				},
+				Endpoint: endpoint, Model: model, APIKey: key, MaxTurns: maxTurns, Seed: seed,
+				Timeout: timeout, Transcript: o.Transcript,
+			})
+			if res != nil {
+				if perr := printResult(cmd, res, func(w io.Writer) {
+					fmt.Fprintf(w, "model %s: %d turns, stop %s, usage %v\n", res.Model, res.Turns, res.Stop, res.Usage)
+				}); perr != nil {
+					return perr
+				}
+			}
+			if errors.Is(err, harness.ErrMaxTurns) {
+				return refusedErr(err)
+			}
+			if err != nil {
+				return usageErr(err)
+			}
+			return nil
+		},
+	}
+	f.register(c)
+	c.Flags().StringVar(&model, "model", "", "the model name sent to the endpoint")
+	c.Flags().StringVar(&endpoint, "endpoint", "", "chat-completions base URL (…/v1); /chat/completions is appended")
+	c.Flags().StringVar(&keyEnv, "api-key-env", "", "name of the environment variable holding the API key")
+	c.Flags().IntVar(&maxTurns, "max-turns", 80, "stop after this many model turns")
+	c.Flags().IntVar(&seed, "seed", 1, "seed sent with every request")
+	c.Flags().DurationVar(&timeout, "request-timeout", 5*time.Minute, "deadline for one model request")
+	return c
 }
