@@ -1,0 +1,607 @@
+package amber
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+	"golang.org/x/sys/unix"
+)
+
+// The index is three plain files in one directory (AMBER-FORMATS "The
+// public index"):
+//
+//	entries.jsonl  one entry per line, RFC 8785 canonical JSON, exactly the
+//	               seven fields of Entry; the leaf data is the line without
+//	               its newline
+//	checkpoint     a C2SP tlog-checkpoint signed note: "<origin>\n<size>\n
+//	               <base64 root>\n", a blank line, "— <origin> <sig>" lines
+//	index.pub      the note verifier key "<origin>+<keyid>+<base64 key>"
+//
+// Leaves are hashed as RFC 6962 (golang.org/x/mod/sumdb/tlog). The private
+// note key lives outside the index directory.
+const (
+	IndexEntriesFile    = "entries.jsonl"
+	IndexCheckpointFile = "checkpoint"
+	IndexPubFile        = "index.pub"
+	maxIndexEntries     = 10_000_000
+	maxCheckpoint       = 64 << 10
+	maxIndexKey         = 4 << 10
+	maxEntryLine        = 4 << 10
+)
+
+// Named checks of the index.
+const (
+	CheckCheckpointSignature = "checkpoint-signature"
+	CheckCheckpointForm      = "checkpoint-form"
+	CheckEntryForm           = "entry-form"
+	CheckEntryCount          = "entry-count"
+	CheckRootHash            = "root-hash"
+	CheckHistoryRules        = "history-rules"
+	CheckConsistency         = "consistency"
+	CheckInclusion           = "inclusion"
+	CheckIndexState          = "index-state"
+)
+
+// Rules of the index.
+var (
+	ErrIndexExists   = errors.New("index directory is not empty")
+	ErrEntryForm     = errors.New("index entry is not the canonical seven-field form")
+	ErrHistory       = errors.New("index history breaks the append-only rules")
+	ErrCheckpoint    = errors.New("malformed checkpoint")
+	ErrNotIndexed    = errors.New("case is not in the index")
+	ErrRetired       = errors.New("case is retired")
+	ErrRewritten     = errors.New("index history was rewritten")
+	ErrProofForm     = errors.New("malformed tlog-proof")
+	ErrIndexKey      = errors.New("index key does not match index.pub")
+	ErrDuplicateCase = errors.New("case already in the index")
+)
+
+// Entry is one index entry. State is "active" or "retired:YYYY-MM-DD".
+type Entry struct {
+	CaseID           string `json:"case_id"`
+	ManifestSHA256   string `json:"manifest_sha256"`
+	BaseBundleSHA256 string `json:"base_bundle_sha256"`
+	OraclePackSHA256 string `json:"oracle_pack_sha256"`
+	SpecSHA256       string `json:"spec_sha256"`
+	CutoffUTC        string `json:"cutoff_utc"`
+	State            string `json:"state"`
+}
+
+var entryFields = []string{"case_id", "manifest_sha256", "base_bundle_sha256", "oracle_pack_sha256", "spec_sha256", "cutoff_utc", "state"}
+
+var reState = regexp.MustCompile(`^(active|retired:[0-9]{4}-[0-9]{2}-[0-9]{2})$`)
+
+// Retired reports whether the entry retires its case.
+func (e *Entry) Retired() bool { return strings.HasPrefix(e.State, "retired:") }
+
+// Canonical returns the entry's leaf bytes: RFC 8785 JSON, no newline.
+func (e *Entry) Canonical() ([]byte, error) {
+	o := evidence.NewObject()
+	for _, kv := range [][2]string{
+		{"case_id", e.CaseID}, {"manifest_sha256", e.ManifestSHA256}, {"base_bundle_sha256", e.BaseBundleSHA256},
+		{"oracle_pack_sha256", e.OraclePackSHA256}, {"spec_sha256", e.SpecSHA256}, {"cutoff_utc", e.CutoffUTC}, {"state", e.State},
+	} {
+		o.Set(kv[0], kv[1])
+	}
+	if err := checkEntry(o); err != nil {
+		return nil, err
+	}
+	return evidence.Canonical(o)
+}
+
+func checkEntry(o *evidence.Object) error {
+	c := &checker{file: IndexEntriesFile}
+	c.object("", o, entryFields, nil)
+	c.str(o, "", "case_id", reCaseID)
+	for _, f := range []string{"manifest_sha256", "base_bundle_sha256", "oracle_pack_sha256", "spec_sha256"} {
+		c.str(o, "", f, reSHA256)
+	}
+	c.str(o, "", "cutoff_utc", reUTC)
+	c.str(o, "", "state", reState)
+	if len(c.errs) > 0 {
+		return fmt.Errorf("%w: %v", ErrEntryForm, c.errs)
+	}
+	return nil
+}
+
+// ParseEntry reads one leaf: strict JSON, exactly the seven fields, and the
+// bytes must be the canonical encoding (one entry, one byte string: two
+// spellings of the same entry would be two different leaves).
+func ParseEntry(line []byte) (*Entry, error) {
+	if len(line) > maxEntryLine {
+		return nil, fmt.Errorf("%w: over %d bytes", ErrEntryForm, maxEntryLine)
+	}
+	o, err := evidence.ReadObject(line)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrEntryForm, err)
+	}
+	if err := checkEntry(o); err != nil {
+		return nil, err
+	}
+	canon, err := evidence.Canonical(o)
+	if err != nil || !bytes.Equal(canon, line) {
+		return nil, fmt.Errorf("%w: not RFC 8785 canonical", ErrEntryForm)
+	}
+	get := func(n string) string { v, _ := o.Get(n); return v.(string) }
+	return &Entry{CaseID: get("case_id"), ManifestSHA256: get("manifest_sha256"), BaseBundleSHA256: get("base_bundle_sha256"),
+		OraclePackSHA256: get("oracle_pack_sha256"), SpecSHA256: get("spec_sha256"), CutoffUTC: get("cutoff_utc"), State: get("state")}, nil
+}
+
+// Checkpoint is a parsed C2SP checkpoint body.
+type Checkpoint struct {
+	Origin string
+	Size   int64
+	Root   tlog.Hash
+	Signed []byte // the signed note bytes
+}
+
+// FormatCheckpoint returns the checkpoint body "<origin>\n<size>\n<b64>\n".
+func FormatCheckpoint(origin string, size int64, root tlog.Hash) string {
+	return fmt.Sprintf("%s\n%d\n%s\n", origin, size, base64.StdEncoding.EncodeToString(root[:]))
+}
+
+// OpenCheckpoint verifies a signed checkpoint with the index key (vkey) and
+// then parses its body: exactly three lines, the origin equal to the key
+// name, a canonical decimal size, a 32-byte root. Verify, then parse.
+func OpenCheckpoint(signed []byte, vkey string) (*Checkpoint, error) {
+	if len(signed) > maxCheckpoint {
+		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: over %d bytes", ErrCheckpoint, maxCheckpoint)}
+	}
+	v, err := note.NewVerifier(strings.TrimSpace(vkey))
+	if err != nil {
+		return nil, &CheckError{Check: CheckCheckpointSignature, File: IndexPubFile, Err: err}
+	}
+	n, err := note.Open(signed, note.VerifierList(v))
+	if err != nil {
+		// An UnverifiedNoteError: no signature by the index key (a
+		// checkpoint signed by another key, or a tampered body).
+		return nil, &CheckError{Check: CheckCheckpointSignature, File: IndexCheckpointFile, Err: fmt.Errorf("checkpoint not signed by %s: %w", v.Name(), err)}
+	}
+	lines := strings.Split(n.Text, "\n")
+	fail := func(f string, a ...any) (*Checkpoint, error) {
+		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: "+f, append([]any{ErrCheckpoint}, a...)...)}
+	}
+	// Three lines and the final newline; extension lines are not written
+	// by cleanroom and so are refused.
+	if len(lines) != 4 || lines[3] != "" {
+		return fail("want exactly origin, size and root lines")
+	}
+	if lines[0] != v.Name() {
+		return fail("origin %q is not the key name %q", lines[0], v.Name())
+	}
+	size, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[1] {
+		return fail("size %q is not a canonical decimal", lines[1])
+	}
+	rb, err := base64.StdEncoding.Strict().DecodeString(lines[2])
+	if err != nil || len(rb) != tlog.HashSize {
+		return fail("root %q is not base64 of 32 bytes", lines[2])
+	}
+	cp := &Checkpoint{Origin: lines[0], Size: size, Signed: signed}
+	copy(cp.Root[:], rb)
+	return cp, nil
+}
+
+// Index is a loaded and verified index.
+type Index struct {
+	Dir        string
+	VKey       string
+	Checkpoint *Checkpoint
+	Entries    []*Entry
+	Lines      [][]byte
+	hashes     []tlog.Hash // stored hashes (tlog layout)
+	latest     map[string]int64
+}
+
+// ReadHashes implements tlog.HashReader over the in-memory stored hashes.
+func (ix *Index) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		if x < 0 || x >= int64(len(ix.hashes)) {
+			return nil, fmt.Errorf("stored hash %d out of range", x)
+		}
+		out[i] = ix.hashes[x]
+	}
+	return out, nil
+}
+
+// addLeaf appends one entry and its stored hashes.
+func (ix *Index) addLeaf(line []byte, e *Entry) error {
+	hs, err := tlog.StoredHashes(int64(len(ix.Lines)), line, ix)
+	if err != nil {
+		return err
+	}
+	ix.hashes = append(ix.hashes, hs...)
+	if ix.latest == nil {
+		ix.latest = map[string]int64{}
+	}
+	ix.latest[e.CaseID] = int64(len(ix.Lines))
+	ix.Lines = append(ix.Lines, line)
+	ix.Entries = append(ix.Entries, e)
+	return nil
+}
+
+// Root returns the Merkle root over the current entries.
+func (ix *Index) Root() (tlog.Hash, error) { return tlog.TreeHash(int64(len(ix.Lines)), ix) }
+
+// Latest returns the latest entry for caseID and its leaf index.
+func (ix *Index) Latest(caseID string) (*Entry, int64, bool) {
+	i, ok := ix.latest[caseID]
+	if !ok {
+		return nil, -1, false
+	}
+	return ix.Entries[i], i, true
+}
+
+// InitIndex creates an index in dir (absent or empty) with a new note key
+// named origin, written to keyOut (mode 0600, never overwritten). The index
+// starts with a signed checkpoint of size 0.
+func InitIndex(dir, origin, keyOut string) (*Index, error) {
+	if origin == "" || strings.ContainsAny(origin, "\n+ ") {
+		return nil, fmt.Errorf("%w: origin %q must be non-empty, without spaces, '+' or newlines", ErrBuildArgument, origin)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if ents, err := os.ReadDir(dir); err != nil {
+		return nil, err
+	} else if len(ents) > 0 {
+		return nil, fmt.Errorf("%s: %w", dir, ErrIndexExists)
+	}
+	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(keyOut, []byte(skey+"\n"), 0o600, true); err != nil {
+		return nil, fmt.Errorf("index key: %w", err)
+	}
+	ix := &Index{Dir: dir, VKey: vkey}
+	if err := writeAtomic(filepath.Join(dir, IndexPubFile), []byte(vkey+"\n"), 0o644, true); err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(filepath.Join(dir, IndexEntriesFile), nil, 0o644, true); err != nil {
+		return nil, err
+	}
+	if err := ix.sign(skey); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// sign signs a checkpoint over the current entries and writes it.
+func (ix *Index) sign(skey string) error {
+	s, err := note.NewSigner(strings.TrimSpace(skey))
+	if err != nil {
+		return fmt.Errorf("index key: %w", err)
+	}
+	v, err := note.NewVerifier(strings.TrimSpace(ix.VKey))
+	if err != nil {
+		return err
+	}
+	// The signing key must be the one index.pub names, or the new
+	// checkpoint would not verify for anyone.
+	if s.Name() != v.Name() || s.KeyHash() != v.KeyHash() {
+		return fmt.Errorf("%w: key %s+%08x, index.pub %s+%08x", ErrIndexKey, s.Name(), s.KeyHash(), v.Name(), v.KeyHash())
+	}
+	root, err := ix.Root()
+	if err != nil {
+		return err
+	}
+	signed, err := note.Sign(&note.Note{Text: FormatCheckpoint(v.Name(), int64(len(ix.Lines)), root)}, s)
+	if err != nil {
+		return err
+	}
+	cp, err := OpenCheckpoint(signed, ix.VKey)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(ix.Dir, IndexCheckpointFile), signed, 0o644, false); err != nil {
+		return err
+	}
+	ix.Checkpoint = cp
+	return nil
+}
+
+// LoadIndex reads and fully verifies the index in dir. vkey is the trusted
+// index key; empty means the index's own index.pub (trust on first use: a
+// consumer should pin the key it was given out of band).
+func LoadIndex(dir, vkey string) (*Index, error) {
+	pub, err := readCapped(filepath.Join(dir, IndexPubFile), maxIndexKey)
+	if err != nil {
+		return nil, err
+	}
+	if vkey == "" {
+		vkey = string(pub)
+	} else if strings.TrimSpace(vkey) != strings.TrimSpace(string(pub)) {
+		return nil, &CheckError{Check: CheckCheckpointSignature, File: IndexPubFile, Err: fmt.Errorf("%w: index.pub is not the trusted key", ErrIndexKey)}
+	}
+	ix := &Index{Dir: dir, VKey: strings.TrimSpace(vkey)}
+	signed, err := readCapped(filepath.Join(dir, IndexCheckpointFile), maxCheckpoint)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := OpenCheckpoint(signed, ix.VKey)
+	if err != nil {
+		return nil, err
+	}
+	ix.Checkpoint = cp
+	if err := ix.readEntries(); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+func (ix *Index) readEntries() error {
+	path := filepath.Join(ix.Dir, IndexEntriesFile)
+	f, _, err := openRegular(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), maxEntryLine+1)
+	ix.hashes = make([]tlog.Hash, 0, 2*ix.Checkpoint.Size+1)
+	ix.Lines = make([][]byte, 0, ix.Checkpoint.Size)
+	ix.Entries = make([]*Entry, 0, ix.Checkpoint.Size)
+	fail := func(check string, line int, err error) error {
+		return &CheckError{Check: check, File: fmt.Sprintf("%s:%d", path, line), Err: err}
+	}
+	for sc.Scan() {
+		n := len(ix.Lines) + 1
+		if n > maxIndexEntries {
+			return fail(CheckEntryCount, n, fmt.Errorf("over %d entries", maxIndexEntries))
+		}
+		line := append([]byte(nil), sc.Bytes()...)
+		e, err := ParseEntry(line)
+		if err != nil {
+			return fail(CheckEntryForm, n, err)
+		}
+		if err := ix.addLeaf(line, e); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fail(CheckEntryForm, len(ix.Lines)+1, fmt.Errorf("%w: %v", ErrEntryForm, err))
+	}
+	if int64(len(ix.Lines)) != ix.Checkpoint.Size {
+		return fail(CheckEntryCount, len(ix.Lines), fmt.Errorf("%w: %d entries, checkpoint size %d", ErrRewritten, len(ix.Lines), ix.Checkpoint.Size))
+	}
+	root, err := ix.Root()
+	if err != nil {
+		return err
+	}
+	// Every leaf is covered by the signed root: an entry edited in place,
+	// inserted, removed or reordered changes the root.
+	if root != ix.Checkpoint.Root {
+		return &CheckError{Check: CheckRootHash, File: path, Err: fmt.Errorf("%w: entries hash to %s, checkpoint signs %s", ErrRewritten, root, ix.Checkpoint.Root)}
+	}
+	return ix.checkHistory()
+}
+
+// checkHistory applies the append-only rules per case: the first entry is
+// active, a later entry can only retire it (same hashes and cutoff), and
+// nothing follows a retirement.
+func (ix *Index) checkHistory() error {
+	latest := map[string]*Entry{}
+	for i, e := range ix.Entries {
+		prev, seen := latest[e.CaseID]
+		var err error
+		switch {
+		case !seen && e.Retired():
+			err = fmt.Errorf("first entry of case %q is already retired", e.CaseID)
+		case seen && !e.Retired():
+			err = fmt.Errorf("case %q appended twice as active", e.CaseID)
+		case seen && prev.Retired():
+			err = fmt.Errorf("case %q has an entry after its retirement", e.CaseID)
+		case seen && (prev.ManifestSHA256 != e.ManifestSHA256 || prev.BaseBundleSHA256 != e.BaseBundleSHA256 ||
+			prev.OraclePackSHA256 != e.OraclePackSHA256 || prev.SpecSHA256 != e.SpecSHA256 || prev.CutoffUTC != e.CutoffUTC):
+			err = fmt.Errorf("retirement of case %q changes its hashes", e.CaseID)
+		}
+		if err != nil {
+			return &CheckError{Check: CheckHistoryRules, File: fmt.Sprintf("%s:%d", filepath.Join(ix.Dir, IndexEntriesFile), i+1), Err: fmt.Errorf("%w: %v", ErrHistory, err)}
+		}
+		latest[e.CaseID] = e
+	}
+	return nil
+}
+
+// VerifySince proves that the index's checkpoint extends a previously
+// trusted one (signed by the same key): a consistency proof from the old
+// size to the new, checked against both signed roots.
+func (ix *Index) VerifySince(oldSigned []byte) (*Checkpoint, error) {
+	old, err := OpenCheckpoint(oldSigned, ix.VKey)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) error {
+		return &CheckError{Check: CheckConsistency, File: IndexCheckpointFile, Err: err}
+	}
+	if old.Size > ix.Checkpoint.Size {
+		return old, fail(fmt.Errorf("%w: trusted checkpoint has %d entries, current %d", ErrRewritten, old.Size, ix.Checkpoint.Size))
+	}
+	if old.Size == 0 {
+		// Every log extends the empty one, whose root is SHA-256("").
+		if old.Root != tlog.Hash(sha256.Sum256(nil)) {
+			return old, fail(fmt.Errorf("%w: empty checkpoint with a non-empty root", ErrRewritten))
+		}
+		return old, nil
+	}
+	proof, err := tlog.ProveTree(ix.Checkpoint.Size, old.Size, ix)
+	if err != nil {
+		return old, fail(err)
+	}
+	if err := tlog.CheckTree(proof, ix.Checkpoint.Size, ix.Checkpoint.Root, old.Size, old.Root); err != nil {
+		return old, fail(fmt.Errorf("%w: %v", ErrRewritten, err))
+	}
+	return old, nil
+}
+
+// loadForWrite loads the index and checks the signing key before any change.
+func loadForWrite(dir, skeyPath string) (*Index, string, error) {
+	skey, err := readCapped(skeyPath, maxIndexKey)
+	if err != nil {
+		return nil, "", err
+	}
+	ix, err := LoadIndex(dir, "")
+	if err != nil {
+		return nil, "", err
+	}
+	return ix, string(skey), nil
+}
+
+// commit appends the entries to entries.jsonl (O_APPEND, synced), then
+// writes the new signed checkpoint atomically. A crash between the two
+// leaves entries the checkpoint does not cover, which LoadIndex reports
+// (entry-count) rather than trusts.
+func (ix *Index) commit(skey string, es ...*Entry) error {
+	s, err := note.NewSigner(strings.TrimSpace(skey))
+	if err != nil {
+		return fmt.Errorf("index key: %w", err)
+	}
+	if v, _ := note.NewVerifier(ix.VKey); v == nil || s.KeyHash() != v.KeyHash() || s.Name() != v.Name() {
+		return ErrIndexKey
+	}
+	lines := make([][]byte, len(es))
+	for i, e := range es {
+		if lines[i], err = e.Canonical(); err != nil {
+			return err
+		}
+	}
+	var buf bytes.Buffer
+	for i, e := range es {
+		if err := ix.addLeaf(lines[i], e); err != nil {
+			return err
+		}
+		buf.Write(lines[i])
+		buf.WriteByte('\n')
+	}
+	path := filepath.Join(ix.Dir, IndexEntriesFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("appending to %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return ix.sign(skey)
+}
+
+// AppendBatch appends several new active entries under one checkpoint.
+func (ix *Index) AppendBatch(skey string, es []*Entry) error {
+	seen := map[string]bool{}
+	for _, e := range es {
+		if e.State != "active" {
+			return fmt.Errorf("%w: a new entry must be active", ErrHistory)
+		}
+		if _, _, ok := ix.Latest(e.CaseID); ok || seen[e.CaseID] {
+			return fmt.Errorf("%q: %w", e.CaseID, ErrDuplicateCase)
+		}
+		seen[e.CaseID] = true
+	}
+	return ix.commit(skey, es...)
+}
+
+// Append adds an active entry for a case not yet in the index.
+func (ix *Index) Append(skey string, e *Entry) error {
+	if e.State != "active" {
+		return fmt.Errorf("%w: a new entry must be active", ErrHistory)
+	}
+	if _, _, ok := ix.Latest(e.CaseID); ok {
+		return fmt.Errorf("%q: %w", e.CaseID, ErrDuplicateCase)
+	}
+	return ix.commit(skey, e)
+}
+
+// Retire appends the retirement of an active case; nothing is edited.
+func (ix *Index) Retire(skey, caseID, date string) error {
+	if !regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`).MatchString(date) {
+		return fmt.Errorf("%w: retirement date %q must be YYYY-MM-DD", ErrBuildArgument, date)
+	}
+	prev, _, ok := ix.Latest(caseID)
+	if !ok {
+		return fmt.Errorf("%q: %w", caseID, ErrNotIndexed)
+	}
+	if prev.Retired() {
+		return fmt.Errorf("%q: %w (%s)", caseID, ErrRetired, prev.State)
+	}
+	e := *prev
+	e.State = "retired:" + date
+	return ix.commit(skey, &e)
+}
+
+// EntryFromManifest is the index entry of a verified manifest.
+func EntryFromManifest(m *Manifest, manifestSHA256 string) *Entry {
+	return &Entry{
+		CaseID: m.CaseID, ManifestSHA256: manifestSHA256,
+		BaseBundleSHA256: m.Artifacts.BaseBundleSHA256, OraclePackSHA256: m.Artifacts.OraclePackSHA256,
+		SpecSHA256: m.SpecSHA256, CutoffUTC: m.CutoffUTC, State: "active",
+	}
+}
+
+// AppendCaseFile appends an active entry to the index at dir, signing the
+// new checkpoint with the note key in skeyPath.
+func AppendCaseFile(dir, skeyPath string, e *Entry) (*Index, error) {
+	ix, skey, err := loadForWrite(dir, skeyPath)
+	if err != nil {
+		return nil, err
+	}
+	return ix, ix.Append(skey, e)
+}
+
+// RetireCaseFile retires caseID in the index at dir.
+func RetireCaseFile(dir, skeyPath, caseID, date string) (*Index, error) {
+	ix, skey, err := loadForWrite(dir, skeyPath)
+	if err != nil {
+		return nil, err
+	}
+	return ix, ix.Retire(skey, caseID, date)
+}
+
+// LoadIndexUnchecked reads index.pub and entries.jsonl without checking
+// them against the checkpoint. Only for rebuilding an index from its
+// entries (tests, recovery); never for reading one.
+func LoadIndexUnchecked(dir string) (*Index, error) {
+	pub, err := readCapped(filepath.Join(dir, IndexPubFile), maxIndexKey)
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{Dir: dir, VKey: strings.TrimSpace(string(pub))}
+	b, err := readCapped(filepath.Join(dir, IndexEntriesFile), maxIndexEntries*maxEntryLine)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		e, err := ParseEntry(l)
+		if err != nil {
+			return nil, err
+		}
+		if err := ix.addLeaf(l, e); err != nil {
+			return nil, err
+		}
+	}
+	return ix, nil
+}
