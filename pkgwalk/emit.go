@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
+	gosync "sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -84,7 +86,7 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 	if err := writeFiles(ctx, destf, tree.Files, opts.Sync); err != nil {
 		return nil, fmt.Errorf("emitting into %s: %w", dest, err)
 	}
-	if _, err := VerifyView(dest, m); err != nil {
+	if _, err := verify(dest, m, false); err != nil {
 		return nil, fmt.Errorf("re-walking %s after emission: %w", dest, err)
 	}
 	return m, nil
@@ -131,37 +133,74 @@ func openEmptyDest(dest string) (*os.File, error) {
 // are contiguous) beneath root, creating each implied directory once, just
 // before its first file. Each directory is made with mkdirat in a directory
 // this function made, then opened with openat2 (no symlink, no mount
-// crossing); each file is created O_EXCL|O_NOFOLLOW, so nothing that
-// appeared meanwhile is ever written through.
-func writeFiles(ctx context.Context, root *os.File, files []File, sync bool) error {
+// crossing); each file is created O_EXCL|O_NOFOLLOW beneath its
+// directory's descriptor, so nothing that appeared meanwhile is ever
+// written through. Directories are made in order here; files are written
+// by parallel workers.
+func writeFiles(ctx context.Context, root *os.File, files []File, sync bool) (err error) {
+	rootFD, err := unix.FcntlInt(root.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	type wjob struct {
+		dir  *dirRef
+		name string
+		file *File
+	}
+	jobs := make(chan wjob, 64)
+	var (
+		wg       gosync.WaitGroup
+		mu       gosync.Mutex
+		firstErr error
+	)
+	fail := func(e error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = e
+		}
+		mu.Unlock()
+	}
+	failed := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr
+	}
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if failed() == nil {
+					if e := writeOne(j.dir.fd, j.name, j.file, sync); e != nil {
+						fail(e)
+					}
+				}
+				j.dir.release()
+			}
+		}()
+	}
+
 	type level struct {
 		name string
-		f    *os.File
+		dir  *dirRef
 	}
-	stack := []level{{"", root}} // stack[0] is the root, owned by the caller
-	defer func() {
-		for _, l := range stack[1:] {
-			l.f.Close()
-		}
-	}()
-	closeTo := func(n int) error {
+	stack := []level{{"", newDirRef(rootFD)}}
+	closeTo := func(n int) {
 		for len(stack) > n {
 			l := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			if sync {
-				if err := l.f.Sync(); err != nil {
-					return err
-				}
-			}
-			l.f.Close()
+			l.dir.release()
 		}
-		return nil
 	}
-	for i, file := range files {
+	for i := range files {
+		file := &files[i]
 		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
+			if e := ctx.Err(); e != nil {
+				fail(e)
 			}
+		}
+		if failed() != nil {
+			break
 		}
 		segs := strings.Split(file.Path, "/")
 		dirs, base := segs[:len(segs)-1], segs[len(segs)-1]
@@ -170,35 +209,62 @@ func writeFiles(ctx context.Context, root *os.File, files []File, sync bool) err
 		for keep < len(stack) && keep-1 < len(dirs) && stack[keep].name == dirs[keep-1] {
 			keep++
 		}
-		if err := closeTo(keep); err != nil {
-			return err
-		}
+		closeTo(keep)
 		for _, d := range dirs[len(stack)-1:] {
-			parent := int(stack[len(stack)-1].f.Fd())
+			parent := stack[len(stack)-1].dir.fd
 			// EEXIST here means something else created it: refuse.
-			if err := unix.Mkdirat(parent, d, 0o755); err != nil {
-				return fmt.Errorf("mkdir %q: %w", file.Path, err)
+			if e := unix.Mkdirat(parent, d, 0o755); e != nil {
+				fail(fmt.Errorf("mkdir for %q: %w", file.Path, e))
+				break
 			}
-			fd, err := openEntry(parent, d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
-			if err != nil {
-				return fmt.Errorf("opening new directory for %q: %w", file.Path, err)
+			fd, e := openEntry(parent, d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
+			if e != nil {
+				fail(fmt.Errorf("opening new directory for %q: %w", file.Path, e))
+				break
 			}
-			stack = append(stack, level{d, os.NewFile(uintptr(fd), d)})
+			stack = append(stack, level{d, newDirRef(fd)})
 		}
-		if err := writeOne(int(stack[len(stack)-1].f.Fd()), base, file, sync); err != nil {
-			return err
+		if failed() != nil {
+			break
 		}
+		jobs <- wjob{dir: stack[len(stack)-1].dir.acquire(), name: base, file: file}
 	}
-	if err := closeTo(1); err != nil {
-		return err
+	close(jobs)
+	wg.Wait()
+	if e := failed(); e != nil {
+		closeTo(0)
+		return e
 	}
+	closeTo(0)
 	if sync {
-		return root.Sync()
+		return syncDirs(root, files)
 	}
 	return nil
 }
 
-func writeOne(dirfd int, name string, file File, sync bool) error {
+// syncDirs fsyncs every directory the files imply (opened beneath root
+// like every other entry), deepest first, then root.
+func syncDirs(root *os.File, files []File) error {
+	m := &Manifest{Files: make([]FileDigest, len(files))}
+	for i, f := range files {
+		m.Files[i].Path = f.Path
+	}
+	dirs := m.Dirs()
+	for i := len(dirs) - 1; i >= 0; i-- {
+		fd, err := openEntry(int(root.Fd()), dirs[i], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("opening %q to fsync: %w", dirs[i], err)
+		}
+		err = unix.Fsync(fd)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("fsync %q: %w", dirs[i], err)
+		}
+	}
+	return root.Sync()
+}
+
+func writeOne(dirfd int, name string, file *File, sync bool) error {
 	how := &unix.OpenHow{
 		Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Mode:    0o644,
@@ -211,18 +277,24 @@ func writeOne(dirfd int, name string, file File, sync bool) error {
 	if err != nil {
 		return fmt.Errorf("creating %q: %w", file.Path, err)
 	}
-	f := os.NewFile(uintptr(fd), file.Path)
-	if _, err := f.Write(file.Data); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %q: %w", file.Path, err)
+	for b := file.Data; len(b) > 0; {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("writing %q: %w", file.Path, err)
+		}
+		b = b[n:]
 	}
 	if sync {
-		if err := f.Sync(); err != nil {
-			f.Close()
+		if err := unix.Fsync(fd); err != nil {
+			unix.Close(fd)
 			return fmt.Errorf("fsync %q: %w", file.Path, err)
 		}
 	}
-	if err := f.Close(); err != nil {
+	if err := unix.Close(fd); err != nil {
 		return fmt.Errorf("closing %q: %w", file.Path, err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package pkgwalk_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -253,4 +254,18 @@ func digestsOf(t *testing.T, root string) []pkgwalk.FileDigest {
 		t.Fatal(err)
 	}
 	return append(tree.Digests(), pkgwalk.FileDigest{Path: "dirs", SHA256: strings.Join(tree.Dirs, ",")})
+}
+
+// A cancelled context stops an emit before anything is written.
+func TestEmitCancelled(t *testing.T) {
+	src := copySynthetic(t)
+	dest := filepath.Join(t.TempDir(), "mount")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := pkgwalk.Emit(ctx, src, dest, syntheticID, pkgwalk.EmitOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Emit = %v, want context.Canceled", err)
+	}
+	if _, err := os.Stat(dest); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("destination created by a cancelled emit: %v", err)
+	}
 }

@@ -47,6 +47,12 @@ func (v *View) SealDigest() string {
 // problem of the package walk (TRVM-FORMATS §4.1, leaks included). The
 // error is a Problems list naming every difference.
 func VerifyView(path string, m *Manifest) (*View, error) {
+	return verify(path, m, true)
+}
+
+// verify is VerifyView; keep=false skips holding the bytes (Emit's re-walk
+// needs the verdict, not a second copy of the package).
+func verify(path string, m *Manifest, keep bool) (*View, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -54,7 +60,7 @@ func VerifyView(path string, m *Manifest) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, err := Walk(path, WalkOptions{KeepBytes: true})
+	tree, err := Walk(path, WalkOptions{KeepBytes: keep})
 	if err != nil {
 		return nil, err
 	}
