@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -651,8 +652,13 @@ func Complete(ctx context.Context, w *World, m Measurement, opt CompleteOptions)
 			_ = os.Remove(created[i])
 		}
 	}
-	obsDir := filepath.Join(w.ReceiptsDir(), next.RunID, "observations")
+	runDir := filepath.Join(w.ReceiptsDir(), next.RunID)
+	obsDir := filepath.Join(runDir, "observations")
+	if _, err := os.Lstat(runDir); errors.Is(err, fs.ErrNotExist) {
+		created = append(created, runDir, obsDir) // removed last-first by undo
+	}
 	if err := mkdirDurable(obsDir); err != nil {
+		undo()
 		return nil, nil, err
 	}
 	for _, a := range next.Adapters {

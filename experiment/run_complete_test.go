@@ -1,0 +1,193 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+)
+
+// tableReplay stands in for the holdout scorer behind the ReplayFunc
+// extension point (experiment cannot import it): it reads each archived
+// document through the strict reader and returns the totals a table says
+// the frozen scorer derives for it. The real scorer is the holdout
+// package's; these tests are about what Complete and Verify do with its
+// answer.
+func tableReplay(derived map[string]Predicates, findings int) ReplayFunc {
+	return func(_ context.Context, in ReplayInput) (*ReplayOutcome, error) {
+		out := &ReplayOutcome{Subjects: map[string]ReplayedSubject{}, Findings: findings}
+		for impl, b := range in.Observations {
+			if _, err := evidence.Read(b); err != nil {
+				out.Subjects[impl] = ReplayedSubject{Refused: err.Error()}
+				continue
+			}
+			out.Subjects[impl] = ReplayedSubject{Predicates: derived[impl]}
+		}
+		return out, nil
+	}
+}
+
+var full = Predicates{Total: 20, Satisfied: 20}
+
+func honestMeasurement() Measurement {
+	return Measurement{Pairs: 1, Subjects: []SubjectMeasurement{
+		{Implementation: "javascript", Observation: []byte(`{"implementation": "javascript", "observations": {}}` + "\n"), Predicates: full},
+		{Implementation: "candidate", Observation: []byte(`{"implementation": "candidate", "observations": {}}` + "\n"), Predicates: full},
+	}}
+}
+
+var honestReplay = tableReplay(map[string]Predicates{"javascript": full, "candidate": full}, 0)
+
+func completed(t *testing.T) (*World, *Transition) {
+	t.Helper()
+	w := newWorld(t)
+	mustPin(t, w)
+	mustFreeze(t, w)
+	mustReveal(t, w)
+	tr, res, err := Complete(bg, w, honestMeasurement(), CompleteOptions{Replay: honestReplay})
+	if err != nil {
+		t.Fatalf("complete: %v", err)
+	}
+	if res.RunID != tr.RunID || len(res.Subjects) != 2 || res.Interop.Pairs != 1 {
+		t.Fatalf("RESULT %+v", res)
+	}
+	return w, tr
+}
+
+func TestCompleteHonest(t *testing.T) {
+	w, tr := completed(t)
+	rep := mustVerify(t, w, VerifyOptions{Replay: honestReplay})
+	if rep.Status != StatusComplete || len(rep.Chain) != 4 {
+		t.Errorf("status %s, %d links", rep.Status, len(rep.Chain))
+	}
+	b, err := os.ReadFile(filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ParseResult(b, "RESULT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PreviousRunID != tr.PreviousRunID || res.Subjects[0].Implementation != "javascript" {
+		t.Errorf("RESULT %+v", res)
+	}
+	// Without the scorer, a COMPLETE run's claim cannot be re-derived.
+	rep, _ = Verify(bg, w, VerifyOptions{})
+	if !errors.Is(rep.Err(), ErrResultNotReplayed) {
+		t.Errorf("verify without replay: %v", rep.Err())
+	}
+	// A terminal run cannot move.
+	if _, err := Abort(bg, w, "late", TransitionOptions{}); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("abort after COMPLETE: %v", err)
+	}
+}
+
+func TestCompleteRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		m      func() Measurement
+		replay ReplayFunc
+		rule   error
+	}{
+		{"I outstanding finding", func() Measurement { m := honestMeasurement(); m.Findings = 1; return m }, honestReplay, ErrResult},
+		{"replay derives other totals", honestMeasurement,
+			tableReplay(map[string]Predicates{"javascript": full, "candidate": {Total: 20, Satisfied: 19, Unsatisfied: 1}}, 0), ErrResult},
+		{"replay finds a disagreement", honestMeasurement, tableReplay(map[string]Predicates{"javascript": full, "candidate": full}, 2), ErrResult},
+		{"a frozen subject not measured", func() Measurement { m := honestMeasurement(); m.Subjects = m.Subjects[:1]; return m }, honestReplay, ErrResult},
+		{"a subject never frozen", func() Measurement {
+			m := honestMeasurement()
+			m.Subjects = append(m.Subjects, SubjectMeasurement{Implementation: "stranger", Observation: []byte("{}")})
+			return m
+		}, honestReplay, ErrResult},
+		{"AA4 observation with two readings", func() Measurement {
+			m := honestMeasurement()
+			m.Subjects[1].Observation = []byte(`{"implementation": "evil", "implementation": "candidate"}`)
+			return m
+		}, honestReplay, evidence.ClassDuplicateName},
+		{"no scorer to replay", honestMeasurement, nil, ErrResultNotReplayed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			mustPin(t, w)
+			mustFreeze(t, w)
+			mustReveal(t, w)
+			before := stateSnapshot(t, w)
+			_, _, err := Complete(bg, w, tc.m(), CompleteOptions{Replay: tc.replay})
+			if !errors.Is(err, tc.rule) {
+				t.Fatalf("err = %v, want %q", err, tc.rule)
+			}
+			sameStateSnapshot(t, before, stateSnapshot(t, w))
+			mustVerify(t, w, VerifyOptions{})
+		})
+	}
+}
+
+// T, U, V, Z, AA3: evidence of a completed run lost or tampered with after
+// the fact; every one fails verification by name.
+func TestCompletedEvidenceTampering(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tamper func(t *testing.T, w *World, tr *Transition)
+		rule   error
+	}{
+		{"T RESULT deleted", func(t *testing.T, w *World, tr *Transition) {
+			os.Remove(filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID)))
+		}, ErrResultMissing},
+		{"T RESULT truncated", func(t *testing.T, w *World, tr *Transition) {
+			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)/2], 0o644)
+		}, ErrResult},
+		{"T archived observation edited", func(t *testing.T, w *World, tr *Transition) {
+			writeWorldFile(t, w, "governance/receipts/"+ObservationFile(tr.RunID, "candidate"), `{"implementation": "candidate", "observations": {"x": 1}}`, 0o644)
+		}, ErrResult},
+		{"T archived observation deleted", func(t *testing.T, w *World, tr *Transition) {
+			os.Remove(filepath.Join(w.ReceiptsDir(), filepath.FromSlash(ObservationFile(tr.RunID, "javascript"))))
+		}, ErrResult},
+		{"T extra archived document", func(t *testing.T, w *World, tr *Transition) {
+			writeWorldFile(t, w, "governance/receipts/"+ObservationFile(tr.RunID, "ghost"), "{}", 0o644)
+		}, ErrResult},
+		{"U predicate numbers edited in the RESULT", func(t *testing.T, w *World, tr *Transition) {
+			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), `"total": 20`, `"total": 25`, 1)), 0o644)
+		}, ErrResult},
+		{"AA3 duplicate member in the RESULT", func(t *testing.T, w *World, tr *Transition) {
+			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), `"interop": {`, `"interop": {"findings": 3,`, 1)), 0o644)
+		}, evidence.ClassDuplicateName},
+		{"Z role swapped in the RESULT", func(t *testing.T, w *World, tr *Transition) {
+			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), `"role": "reference"`, `"role": "candidate"`, 1)), 0o644)
+		}, ErrResult},
+		{"the COMPLETE receipt deleted", func(t *testing.T, w *World, tr *Transition) {
+			os.Remove(filepath.Join(w.ReceiptsDir(), ReceiptFile(tr.RunID, StatusComplete)))
+		}, ErrReceiptMissing},
+		{"holdout edited after completion", func(t *testing.T, w *World, tr *Transition) {
+			p := filepath.Join(w.HoldoutDir(), "INDEX.json")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, append(b, ' '), 0o644)
+		}, ErrHoldoutCommitment},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, tr := completed(t)
+			tc.tamper(t, w, tr)
+			rep, err := Verify(bg, w, VerifyOptions{Replay: honestReplay})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(rep.Err(), tc.rule) {
+				t.Fatalf("verify: %v\nwant %q", rep.Err(), tc.rule)
+			}
+		})
+	}
+}
+
+var _ = fmt.Sprint
