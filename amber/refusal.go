@@ -17,6 +17,8 @@ var refusals = []error{
 	ErrPackFileType, ErrPackName, ErrPackTooLarge, ErrPackChanged, ErrPackEntry,
 	ErrBundleSignature, ErrBundleCapability, ErrBundlePrerequisite, ErrBundleRefs, ErrBundleHeader,
 	ErrNotRegular, ErrTooLarge,
+	ErrIndexExists, ErrEntryForm, ErrHistory, ErrCheckpoint, ErrNotIndexed, ErrRetired,
+	ErrRewritten, ErrProofForm, ErrIndexKey, ErrDuplicateCase,
 	sign.ErrMalformed, sign.ErrTooLarge, sign.ErrNamespace, sign.ErrHashAlgorithm,
 	sign.ErrWrongKey, sign.ErrBadSignature,
 }
