@@ -55,6 +55,9 @@ const (
 	// ErrIncomplete: a release is issued from the bytes on disk only; a file
 	// the package names but lacks cannot be measured.
 	ErrIncomplete ReleaseRule = "package is missing files it records"
+	// ErrIssuedNotVerified: the record just written does not verify against
+	// the package (it changed while it was being measured).
+	ErrIssuedNotVerified ReleaseRule = "issued release does not verify"
 	// ErrFormulaAudit: the srel formula failed its own audit (a core leaf did
 	// not move srel, or a non-core one did).
 	ErrFormulaAudit ReleaseRule = "srel formula audit failed"

@@ -99,14 +99,16 @@ func BuildRelease(pkgDir string, opts IssueOptions) (*Release, error) {
 }
 
 // IssueRelease builds the release (BuildRelease), audits the srel formula
-// on it (AuditFormula), and writes the archive releases/<srel>.json and
+// on it (AuditFormula), writes the archive releases/<srel>.json and
 // then SPEC-RELEASE.json, both in the reference byte form. The archive is
 // created exclusively: an existing archive with identical bytes is
 // accepted, one with different bytes is refused (ErrArchiveConflict) before
 // anything is written. Each file is written to a temporary name, fsynced,
 // and moved into place, so a reader sees the old bytes or the new, never a
 // part; the archive is written first so SPEC-RELEASE.json never names a
-// release that has no archive.
+// release that has no archive. Finally it verifies what it wrote
+// (VerifyRelease): a package that changed while it was measured is
+// reported (ErrIssuedNotVerified) rather than left for the pin to find.
 func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 	r, err := BuildRelease(pkgDir, opts)
 	if err != nil {
@@ -157,6 +159,15 @@ func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 	}
 	if err := replaceAtomic(pkgDir, ReleaseFile, b); err != nil {
 		return nil, err
+	}
+	// Verify what was written, as any later reader will: a package that
+	// changed while it was being measured fails here, not at pin time.
+	rep, err := VerifyRelease(pkgDir, opts.HoldoutDir)
+	if err != nil {
+		return nil, fmt.Errorf("verifying the issued release: %w", err)
+	}
+	if !rep.OK {
+		return nil, &ReleaseError{File: out.RecordPath, Rule: ErrIssuedNotVerified, Detail: strings.Join(rep.Failed(), ", ")}
 	}
 	return out, nil
 }

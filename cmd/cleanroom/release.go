@@ -139,13 +139,13 @@ func printReport(w io.Writer, rep *experiment.ReleaseReport) {
 
 // idResult is the output of `release id`.
 type idResult struct {
-	File       string `json:"file"`
-	ID         string `json:"spec_release_id"`
-	Recorded   string `json:"recorded"`
-	Match      bool   `json:"match"`
-	Preimage   string `json:"preimage,omitempty"`
-	ByteForm   bool   `json:"reference_byte_form"`
-	ReleaseTyp string `json:"release_type"`
+	File        string `json:"file"`
+	ID          string `json:"spec_release_id"`
+	Recorded    string `json:"recorded"`
+	Match       bool   `json:"match"`
+	Preimage    string `json:"preimage,omitempty"`
+	ByteForm    bool   `json:"reference_byte_form"`
+	ReleaseType string `json:"release_type"`
 }
 
 func newReleaseIDCmd() *cobra.Command {
@@ -170,7 +170,7 @@ does not or the record broke a rule, 2 unusable arguments.`,
 			if err != nil {
 				return refusedErr(err)
 			}
-			res := idResult{File: args[0], ID: id, Recorded: r.SpecReleaseID, Match: id == r.SpecReleaseID, ReleaseTyp: r.ReleaseType}
+			res := idResult{File: args[0], ID: id, Recorded: r.SpecReleaseID, Match: id == r.SpecReleaseID, ReleaseType: r.ReleaseType}
 			if b, err := r.Bytes(); err == nil {
 				res.ByteForm = string(b) == string(r.Raw)
 			}
