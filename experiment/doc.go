@@ -24,10 +24,16 @@
 // progress: DiffReleases shows which identities moved; aborting a run is a
 // human act.
 //
-// Security considerations: recorded paths (spec_files, experiment_files,
-// the public manifest's CAS entries) are only ever compared as strings with
-// the paths found by the walk; they are never opened, so a record cannot
-// steer a read outside the package. The walk opens every entry from its
-// parent's descriptor with O_NOFOLLOW and decides on fstat of the descriptor
-// it then reads.
+// Security considerations (releases): recorded paths (spec_files,
+// experiment_files, the public manifest's CAS entries) are only ever
+// compared as strings with the paths found by the walk; they are never
+// opened, so a record cannot steer a read outside the package. The files
+// are listed by pkgwalk.ListRegularFiles (descriptor walk, no symlink
+// followed, special files refused); the few files read again for their
+// content (the schema, the public manifest, the holdout INDEX.json) must
+// hash to what the walk digested, so a swap between the two reads is
+// caught. A file the record lists but the disk lacks is named, never
+// silently skipped: its recorded digest stands in only so the other digests
+// can still be checked, and verification fails unless the caller accepts
+// missing files explicitly.
 package experiment
