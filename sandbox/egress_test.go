@@ -1,0 +1,352 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// dialMain connects to each IP:PORT and prints "TARGET=ok:<first reply
+// line>" or "TARGET=err:<ERRNO>". It runs inside the container.
+// "gw:PORT" dials the gateway of the container's routes (the host end of
+// its link).
+func dialMain(targets []string) int {
+	for _, t := range targets {
+		addr := t
+		if port, ok := strings.CutPrefix(t, "gw:"); ok {
+			addr = net.JoinHostPort(routeGateway(), port)
+		}
+		conn, err := net.DialTimeout("tcp", addr, 3*time.Second)
+		if err != nil {
+			var en syscall.Errno
+			if errors.As(err, &en) {
+				fmt.Printf("%s=err:%s\n", t, unix.ErrnoName(en))
+			} else {
+				fmt.Printf("%s=err:%v\n", t, err)
+			}
+			continue
+		}
+		_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+		fmt.Fprintf(conn, "GET / HTTP/1.0\r\n\r\n")
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		fmt.Printf("%s=ok:%s\n", t, strings.TrimSpace(line))
+	}
+	return 0
+}
+
+// routeGateway returns the first gateway in /proc/net/route.
+func routeGateway() string {
+	b, _ := os.ReadFile("/proc/net/route")
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 2 && f[2] != "00000000" {
+			var v uint32
+			fmt.Sscanf(f[2], "%X", &v)
+			return net.IPv4(byte(v), byte(v>>8), byte(v>>16), byte(v>>24)).String()
+		}
+	}
+	return "0.0.0.0"
+}
+
+// testHost is a network namespace this test creates, reachable from the
+// host's namespace over a veth /31, with HTTP servers inside it. It is the
+// only kind of remote host these tests ever contact.
+type testHost struct {
+	ns       netns.NsHandle
+	hostLink string
+	addr     netip.Addr // the test host's address
+	hostEnd  netip.Addr // the host namespace's end of the link
+}
+
+func newTestHost(t *testing.T) *testHost {
+	t.Helper()
+	ns, err := newNetNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	id, _ := newID()
+	th := &testHost{ns: ns, hostLink: "crt" + id[2:12]}
+	hostEnd, addr, err := pickLink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep the test hosts out of the egress pool's numbering.
+	h4, a4 := hostEnd.As4(), addr.As4()
+	h4[1], a4[1] = 214, 214
+	th.hostEnd, th.addr = netip.AddrFrom4(h4), netip.AddrFrom4(a4)
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: th.hostLink}, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(ns))}
+	if err := netlink.LinkAdd(veth); err != nil {
+		t.Fatalf("test host veth: %v", err)
+	}
+	t.Cleanup(func() {
+		if l, err := netlink.LinkByName(th.hostLink); err == nil {
+			_ = netlink.LinkDel(l)
+		}
+	})
+	l, err := netlink.LinkByName(th.hostLink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.AddrAdd(l, &netlink.Addr{IPNet: prefixNet(th.hostEnd, 31)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		t.Fatal(err)
+	}
+	// Replies from the test host arrive on this (test-owned) interface
+	// and are forwarded back to the candidate.
+	if err := writeSysctl("net/ipv4/conf/"+th.hostLink+"/forwarding", "1"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, name := range []string{"lo", "eth0"} {
+		l, err := h.LinkByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "eth0" {
+			if err := h.AddrAdd(l, &netlink.Addr{IPNet: prefixNet(th.addr, 31)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := h.LinkSetUp(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return th
+}
+
+// serve starts an HTTP server on the test host's port answering status.
+func (th *testHost) serve(t *testing.T, port uint16, status int) netip.AddrPort {
+	t.Helper()
+	ap := netip.AddrPortFrom(th.addr, port)
+	var ln net.Listener
+	if err := inNetNS(th.ns, func() (err error) {
+		ln, err = net.Listen("tcp", ap.String())
+		return err
+	}); err != nil {
+		t.Fatalf("test host listen %s: %v", ap, err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(status)
+		io.WriteString(w, "test host\n")
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ap
+}
+
+// copySelf puts this test binary into dir (the workspace, where exec is
+// allowed) so the container can run `dial`.
+func copySelf(t *testing.T, dir string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sbtest"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return "/workspace/sbtest"
+}
+
+func needNetns(t *testing.T) {
+	t.Helper()
+	needSandbox(t)
+	c, err := nftables.New()
+	if err == nil {
+		_, err = c.ListTables()
+	}
+	if err != nil {
+		t.Skipf("nf_tables is not usable here: %v", err)
+	}
+}
+
+func TestAllowlistedEgress(t *testing.T) {
+	needNetns(t)
+	th := newTestHost(t)
+	allowed := th.serve(t, 8080, http.StatusOK)
+	other := th.serve(t, 8081, http.StatusOK)
+	// A listener on the host itself (all addresses): the candidate must
+	// not reach the host's own services through its link.
+	hostLn, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostLn.Close()
+	hostPort := uint16(hostLn.Addr().(*net.TCPAddr).Port)
+	go func() {
+		for {
+			c, err := hostLn.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.0 200 host\r\n\r\n")
+			c.Close()
+		}
+	}()
+	// Not vacuous: from the host, both test-host servers answer.
+	for _, ap := range []netip.AddrPort{allowed, other} {
+		c, err := net.DialTimeout("tcp", ap.String(), 3*time.Second)
+		if err != nil {
+			t.Fatalf("test host %s unreachable from the host: %v", ap, err)
+		}
+		c.Close()
+	}
+
+	ws := t.TempDir()
+	bin := copySelf(t, ws)
+	hostEndAP := netip.AddrPortFrom(th.hostEnd, hostPort)
+	loopAP := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), hostPort)
+	gwTarget := fmt.Sprintf("gw:%d", hostPort)
+	var stdout, stderr strings.Builder
+	cfg := Config{
+		Args:      []string{bin, "dial", allowed.String(), other.String(), hostEndAP.String(), loopAP.String(), gwTarget},
+		Workspace: ws,
+		Allow:     []Endpoint{{Addr: allowed.Addr(), Port: allowed.Port()}},
+		Seal:      &other,
+		Control:   &allowed,
+		StateDir:  filepath.Join(t.TempDir(), "state"),
+	}
+	res, err := Exec(context.Background(), cfg, Stdio{Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		t.Fatalf("Exec: %v (stderr %s)", err, stderr.String())
+	}
+	got := keyValues(stdout.String())
+	for _, tc := range []struct{ target, want string }{
+		{allowed.String(), "ok:HTTP/1.0 200 OK"},
+		{other.String(), "err:EHOSTUNREACH"},
+		// Not allowlisted and not routed at all.
+		{hostEndAP.String(), "err:ENETUNREACH"},
+		// The candidate's own lo: nothing listens there.
+		{loopAP.String(), "err:ECONNREFUSED"},
+		// The host's own services through the candidate's link: the
+		// host-side input filter rejects.
+		{gwTarget, "err:EHOSTUNREACH"},
+	} {
+		if got[tc.target] != tc.want {
+			t.Errorf("%s: %q, want %q", tc.target, got[tc.target], tc.want)
+		}
+	}
+	iso := res.Isolation
+	if iso.IsolationClass != ClassAllowlisted || !iso.Enforced || iso.DefaultRoute ||
+		len(iso.Allowlist) != 1 || iso.Allowlist[0] != allowed.String() || len(iso.Links) != 2 {
+		t.Errorf("isolation record %+v", iso)
+	}
+	if p := res.SealProbe; p.Outcome != ProbeSealed || p.Errno != "EHOSTUNREACH" || p.PositiveControl == nil ||
+		p.PositiveControl.Outcome != ControlReachable || p.TerminalState() != "" {
+		t.Errorf("seal probe %+v", p)
+	}
+	// Everything the run set up on the host is gone.
+	hostName, _ := linkNames(res.ID)
+	if _, err := netlink.LinkByName(hostName); err == nil {
+		t.Errorf("veth %s left behind", hostName)
+	}
+	c, _ := nftables.New()
+	if _, err := c.ListTableOfFamily("cleanroom-"+res.ID, nftables.TableFamilyINet); err == nil {
+		t.Errorf("nftables table cleanroom-%s left behind", res.ID)
+	}
+}
+
+// A sealed address that answers (here an HTTP 403, reachable because the
+// allowlist wrongly includes it) fails the probe: the run is refused as
+// invalid_infrastructure and the command never runs.
+func TestSealProbeApplicationAnswer(t *testing.T) {
+	needNetns(t)
+	th := newTestHost(t)
+	control := th.serve(t, 8080, http.StatusOK)
+	sealed := th.serve(t, 8443, http.StatusForbidden)
+	ws := t.TempDir()
+	cfg := Config{
+		Args:      []string{"/bin/sh", "-c", "echo ran > /workspace/ran"},
+		Workspace: ws,
+		Allow:     []Endpoint{{Addr: control.Addr(), Port: control.Port()}, {Addr: sealed.Addr(), Port: sealed.Port()}},
+		Seal:      &sealed,
+		Control:   &control,
+		StateDir:  filepath.Join(t.TempDir(), "state"),
+	}
+	res, err := Exec(context.Background(), cfg, Stdio{})
+	if !errors.Is(err, ErrSealProbe) {
+		t.Fatalf("Exec error %v, want ErrSealProbe", err)
+	}
+	p := res.SealProbe
+	if p.Outcome != ProbeAnswered || p.TerminalState() != TerminalInvalidInfrastructure || !strings.Contains(p.Detail, "403") {
+		t.Errorf("probe %+v", p)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the command ran after a failed probe: %v", err)
+	}
+}
+
+// Full isolation: the probe from the candidate's vantage fails at the
+// transport layer against a server the test runs on the host's loopback
+// and against a test host the host itself reaches.
+func TestSealProbeFullIsolation(t *testing.T) {
+	needNetns(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.0 403 Forbidden\r\n\r\n")
+			c.Close()
+		}
+	}()
+	loop := netip.MustParseAddrPort(ln.Addr().String())
+	th := newTestHost(t)
+	remote := th.serve(t, 8080, http.StatusForbidden)
+	for _, tc := range []struct {
+		name   string
+		target netip.AddrPort
+		errno  string
+	}{
+		{"host loopback", loop, "ECONNREFUSED"},
+		{"test host", remote, "ENETUNREACH"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Not vacuous: the target answers from the host's namespace.
+			c, err := net.DialTimeout("tcp", tc.target.String(), 3*time.Second)
+			if err != nil {
+				t.Fatalf("%s does not answer from the host: %v", tc.target, err)
+			}
+			c.Close()
+			res, _, _ := runIn(t, Config{Seal: &tc.target}, "exit 0")
+			p := res.SealProbe
+			if p.Outcome != ProbeSealed || p.Errno != tc.errno || p.TerminalState() != "" || p.PositiveControl != nil {
+				t.Errorf("probe %+v, want sealed with %s", p, tc.errno)
+			}
+		})
+	}
+}
