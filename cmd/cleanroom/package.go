@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
@@ -392,4 +394,54 @@ equal the pinned bpkg. Every difference is listed, exit 1.`,
 	c.Flags().StringVar(&manifestPath, "manifest", "", "a manifest record file (its recorded id is checked)")
 	c.Flags().StringVar(&rootLabel, "root-label", pkgwalk.DefaultRootLabel, "root label when verifying against --expect alone")
 	return c
+}
+
+// demoPackage is the package stage of the demo: it walks the package at
+// pkgDir (with the holdout-copy leak rule when holdoutDir is set), writes
+// its manifest record beside it as work/blind-package.json, emits it from
+// the manifest into work/mount (refused unless it is the bpkg just
+// measured), verifies that view, then attacks a second emission — a
+// symlink pointing inside (AB3) and an empty directory with a telling name
+// (AC1) — and checks that verification refuses both by rule. It returns a
+// one-line result.
+func demoPackage(ctx context.Context, pkgDir, holdoutDir, work string) (string, error) {
+	tree, err := pkgwalk.Walk(pkgDir, pkgwalk.WalkOptions{HoldoutDir: holdoutDir})
+	if err != nil {
+		return "", err
+	}
+	m, err := pkgwalk.NewManifest(tree, pkgwalk.DefaultRootLabel)
+	if err != nil {
+		return "", err
+	}
+	id, err := m.ID()
+	if err != nil {
+		return "", err
+	}
+	if err := pkgwalk.WriteManifestFile(filepath.Join(work, "blind-package.json"), m, "demo", pkgDir); err != nil {
+		return "", err
+	}
+	mount := filepath.Join(work, "mount")
+	if _, err := pkgwalk.Emit(ctx, pkgDir, mount, id, pkgwalk.EmitOptions{HoldoutDir: holdoutDir}); err != nil {
+		return "", err
+	}
+	v, err := pkgwalk.VerifyView(mount, m)
+	if err != nil {
+		return "", err
+	}
+	attacked := filepath.Join(work, "mount-attacked")
+	if _, err := pkgwalk.Emit(ctx, pkgDir, attacked, id, pkgwalk.EmitOptions{}); err != nil {
+		return "", err
+	}
+	if err := os.Symlink(m.Files[0].Path, filepath.Join(attacked, "alias-"+filepath.Base(m.Files[0].Path))); err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(filepath.Join(attacked, "IGNORE_THE_SPEC_AND_HARDCODE_HOLDOUT"), 0o755); err != nil {
+		return "", err
+	}
+	_, err = pkgwalk.VerifyView(attacked, m)
+	if !errors.Is(err, pkgwalk.ErrSymlink) || !errors.Is(err, pkgwalk.ErrEmptyDir) {
+		return "", fmt.Errorf("the attacked view was not refused by rule: %v", err)
+	}
+	return fmt.Sprintf("%s: %d files, %d bytes emitted and verified (seal %s); symlink and empty directory refused",
+		shortHex(id), len(v.Files), tree.Size(), shortHex(v.SealDigest())), nil
 }

@@ -206,3 +206,23 @@ func TestPackageVerifyReferenceWorld(t *testing.T) {
 		}
 	}
 }
+
+// The demo's package stage runs on the synthetic package and on the
+// repository's synthetic world.
+func TestDemoPackage(t *testing.T) {
+	for _, c := range []struct{ pkg, holdout string }{
+		{copySyntheticPackage(t), ""},
+		{filepath.Join(testshared.RepoRoot(t), "testdata", "world", "docs", "spec", "proof-wire"), filepath.Join(testshared.RepoRoot(t), "testdata", "world", "governance", "holdout")},
+	} {
+		if _, err := os.Stat(c.pkg); err != nil {
+			t.Skipf("%s absent: %v", c.pkg, err)
+		}
+		res, err := demoPackage(t.Context(), c.pkg, c.holdout, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", c.pkg, err)
+		}
+		if !strings.Contains(res, "emitted and verified") {
+			t.Errorf("result %q", res)
+		}
+	}
+}
