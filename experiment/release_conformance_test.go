@@ -269,3 +269,43 @@ func copyTree(t testing.TB, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// Issuing on a copy of the reference world with the reference's labels and
+// note reproduces the reference record byte for byte, except where the
+// absent .mjs files must differ: the experiment surface (measured from the
+// bytes present) and so srel.
+func TestConformanceIssueReproducesReference(t *testing.T) {
+	w := testshared.World(t, "world")
+	ref, err := ReadRelease(filepath.Join(worldPkg(t, "world"), ReleaseFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	copyTree(t, w, dst)
+	pkg := filepath.Join(dst, "docs", "spec", "proof-wire")
+	is, err := IssueRelease(pkg, IssueOptions{
+		SpecRevision: ref.SpecRevision, ExperimentRevision: ref.ExperimentRevision,
+		PublicCorpusRevision: ref.PublicCorpusRevision, Note: ref.Note,
+		HoldoutDir: filepath.Join(dst, "governance", "holdout"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := is.Release
+	if len(got.ExperimentFiles) != 10 || got.ExperimentDigest == ref.ExperimentDigest || got.SpecReleaseID == wantSrel {
+		t.Fatalf("experiment surface measured %d files (%s), srel %s", len(got.ExperimentFiles), got.ExperimentDigest, got.SpecReleaseID)
+	}
+	want := *ref
+	want.ExperimentFiles, want.ExperimentDigest, want.SpecReleaseID = got.ExperimentFiles, got.ExperimentDigest, got.SpecReleaseID
+	wb, err := want.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(wb, got.Raw) {
+		t.Errorf("issued record differs from the reference (outside the experiment surface) at byte %d", firstDiff(wb, got.Raw))
+	}
+	// The reference's archive of srel-4844… is still there, untouched.
+	if _, err := os.Stat(filepath.Join(pkg, ReleasesDir, wantSrel+".json")); err != nil {
+		t.Error(err)
+	}
+}
