@@ -269,3 +269,16 @@ func TestEmitCancelled(t *testing.T) {
 		t.Errorf("destination created by a cancelled emit: %v", err)
 	}
 }
+
+// Emit with Sync fsyncs every file and directory and still verifies.
+func TestEmitSync(t *testing.T) {
+	src := copySynthetic(t)
+	dest := filepath.Join(t.TempDir(), "mount")
+	m, err := pkgwalk.Emit(t.Context(), src, dest, syntheticID, pkgwalk.EmitOptions{Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pkgwalk.VerifyView(dest, m); err != nil {
+		t.Fatal(err)
+	}
+}
