@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
 // Unclassified is the classification of every finding the comparison
@@ -24,6 +25,25 @@ type Finding struct {
 	// or "ABSENT".
 	A, B           string
 	Classification string
+	// full stable encodings of both sides, for the finding's identity.
+	fullA, fullB string
+}
+
+// ID is the finding's identity: the release, the two implementations, the
+// path and the SHA-256 of both full values. The same disagreement found
+// again (by run complete, by run verify's replay) has the same id, so a
+// classification made once applies to it and to nothing else.
+func (f Finding) ID(srel, implA, implB string) string {
+	core := evidence.NewObject(
+		evidence.Member{Name: "spec_release_id", Value: srel},
+		evidence.Member{Name: "a", Value: implA},
+		evidence.Member{Name: "b", Value: implB},
+		evidence.Member{Name: "path", Value: f.Path},
+		evidence.Member{Name: "a_sha256", Value: pkgwalk.SHA256Hex([]byte(f.fullA))},
+		evidence.Member{Name: "b_sha256", Value: pkgwalk.SHA256Hex([]byte(f.fullB))},
+	)
+	c, _ := evidence.Canonical(core)
+	return "find-" + pkgwalk.SHA256Hex(append([]byte("CLEANROOM-FINDING-v1|"), c...))
 }
 
 // Compare deep-compares the observations of two documents: every member,
@@ -81,7 +101,7 @@ func compareAt(path string, x, y any, out *[]Finding) {
 		}
 		return
 	}
-	*out = append(*out, Finding{Path: path, A: quoteSide(sx), B: quoteSide(sy), Classification: Unclassified})
+	*out = append(*out, Finding{Path: path, A: quoteSide(sx), B: quoteSide(sy), Classification: Unclassified, fullA: sx, fullB: sy})
 }
 
 func quoteSide(s string) string {

@@ -1,0 +1,145 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/holdout"
+)
+
+// Rules of a completion.
+var (
+	// ErrNotComplete: a frozen subject has no measurement (its adapter was
+	// refused, failed or timed out), so the run cannot claim COMPLETE.
+	ErrNotComplete = errors.New("a frozen subject was not measured")
+	// ErrUnclassified: interop found disagreements nobody has classified.
+	ErrUnclassified = errors.New("unclassified findings block completion")
+	// ErrUnsatisfied: a subject has failing, unresolved or missing
+	// predicates; COMPLETE asserts zero of each.
+	ErrUnsatisfied = errors.New("a subject does not satisfy every committed predicate")
+)
+
+// RunOptions configure MeasureRun and CompleteRun.
+type RunOptions struct {
+	// Runner executes the adapters (required): SandboxRunner, or
+	// UnsandboxedRunner when the operator chose it explicitly.
+	Runner  Runner
+	Timeout time.Duration
+	Memory  int64
+	// Scratch is where staged views are created (default os.TempDir).
+	Scratch string
+	// Transition carries the receipt signer, if any.
+	Transition experiment.TransitionOptions
+}
+
+// RunMeasurement is everything one measurement of a run produced.
+type RunMeasurement struct {
+	Record   *experiment.Record
+	Release  *experiment.Release
+	SelfTest *holdout.FixtureReport
+	Holdout  *holdout.Holdout
+	Subjects []*Measurement
+	Interop  *holdout.Interop
+	// Findings are the register's records of every interop finding, opened
+	// by this measurement if they were new.
+	Findings    []*holdout.FindingRecord
+	Outstanding int
+}
+
+// MeasureRun measures a run as it stands: it verifies the run (record,
+// receipt chain, package, instrument), derives whether the chain witnesses
+// REVEALED, runs the scorer's self-test (a failing self-test stops here),
+// loads the committed challenge set (commitment + recipe schema), runs
+// every adapter of the record (candidates only when revealed), compares the
+// measured documents pairwise and opens every new finding in the findings
+// register. It does not transition the run.
+func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunMeasurement, error) {
+	if opt.Runner == nil {
+		return nil, errors.New("adapter: no runner (choose the sandbox, or --no-sandbox explicitly)")
+	}
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if err := rep.Err(); err != nil {
+		return nil, err
+	}
+	rec, rel := rep.Record, rep.Release
+	// REVEALED is derived from a verified chain, never from a status word
+	// alone: Verify walked the receipts to this record.
+	revealed := rec.Status.Revealed()
+	m := &RunMeasurement{Record: rec, Release: rel}
+	pkg := w.PackageDir()
+	s, err := holdout.LoadPackageSchemas(pkg)
+	if err != nil {
+		return nil, err
+	}
+	if m.SelfTest, err = holdout.SelfTestWith(s, filepath.Join(pkg, "experiment", "fixtures")); err != nil {
+		return nil, err
+	}
+	if !m.SelfTest.OK() {
+		return m, fmt.Errorf("%w: %v", holdout.ErrSelfTest, m.SelfTest.Problems)
+	}
+	if m.Holdout, err = holdout.LoadCommitted(pkg, w.HoldoutDir(), rel, s); err != nil {
+		return m, err
+	}
+	var docs []holdout.Document
+	for _, a := range rec.Adapters {
+		sm, err := Execute(ctx, w, a, Options{Revealed: revealed, Runner: opt.Runner, Schemas: s, Challenges: m.Holdout.Challenges,
+			ExpectRelease: rec.SpecReleaseID, Timeout: opt.Timeout, Memory: opt.Memory, ScratchDir: opt.Scratch})
+		if err != nil {
+			return m, err
+		}
+		m.Subjects = append(m.Subjects, sm)
+		if sm.State == Measured {
+			docs = append(docs, holdout.Document{Implementation: a.Implementation, Value: sm.Doc})
+		}
+	}
+	if m.Interop, err = holdout.CompareAll(docs); err != nil {
+		return m, err
+	}
+	reg := holdout.OpenRegister(w.StateDir())
+	if m.Findings, err = reg.Open(rec.RunID, rec.SpecReleaseID, m.Interop.Pairs); err != nil {
+		return m, err
+	}
+	if m.Outstanding, err = reg.Outstanding(rec.SpecReleaseID, m.Interop.Pairs); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// CompleteRun is `run complete`: MeasureRun, then — only if every frozen
+// subject was measured, every subject satisfies every committed predicate
+// with nothing missing, interop was measured and no finding is unclassified
+// — the REVEALED → COMPLETE transition (experiment.Complete: archive,
+// RESULT, replay through holdout.Replay, receipt, record). The measurement
+// is returned even when completion is refused, so the caller can show why.
+func CompleteRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunMeasurement, *experiment.Transition, *experiment.Result, error) {
+	m, err := MeasureRun(ctx, w, opt)
+	if err != nil {
+		return m, nil, nil, err
+	}
+	var subjects []experiment.SubjectMeasurement
+	for _, s := range m.Subjects {
+		if s.State != Measured {
+			return m, nil, nil, fmt.Errorf("%s: %s: %w", s.Implementation, s.Reason, ErrNotComplete)
+		}
+		if s.Report.Verdict() != "PASS" {
+			return m, nil, nil, fmt.Errorf("%s: %d unsatisfied, %d unresolved, %d missing: %w", s.Implementation, s.Report.Fail, s.Report.Unresolved, len(s.Report.Missing), ErrUnsatisfied)
+		}
+		subjects = append(subjects, experiment.SubjectMeasurement{Implementation: s.Implementation, Observation: s.Observation, Predicates: s.Report.Predicates()})
+	}
+	if !m.Interop.Measured {
+		return m, nil, nil, fmt.Errorf("interop NOT MEASURED (%d document(s)): %w", len(subjects), ErrNotComplete)
+	}
+	if m.Outstanding > 0 {
+		return m, nil, nil, fmt.Errorf("%d of %d finding(s) unclassified (cleanroom run finding classify ID --class C --ruling TEXT): %w", m.Outstanding, m.Interop.Findings, ErrUnclassified)
+	}
+	t, res, err := experiment.Complete(ctx, w, experiment.Measurement{Subjects: subjects, Pairs: len(m.Interop.Pairs), Findings: m.Outstanding},
+		experiment.CompleteOptions{TransitionOptions: opt.Transition, Replay: holdout.Replay})
+	return m, t, res, err
+}

@@ -1,0 +1,144 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+)
+
+// pinnedWorld copies the synthetic world, issues its release (committing
+// the holdout) and pins the reference adapter declared in
+// governance/reference-adapter.json.
+func pinnedWorld(t *testing.T) *experiment.World {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "world")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
+		t.Fatal(err)
+	}
+	w, err := experiment.OpenWorld(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.IssueRelease(w.PackageDir(), experiment.IssueOptions{SpecRevision: 1, ExperimentRevision: 1,
+		PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "governance", "reference-adapter.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := experiment.ParseAdapterSpec(b, "reference-adapter.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.Pin(context.Background(), w, experiment.PinOptions{Reference: spec}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// freezeCandidate writes the world's candidate where an implementer's
+// workspace would put it and freezes it.
+func freezeCandidate(t *testing.T, w *experiment.World) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(w.Root, "implementer", "tally-candidate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(w.Root, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.Root, "workspace", "tally-candidate"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.Freeze(context.Background(), w, experiment.FreezeOptions{Implementation: "candidate",
+		Files: []string{"workspace/tally-candidate"}, Binary: "workspace/tally-candidate",
+		Toolchain: "node", Model: "scripted", ToolVersion: "test"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// From pin to COMPLETE on the synthetic world: the candidate is not run
+// before the reveal; after it, the deliberate disagreement is caught as two
+// findings that block completion until classified; then the run completes
+// and re-verifies from its archive.
+func TestCompleteRunLifecycle(t *testing.T) {
+	needNode(t)
+	ctx := context.Background()
+	w := pinnedWorld(t)
+	freezeCandidate(t, w)
+	opt := RunOptions{Runner: UnsandboxedRunner{}, Scratch: t.TempDir()}
+
+	m, _, _, err := CompleteRun(ctx, w, opt)
+	if !errors.Is(err, ErrNotComplete) {
+		t.Fatalf("complete before reveal: %v, want ErrNotComplete", err)
+	}
+	if m.Subjects[1].State != NotRun || m.Subjects[0].State != Measured {
+		t.Fatalf("before reveal: reference %s, candidate %s", m.Subjects[0].State, m.Subjects[1].State)
+	}
+
+	if _, err := experiment.Reveal(ctx, w, experiment.RevealOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m, _, _, err = CompleteRun(ctx, w, opt)
+	if !errors.Is(err, ErrUnclassified) {
+		t.Fatalf("complete with findings: %v, want ErrUnclassified", err)
+	}
+	if len(m.Findings) != 2 || m.Findings[0].Path != "H4.candidate" || m.Findings[1].Path != "H4.refusal_set" || m.Outstanding != 2 {
+		t.Fatalf("findings %+v outstanding %d", m.Findings, m.Outstanding)
+	}
+	for _, s := range m.Subjects {
+		if s.State != Measured || s.Report.Pass != 20 || s.Report.Total != 20 {
+			t.Errorf("%s: %s %v", s.Implementation, s.State, s.Report)
+		}
+	}
+	reg := holdout.OpenRegister(w.StateDir())
+	if _, err := reg.Classify(m.Findings[0].ID, "SPEC_GAP", "the recipe grammar does not say whether a wire challenge verifies the fixture"); err != nil {
+		t.Fatal(err)
+	}
+	// Still one outstanding: completion stays refused.
+	if _, _, _, err := CompleteRun(ctx, w, opt); !errors.Is(err, ErrUnclassified) {
+		t.Fatalf("one finding still unclassified: %v", err)
+	}
+	if _, err := reg.Classify(m.Findings[1].ID[:16], "SPEC_GAP", "same gap: the refusal set of the unmodified fixture"); err != nil {
+		t.Fatal(err)
+	}
+	// A second measurement finds the same two findings, already opened:
+	// the register does not grow.
+	fs, _ := reg.Findings()
+	if len(fs) != 2 {
+		t.Fatalf("register holds %d findings", len(fs))
+	}
+	_, tr, res, err := CompleteRun(ctx, w, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Status != experiment.StatusComplete || res.Interop.Pairs != 1 || res.Interop.Findings != 0 || len(res.Subjects) != 2 {
+		t.Fatalf("transition %s, interop %+v, %d subjects", tr.Status, res.Interop, len(res.Subjects))
+	}
+	for _, s := range res.Subjects {
+		if s.Predicates.Total != 20 || s.Predicates.Satisfied != 20 {
+			t.Errorf("%s predicates %+v", s.Implementation, s.Predicates)
+		}
+	}
+	// run verify of the COMPLETE run re-scores and re-compares the archive.
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify COMPLETE: %v %v", err, rep.Err())
+	}
+	// Without the classifications, the archive's findings are outstanding
+	// again and the terminal claim no longer verifies.
+	if err := os.Rename(filepath.Join(w.StateDir(), "findings"), filepath.Join(w.StateDir(), "findings.moved")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
+	if err != nil || rep.OK() {
+		t.Fatalf("verify without the register: err %v ok %v", err, rep.OK())
+	}
+}

@@ -1,0 +1,414 @@
+package holdout
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+)
+
+// The six classes a person may give a finding or a question (the blind
+// implementation contract §7). There is no seventh and no default.
+var Classes = []string{
+	"SPEC_GAP",
+	"SPEC_IMPLEMENTATION_CONFLICT",
+	"JS_CHECKER_DEFECT",
+	"GO_PRODUCER_DEFECT",
+	"VECTOR_ORACLE_DEFECT",
+	"JCS_DEPENDENCY_DIVERGENCE",
+}
+
+// Entry types of the two logs.
+const (
+	TypeFinding        = "CLEANROOM-FINDING-v1"
+	TypeClassification = "CLEANROOM-FINDING-CLASSIFICATION-v1"
+	TypeQuestion       = "CLEANROOM-QUESTION-v1"
+)
+
+// State-root directories of the two logs.
+const (
+	FindingsDirName  = "findings"
+	QuestionsDirName = "questions"
+)
+
+// Rules of the logs.
+var (
+	// ErrLog: an entry is unreadable, out of sequence, of an unknown type
+	// or not linked to the entry before it — the log was edited.
+	ErrLog = errors.New("log chain broken")
+	// ErrClass: not one of the six classes.
+	ErrClass = errors.New("not one of the six classes")
+	// ErrUnknownFinding: no opened finding has this id.
+	ErrUnknownFinding = errors.New("no such finding")
+	// ErrAlreadyClassified: a classification is immutable; a finding is
+	// classified once.
+	ErrAlreadyClassified = errors.New("finding already classified")
+	// ErrEntry: a required field of an entry is missing or malformed.
+	ErrEntry = errors.New("log entry incomplete")
+)
+
+// ValidClass reports whether c is one of the six classes.
+func ValidClass(c string) bool { return slices.Contains(Classes, c) }
+
+// Log is an append-only log of immutable entries in one directory:
+// 000001.json, 000002.json, … Each entry is JSON.stringify(entry, null, 1)
+// + "\n" and carries its sequence number and the SHA-256 of the previous
+// entry's bytes (null for the first), so changing, removing or inserting any
+// entry breaks every link after it.
+type Log struct {
+	Dir string
+}
+
+// LogEntry is one read entry.
+type LogEntry struct {
+	File   string
+	SHA256 string
+	Value  *evidence.Object
+}
+
+// Type returns the entry's type member.
+func (e LogEntry) Type() string { s, _ := resolve(e.Value, "type").(string); return s }
+
+// Str returns a string member of the entry ("" if absent).
+func (e LogEntry) Str(name string) string { s, _ := resolve(e.Value, name).(string); return s }
+
+const seqWidth = 6
+
+// Read returns every entry in order after checking the chain.
+func (l Log) Read() ([]LogEntry, error) {
+	des, err := os.ReadDir(l.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []LogEntry
+	prev := any(nil)
+	for i, de := range des {
+		want := fmt.Sprintf("%0*d.json", seqWidth, i+1)
+		name := de.Name()
+		// Temporary files of an interrupted append are never entries.
+		if strings.HasPrefix(name, ".tmp-") {
+			continue
+		}
+		if name != want || !de.Type().IsRegular() {
+			return nil, fmt.Errorf("%s: %s where %s was expected: %w", l.Dir, name, want, ErrLog)
+		}
+		b, err := os.ReadFile(filepath.Join(l.Dir, name))
+		if err != nil {
+			return nil, err
+		}
+		o, err := evidence.ReadObject(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: %w: %w", l.Dir, name, ErrLog, err)
+		}
+		seq, _ := resolve(o, "seq").(float64)
+		p, _ := o.Get("previous_sha256")
+		if int(seq) != i+1 || !sameValue(p, prev) {
+			return nil, fmt.Errorf("%s/%s: sequence or previous_sha256 does not link to the entry before: %w", l.Dir, name, ErrLog)
+		}
+		sum := pkgwalk.SHA256Hex(b)
+		out = append(out, LogEntry{File: name, SHA256: sum, Value: o})
+		prev = sum
+	}
+	return out, nil
+}
+
+func sameValue(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	as, ok1 := a.(string)
+	bs, ok2 := b.(string)
+	return ok1 && ok2 && as == bs
+}
+
+// Append writes the next entry: typ and the members of body follow seq and
+// previous_sha256. The file is created under a temporary name, fsync'd and
+// linked to its final name (which fails if the name exists: two appenders
+// cannot both win), then the directory is fsync'd.
+func (l Log) Append(typ string, body []evidence.Member) (LogEntry, error) {
+	entries, err := l.Read()
+	if err != nil {
+		return LogEntry{}, err
+	}
+	var prev any
+	if len(entries) > 0 {
+		prev = entries[len(entries)-1].SHA256
+	}
+	seq := len(entries) + 1
+	members := append([]evidence.Member{
+		{Name: "type", Value: typ},
+		{Name: "seq", Value: seq},
+		{Name: "previous_sha256", Value: prev},
+	}, body...)
+	o := evidence.NewObject(members...)
+	b, err := evidence.Stringify(o, " ")
+	if err != nil {
+		return LogEntry{}, err
+	}
+	if err := os.MkdirAll(l.Dir, 0o755); err != nil {
+		return LogEntry{}, err
+	}
+	name := fmt.Sprintf("%0*d.json", seqWidth, seq)
+	if err := writeExclusive(l.Dir, name, b); err != nil {
+		return LogEntry{}, err
+	}
+	ro, _ := evidence.ReadObject(b)
+	return LogEntry{File: name, SHA256: pkgwalk.SHA256Hex(b), Value: ro}, nil
+}
+
+// writeExclusive publishes b as dir/name without ever replacing a file.
+func writeExclusive(dir, name string, b []byte) error {
+	f, err := os.CreateTemp(dir, ".tmp-"+name+"-")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	// link(2) refuses an existing name: an entry is never overwritten.
+	if err := os.Link(tmp, filepath.Join(dir, name)); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s/%s exists (another append won the race): %w", dir, name, ErrLog)
+		}
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// FindingRecord is one finding of the register with its classification.
+type FindingRecord struct {
+	ID, RunID, SpecReleaseID string
+	A, B                     string // implementation labels
+	Path                     string
+	AValue, BValue           string // quoted values (first 40 code units), or ABSENT
+	OpenedIn                 string // entry file
+	Class, Ruling            string // "" while unclassified
+	ClassifiedIn             string
+}
+
+// Register is the findings register of a state root (governance/findings).
+type Register struct{ Log Log }
+
+// OpenRegister returns the register under stateDir.
+func OpenRegister(stateDir string) Register {
+	return Register{Log{Dir: filepath.Join(stateDir, FindingsDirName)}}
+}
+
+// Findings reads the register: every opened finding with its class (if any).
+func (r Register) Findings() ([]*FindingRecord, error) {
+	entries, err := r.Log.Read()
+	if err != nil {
+		return nil, err
+	}
+	var out []*FindingRecord
+	byID := map[string]*FindingRecord{}
+	bySHA := map[string]*FindingRecord{}
+	for _, e := range entries {
+		switch e.Type() {
+		case TypeFinding:
+			f := &FindingRecord{ID: e.Str("finding_id"), RunID: e.Str("run_id"), SpecReleaseID: e.Str("spec_release_id"),
+				A: e.Str("a"), B: e.Str("b"), Path: e.Str("path"), AValue: e.Str("a_value"), BValue: e.Str("b_value"), OpenedIn: e.File}
+			if f.ID == "" || byID[f.ID] != nil {
+				return nil, fmt.Errorf("%s: finding id empty or opened twice: %w", e.File, ErrLog)
+			}
+			byID[f.ID], bySHA[e.SHA256] = f, f
+			out = append(out, f)
+		case TypeClassification:
+			f := byID[e.Str("finding_id")]
+			if f == nil || bySHA[e.Str("finding_sha256")] != f {
+				return nil, fmt.Errorf("%s: classifies a finding not opened before it: %w", e.File, ErrLog)
+			}
+			if f.Class != "" {
+				return nil, fmt.Errorf("%s: %s classified twice: %w", e.File, f.ID, ErrLog)
+			}
+			if !ValidClass(e.Str("class")) || e.Str("ruling") == "" {
+				return nil, fmt.Errorf("%s: class %q / empty ruling: %w", e.File, e.Str("class"), ErrLog)
+			}
+			f.Class, f.Ruling, f.ClassifiedIn = e.Str("class"), e.Str("ruling"), e.File
+		default:
+			return nil, fmt.Errorf("%s: entry type %q: %w", e.File, e.Type(), ErrLog)
+		}
+	}
+	return out, nil
+}
+
+// Open records findings not yet in the register (by id) and returns the
+// register's records for all of them, in the given order.
+func (r Register) Open(runID, srel string, pairs []PairFindings) ([]*FindingRecord, error) {
+	known, err := r.Findings()
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*FindingRecord{}
+	for _, f := range known {
+		byID[f.ID] = f
+	}
+	var out []*FindingRecord
+	for _, p := range pairs {
+		for _, f := range p.Findings {
+			id := f.ID(srel, p.A, p.B)
+			if rec := byID[id]; rec != nil {
+				out = append(out, rec)
+				continue
+			}
+			e, err := r.Log.Append(TypeFinding, []evidence.Member{
+				{Name: "finding_id", Value: id}, {Name: "run_id", Value: runID}, {Name: "spec_release_id", Value: srel},
+				{Name: "a", Value: p.A}, {Name: "b", Value: p.B}, {Name: "path", Value: f.Path},
+				{Name: "a_value", Value: f.A}, {Name: "b_value", Value: f.B},
+				{Name: "classification", Value: Unclassified},
+			})
+			if err != nil {
+				return nil, err
+			}
+			rec := &FindingRecord{ID: id, RunID: runID, SpecReleaseID: srel, A: p.A, B: p.B, Path: f.Path, AValue: f.A, BValue: f.B, OpenedIn: e.File}
+			byID[id] = rec
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// Classify records a person's classification of an opened finding. id may
+// be the full id or a unique prefix of at least 12 characters.
+func (r Register) Classify(id, class, ruling string) (*FindingRecord, error) {
+	if !ValidClass(class) {
+		return nil, fmt.Errorf("class %q (one of %s): %w", class, strings.Join(Classes, ", "), ErrClass)
+	}
+	if strings.TrimSpace(ruling) == "" {
+		return nil, fmt.Errorf("a classification needs a ruling: %w", ErrEntry)
+	}
+	entries, err := r.Log.Read()
+	if err != nil {
+		return nil, err
+	}
+	fs, err := r.Findings()
+	if err != nil {
+		return nil, err
+	}
+	var match *FindingRecord
+	for _, f := range fs {
+		if f.ID == id || (len(id) >= 12 && strings.HasPrefix(f.ID, id)) {
+			if match != nil {
+				return nil, fmt.Errorf("%q names more than one finding: %w", id, ErrUnknownFinding)
+			}
+			match = f
+		}
+	}
+	if match == nil {
+		return nil, fmt.Errorf("%q: %w", id, ErrUnknownFinding)
+	}
+	if match.Class != "" {
+		return nil, fmt.Errorf("%s is %s (%s): %w", match.ID, match.Class, match.ClassifiedIn, ErrAlreadyClassified)
+	}
+	var openedSHA string
+	for _, e := range entries {
+		if e.File == match.OpenedIn {
+			openedSHA = e.SHA256
+		}
+	}
+	e, err := r.Log.Append(TypeClassification, []evidence.Member{
+		{Name: "finding_id", Value: match.ID}, {Name: "finding_sha256", Value: openedSHA},
+		{Name: "class", Value: class}, {Name: "ruling", Value: ruling},
+	})
+	if err != nil {
+		return nil, err
+	}
+	match.Class, match.Ruling, match.ClassifiedIn = class, ruling, e.File
+	return match, nil
+}
+
+// Outstanding counts the findings of pairs that the register has not
+// classified (a finding never opened counts too).
+func (r Register) Outstanding(srel string, pairs []PairFindings) (int, error) {
+	fs, err := r.Findings()
+	if err != nil {
+		return 0, err
+	}
+	classified := map[string]bool{}
+	for _, f := range fs {
+		if f.Class != "" {
+			classified[f.ID] = true
+		}
+	}
+	n := 0
+	for _, p := range pairs {
+		for _, f := range p.Findings {
+			if !classified[f.ID(srel, p.A, p.B)] {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// Question is one entry of the questions log (the contract's fields).
+type Question struct {
+	FrozenSpecRevision  int
+	Question            string // verbatim
+	WhyInsufficient     string
+	Ruling              string
+	Classification      string
+	SupersedingRevision *int
+}
+
+// AskQuestion appends a question to the questions log under stateDir.
+func AskQuestion(stateDir string, q Question) (LogEntry, error) {
+	if q.FrozenSpecRevision < 1 || q.Question == "" || q.WhyInsufficient == "" || q.Ruling == "" {
+		return LogEntry{}, fmt.Errorf("frozen_spec_revision (≥ 1), question, why_insufficient and ruling are required: %w", ErrEntry)
+	}
+	if !ValidClass(q.Classification) {
+		return LogEntry{}, fmt.Errorf("classification %q: %w", q.Classification, ErrClass)
+	}
+	var sup any
+	if q.SupersedingRevision != nil {
+		if *q.SupersedingRevision <= q.FrozenSpecRevision {
+			return LogEntry{}, fmt.Errorf("superseding revision %d is not after %d: %w", *q.SupersedingRevision, q.FrozenSpecRevision, ErrEntry)
+		}
+		sup = *q.SupersedingRevision
+	}
+	return Log{Dir: filepath.Join(stateDir, QuestionsDirName)}.Append(TypeQuestion, []evidence.Member{
+		{Name: "frozen_spec_revision", Value: q.FrozenSpecRevision},
+		{Name: "question", Value: q.Question},
+		{Name: "why_insufficient", Value: q.WhyInsufficient},
+		{Name: "ruling", Value: q.Ruling},
+		{Name: "classification", Value: q.Classification},
+		{Name: "superseding_revision", Value: sup},
+	})
+}
+
+// Questions reads the questions log under stateDir.
+func Questions(stateDir string) ([]LogEntry, error) {
+	es, err := Log{Dir: filepath.Join(stateDir, QuestionsDirName)}.Read()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range es {
+		if e.Type() != TypeQuestion {
+			return nil, fmt.Errorf("%s: entry type %q: %w", e.File, e.Type(), ErrLog)
+		}
+	}
+	return es, nil
+}

@@ -1,0 +1,87 @@
+package holdout
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/experiment"
+)
+
+// Predicates converts a report's totals into the RESULT's predicate block.
+func (r *Report) Predicates() experiment.Predicates {
+	return experiment.Predicates{Total: r.Total, Satisfied: r.Pass, Unsatisfied: r.Fail, Unresolved: r.Unresolved}
+}
+
+// Replay re-derives a COMPLETE run's measurement from its archive
+// (experiment.ReplayFunc, TRVM-FORMATS §5.6): the scorer's self-test over
+// the package's fixture, the committed challenge set (commitment and recipe
+// schema), every archived observation re-scored with the run's release and
+// the subject's label expected, and interop replayed over the archived
+// documents. Findings counts the replayed disagreements the findings
+// register has not classified: a classified finding is a known, ruled-on
+// difference; an unclassified one blocks the terminal claim.
+func Replay(ctx context.Context, in experiment.ReplayInput) (*experiment.ReplayOutcome, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pkg := in.World.PackageDir()
+	s, err := LoadPackageSchemas(pkg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := SelfTestWith(s, pkg+"/experiment/fixtures")
+	if err != nil {
+		return nil, err
+	}
+	if !st.OK() {
+		return nil, fmt.Errorf("%w: %v", ErrSelfTest, st.Problems)
+	}
+	var chs []*Challenge
+	if in.Release != nil {
+		h, err := LoadCommitted(pkg, in.HoldoutDir, in.Release, s)
+		if err != nil {
+			return nil, err
+		}
+		chs = h.Challenges
+	} else {
+		h, err := LoadDir(in.HoldoutDir)
+		if err != nil {
+			return nil, err
+		}
+		if probs := ValidateChallenges(s, h.Challenges); len(probs) > 0 {
+			return nil, &RefusedError{Problems: probs}
+		}
+		chs = h.Challenges
+	}
+	out := &experiment.ReplayOutcome{Subjects: map[string]experiment.ReplayedSubject{}}
+	var docs []Document
+	for _, a := range in.Record.Adapters {
+		b, ok := in.Observations[a.Implementation]
+		if !ok {
+			continue
+		}
+		doc, err := evidence.Read(b)
+		if err != nil {
+			out.Subjects[a.Implementation] = experiment.ReplayedSubject{Refused: err.Error()}
+			continue
+		}
+		rep, err := Score(s, chs, doc, Options{ExpectRelease: in.Record.SpecReleaseID, ExpectImplementation: a.Implementation})
+		if err != nil {
+			out.Subjects[a.Implementation] = experiment.ReplayedSubject{Refused: err.Error()}
+			continue
+		}
+		out.Subjects[a.Implementation] = experiment.ReplayedSubject{Predicates: rep.Predicates(), Missing: rep.Missing}
+		docs = append(docs, Document{Implementation: a.Implementation, Value: doc})
+	}
+	io, err := CompareAll(docs)
+	if err != nil {
+		return nil, err
+	}
+	n, err := OpenRegister(in.World.StateDir()).Outstanding(in.Record.SpecReleaseID, io.Pairs)
+	if err != nil {
+		return nil, err
+	}
+	out.Findings = n
+	return out, nil
+}
