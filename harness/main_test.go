@@ -162,7 +162,7 @@ type session struct {
 	tpath     string
 }
 
-func startSession(t *testing.T, pkg, expect string, extra ...string) *session {
+func startSession(t testing.TB, pkg, expect string, extra ...string) *session {
 	t.Helper()
 	base := t.TempDir()
 	s := &session{workspace: filepath.Join(base, "ws"), tpath: filepath.Join(base, "transcript.jsonl"), stderr: &strings.Builder{}}
@@ -182,7 +182,7 @@ func startSession(t *testing.T, pkg, expect string, extra ...string) *session {
 }
 
 // call runs one tool call with a deadline (every client call has one).
-func (s *session) call(t *testing.T, name string, args map[string]any) *mcp.CallToolResult {
+func (s *session) call(t testing.TB, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -193,7 +193,7 @@ func (s *session) call(t *testing.T, name string, args map[string]any) *mcp.Call
 	return res
 }
 
-func textOf(t *testing.T, r *mcp.CallToolResult) string {
+func textOf(t testing.TB, r *mcp.CallToolResult) string {
 	t.Helper()
 	if len(r.Content) != 1 {
 		t.Fatalf("result has %d content items, want 1", len(r.Content))
@@ -206,7 +206,7 @@ func textOf(t *testing.T, r *mcp.CallToolResult) string {
 }
 
 // serverPID finds the sealed server: the child of the Serve process.
-func (s *session) serverPID(t *testing.T) int {
+func (s *session) serverPID(t testing.TB) int {
 	t.Helper()
 	ppid := s.cmd.Process.Pid
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", ppid, ppid))
