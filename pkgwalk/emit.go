@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	gosync "sync"
@@ -96,6 +97,8 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 // symlink, creating it when absent, and refuses one that has any entry.
 func openEmptyDest(dest string) (*os.File, error) {
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	// Clean: "dest/" would follow a final symlink despite O_NOFOLLOW.
+	dest = filepath.Clean(dest)
 	fd, err := unix.Open(dest, flags, 0)
 	if errors.Is(err, unix.ENOENT) {
 		if err := unix.Mkdir(dest, 0o755); err != nil {

@@ -202,6 +202,11 @@ func TestEmitRefusals(t *testing.T) {
 			must(t, os.Symlink(t.TempDir(), link))
 			return link, syntheticID
 		}, pkgwalk.ErrRootSymlink},
+		{"destination is a symlink, spelled with a trailing slash", func(t *testing.T, src string) (string, string) {
+			link := filepath.Join(t.TempDir(), "mount")
+			must(t, os.Symlink(t.TempDir(), link))
+			return link + "/", syntheticID
+		}, pkgwalk.ErrRootSymlink},
 		{"destination is a file", func(t *testing.T, src string) (string, string) {
 			f := filepath.Join(t.TempDir(), "mount")
 			writeFile(t, f, "")

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -200,6 +201,9 @@ func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[str
 // A refusal is returned as a problem; an error means there is nothing to
 // walk.
 func openRoot(root string) (*os.File, *RefusalError, error) {
+	// Clean first: a trailing "/" or "/." would make the kernel follow a
+	// final symlink that O_NOFOLLOW is there to refuse.
+	root = filepath.Clean(root)
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err == nil {
 		return os.NewFile(uintptr(fd), root), nil, nil

@@ -192,7 +192,12 @@ func TestWalkRootRefusals(t *testing.T) {
 	for _, c := range []struct {
 		path string
 		rule pkgwalk.Rule
-	}{{link, pkgwalk.ErrRootSymlink}, {file, pkgwalk.ErrRootNotDir}} {
+	}{
+		{link, pkgwalk.ErrRootSymlink},
+		{link + "/", pkgwalk.ErrRootSymlink},
+		{link + "/.", pkgwalk.ErrRootSymlink},
+		{file, pkgwalk.ErrRootNotDir},
+	} {
 		tree, err := pkgwalk.Walk(c.path, pkgwalk.WalkOptions{})
 		if err != nil {
 			t.Fatal(err)
