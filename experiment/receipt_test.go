@@ -1,0 +1,132 @@
+package experiment
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/sign"
+)
+
+func TestSignedReceipts(t *testing.T) {
+	w := newWorld(t)
+	key := filepath.Join(t.TempDir(), "operator")
+	if err := sign.GenerateKey(key); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := sign.LoadSigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := TransitionOptions{Signer: signer}
+	p, err := Pin(bg, w, PinOptions{Reference: referenceSpec(t, w), TransitionOptions: opt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := freezeOpts()
+	o.TransitionOptions = opt
+	if _, err := Freeze(bg, w, o); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := sign.LoadPublicKey(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, w, VerifyOptions{SignerKey: pub})
+
+	// Stock ssh-keygen verifies the same signature over the receipt bytes.
+	if _, err := exec.LookPath("ssh-keygen"); err == nil {
+		allowed := filepath.Join(t.TempDir(), "allowed_signers")
+		os.WriteFile(allowed, []byte(sign.AllowedSignersLine("operator", pub, ReceiptNamespace)+"\n"), 0o644)
+		receipt := filepath.Join(w.Root, filepath.FromSlash(p.Receipt))
+		body, _ := os.ReadFile(receipt)
+		cmd := exec.Command("ssh-keygen", "-Y", "verify", "-f", allowed, "-I", "operator", "-n", ReceiptNamespace, "-s", receipt+".sig")
+		cmd.Stdin = strings.NewReader(string(body))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("ssh-keygen -Y verify: %v\n%s", err, out)
+		}
+	}
+
+	// Another operator's key does not verify; a deleted signature is named.
+	other := filepath.Join(t.TempDir(), "other")
+	if err := sign.GenerateKey(other); err != nil {
+		t.Fatal(err)
+	}
+	otherPub, _ := sign.LoadPublicKey(other + ".pub")
+	rep, _ := Verify(bg, w, VerifyOptions{SignerKey: otherPub})
+	if !errors.Is(rep.Err(), ErrSignature) {
+		t.Errorf("verify with another key: %v", rep.Err())
+	}
+	os.Remove(filepath.Join(w.Root, filepath.FromSlash(p.Receipt)) + ".sig")
+	rep, _ = Verify(bg, w, VerifyOptions{SignerKey: pub})
+	if !errors.Is(rep.Err(), ErrSignature) {
+		t.Errorf("verify with a signature missing: %v", rep.Err())
+	}
+}
+
+// The holdout may be kept outside the world until the reveal: it is then
+// installed into governance/holdout and must match the commitment there; a
+// set that does not match is not left behind.
+func TestRevealInstallsAnOutsideHoldout(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tamper bool
+	}{{"matching", false}, {"one byte changed", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			outside := filepath.Join(t.TempDir(), "sealed-holdout")
+			if err := os.Rename(w.HoldoutDir(), outside); err != nil {
+				t.Fatal(err)
+			}
+			mustPin(t, w)
+			mustFreeze(t, w)
+			if tc.tamper {
+				p := filepath.Join(outside, "INDEX.json")
+				b, _ := os.ReadFile(p)
+				os.WriteFile(p, append(b, ' '), 0o644)
+			}
+			_, err := Reveal(bg, w, RevealOptions{Holdout: outside})
+			if tc.tamper {
+				if !errors.Is(err, ErrHoldoutCommitment) {
+					t.Fatalf("err = %v, want ErrHoldoutCommitment", err)
+				}
+				if _, serr := os.Lstat(w.HoldoutDir()); serr == nil {
+					t.Error("a refused holdout was left in governance/holdout")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustVerify(t, w, VerifyOptions{})
+			if _, err := os.Stat(filepath.Join(w.HoldoutDir(), "INDEX.json")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// A retried transition whose receipt is already on disk with exactly its
+// bytes (a crash between receipt and record) completes; the receipt is not
+// rewritten.
+func TestRetriedTransitionReusesItsReceipt(t *testing.T) {
+	w := newWorld(t)
+	mustPin(t, w)
+	r, _ := w.ReadRecord()
+	next := r.Clone()
+	next.Status = StatusAborted
+	next.RunID = next.ComputeRunID()
+	body, _ := NewReceipt(next, "aborted: retry", r).Bytes()
+	writeWorldFile(t, w, "governance/receipts/"+ReceiptFile(next.RunID, StatusAborted), string(body), 0o444)
+	tr, err := Abort(bg, w, "retry", TransitionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Reused || tr.RunID != next.RunID {
+		t.Errorf("transition %+v", tr)
+	}
+	mustVerify(t, w, VerifyOptions{})
+}
