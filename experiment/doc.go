@@ -36,4 +36,46 @@
 // silently skipped: its recorded digest stands in only so the other digests
 // can still be checked, and verification fails unless the caller accepts
 // missing files explicitly.
+//
+// # Runs
+//
+// A run is the record governance/blind-run.json of a world
+// (TRVM-BLIND-IMPLEMENTATION-RUN-v3, TRVM-FORMATS §5): it pins the release
+// (srel), the delivered package (bpkg), the measuring instrument
+// (instrument_digest) and the subjects (adapters, each with its package
+// digest and, for a candidate, its binary digest and environment). Its
+// identity run_id hashes a line-oriented preimage (TRVM-BLIND-RUN-CORE-v1,
+// not JSON) that includes the status, so every transition changes it. The
+// state machine is PINNED → CANDIDATE_FROZEN → REVEALED → COMPLETE, with
+// ABORTED from any non-terminal state; Pin, Freeze, Reveal, Abort and
+// Complete are its only writers. Each writes an immutable receipt
+// (TRVM-BLIND-RUN-RECEIPT-v2) before the record, and Verify (verifyRun,
+// §5.7) believes a status only when a chain of receipts walks back from it
+// to PINNED. Records, receipts and RESULTs are read through the strict
+// evidence reader with closed shapes; a record with two readings is refused
+// before any other check.
+//
+// It refuses: a reveal before the freeze; a freeze without source files,
+// binary and environment; a pin while a run is in flight, of a package with
+// a walk problem or leak, or of a release that is not archived and
+// verified; any transition from a run that does not verify as it stands
+// (abort excepted: a run that cannot be aborted when broken is a trap); a
+// path a subject names that resolves outside the world; a label that is not
+// an identifier; rewriting a receipt or RESULT with other bytes. It does not
+// score: a COMPLETE run's RESULT is re-derived through VerifyOptions.Replay
+// (the holdout scorer, which this package cannot import), and without one a
+// COMPLETE run does not verify.
+//
+// Security considerations, runs: the state root is always <world>/governance
+// (a selectable state root would be a selectable authority). Receipts and
+// RESULTs are published with RENAME_NOREPLACE from an fsync'd temporary
+// file, so a name never holds partial bytes and an existing one is never
+// replaced; the record is replaced atomically; the directory is fsync'd
+// after each. A transition holds an exclusive flock on the state root
+// directory, released by the kernel if the holder dies. State files are
+// opened with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) from the state
+// root, so a planted symlink cannot stand in for a receipt. Not defended:
+// an operator with write access to the world can delete history (verify
+// then fails; it cannot be made to pass), and receipt times are file
+// modification times, which that operator can also set.
 package experiment
