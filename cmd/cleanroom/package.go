@@ -46,6 +46,24 @@ func packageWalk(dir, holdoutDir string) (*pkgwalk.Tree, error) {
 	return pkgwalk.Walk(dir, pkgwalk.WalkOptions{HoldoutDir: holdoutDir, Progress: p.update})
 }
 
+// measurePackage walks dir and returns its tree, manifest and bpkg, or the
+// error that ends the command (problems: exit 1; no directory: exit 2).
+func measurePackage(cmd *cobra.Command, dir, holdoutDir, rootLabel string) (*pkgwalk.Tree, *pkgwalk.Manifest, string, error) {
+	tree, err := packageWalk(dir, holdoutDir)
+	if err != nil {
+		return nil, nil, "", usageErr(err)
+	}
+	m, err := pkgwalk.NewManifest(tree, rootLabel)
+	if err != nil {
+		return nil, nil, "", packageFailure(cmd, dir, err)
+	}
+	id, err := m.ID()
+	if err != nil {
+		return nil, nil, "", usageErr(err)
+	}
+	return tree, m, id, nil
+}
+
 // walkProgress shows a byte counter on stderr, only on a terminal and only
 // once a walk turns out to be large, so small packages and pipes stay quiet.
 type walkProgress struct {
@@ -182,17 +200,9 @@ device and inode, so no spelling of the path can place it inside). With
 					return packageFailure(cmd, dir, &pkgwalk.RefusalError{Path: out, Rule: pkgwalk.ErrOutputInside, Detail: "inside " + dir})
 				}
 			}
-			tree, err := packageWalk(dir, holdoutDir)
+			tree, m, id, err := measurePackage(cmd, dir, holdoutDir, rootLabel)
 			if err != nil {
-				return usageErr(err)
-			}
-			m, err := pkgwalk.NewManifest(tree, rootLabel)
-			if err != nil {
-				return packageFailure(cmd, dir, err)
-			}
-			id, err := m.ID()
-			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			if out != "" {
 				if err := pkgwalk.WriteManifestFile(out, m, note, dir); err != nil {
@@ -234,17 +244,9 @@ A package with any problem has no identity: the problems are listed, exit 1.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
-			tree, err := packageWalk(dir, holdoutDir)
+			tree, m, id, err := measurePackage(cmd, dir, holdoutDir, rootLabel)
 			if err != nil {
-				return usageErr(err)
-			}
-			m, err := pkgwalk.NewManifest(tree, rootLabel)
-			if err != nil {
-				return packageFailure(cmd, dir, err)
-			}
-			id, err := m.ID()
-			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			return printResult(cmd, evidence.NewObject(
 				evidence.Member{Name: "ok", Value: true},
