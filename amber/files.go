@@ -2,6 +2,7 @@ package amber
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -158,3 +159,5 @@ func syncFile(path string) error {
 	defer f.Close()
 	return f.Sync()
 }
+
+func encodeB64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
