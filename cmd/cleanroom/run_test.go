@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+)
+
+// runWorld copies the synthetic world and issues its release.
+func runWorld(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "world")
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
+		t.Fatal(err)
+	}
+	// CopyFS keeps no permission bits: the candidate binary must stay
+	// executable for the freeze to describe a runnable subject.
+	if err := os.Chmod(filepath.Join(dst, "implementer", "tally-candidate"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(dst, "docs", "spec", "proof-wire")
+	if code, _, errs := runCLI(t, "release", "issue", pkg, "--spec-revision", "1", "--experiment-revision", "1", "--corpus-revision", "1", "--holdout", filepath.Join(dst, "governance", "holdout")); code != 0 {
+		t.Fatalf("release issue: %d %s", code, errs)
+	}
+	return dst
+}
+
+func TestRunCLILifecycle(t *testing.T) {
+	w := runWorld(t)
+	freeze := []string{"run", "--world", w, "freeze", "--implementation", "candidate", "--files", "implementer/tally-candidate",
+		"--binary", "implementer/tally-candidate", "--toolchain", "node 22", "--model", "scripted", "--tool-version", "1"}
+	for _, step := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"run", "--world", w, "verify"}, 1, "✗ run record present"},
+		{[]string{"run", "--world", w, "pin", "--reference", filepath.Join(w, "governance", "reference-adapter.json")}, 0, "PINNED brun-"},
+		{[]string{"run", "--world", w, "reveal"}, 1, ""},
+		{freeze[:len(freeze)-2], 1, ""}, // no --tool-version
+		{freeze, 0, "CANDIDATE_FROZEN brun-"},
+		{[]string{"run", "--world", w, "reveal"}, 0, "REVEALED brun-"},
+		{[]string{"run", "--world", w, "verify"}, 0, "✓ receipt chain reaches PINNED"},
+		{[]string{"run", "--world", w, "status"}, 0, "CANDIDATE_FROZEN"},
+		{[]string{"run", "--world", w, "abort"}, 2, ""},
+		{[]string{"run", "--world", w, "verify", "--state-root", w}, 2, ""},
+		{[]string{"run", "--world", w, "abort", "--reason", "done"}, 0, "ABORTED brun-"},
+	} {
+		code, out, errs := runCLI(t, step.args...)
+		if code != step.code || !strings.Contains(out, step.out) {
+			t.Fatalf("%v: exit %d (want %d)\n%s%s", step.args[3:], code, step.code, out, errs)
+		}
+	}
+	code, out, _ := runCLI(t, "--json", "run", "--world", w, "status")
+	if code != 0 {
+		t.Fatalf("status --json: exit %d", code)
+	}
+	v, err := evidence.ReadObject([]byte(out))
+	if err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	tl, _ := v.Get("timeline")
+	if arr, _ := tl.([]any); len(arr) != 4 {
+		t.Errorf("timeline has %d entries, want 4: %s", len(arr), out)
+	}
+}
+
+func TestRunIDCLI(t *testing.T) {
+	rec := filepath.Join(testshared.World(t, "world"), "governance", "blind-run.json")
+	code, out, errs := runCLI(t, "run", "id", rec)
+	if code != 0 || out != "brun-c39b708f1d96f2b6df1562d66c33c3eee3d13e2307274e42adbff79025b13ad8\n" {
+		t.Errorf("run id: exit %d %q %s", code, out, errs)
+	}
+	bad := filepath.Join(t.TempDir(), "dup.json")
+	b, _ := os.ReadFile(rec)
+	os.WriteFile(bad, []byte(strings.Replace(string(b), `"status": "PINNED",`, `"status": "REVEALED", "status": "PINNED",`, 1)), 0o644)
+	if code, _, errs := runCLI(t, "run", "id", bad); code != 1 || !strings.Contains(errs, "duplicate-name") {
+		t.Errorf("run id of a record with two readings: exit %d %s", code, errs)
+	}
+}
