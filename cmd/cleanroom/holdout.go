@@ -29,7 +29,7 @@ strict reader and both schemas of the pinned package (never a copy inside this
 binary), evaluates eight predicate operators, and refuses a document rather
 than scoring it when it crosses a boundary rule.`,
 	}
-	c.AddCommand(newHoldoutScoreCmd(), newHoldoutFixtureCmd(), newHoldoutInteropCmd(), newHoldoutCheckCmd())
+	c.AddCommand(newHoldoutScoreCmd(), newHoldoutFixtureCmd(), newHoldoutInteropCmd(), newHoldoutCheckCmd(), newHoldoutCommitmentCmd())
 	for _, f := range holdoutSubcommands {
 		c.AddCommand(f())
 	}
@@ -332,7 +332,7 @@ func printInterop(w io.Writer, r *holdout.Interop) {
 	for _, p := range r.Pairs {
 		fmt.Fprintf(w, "%s vs %s: %d finding(s)\n", p.A, p.B, len(p.Findings))
 		for _, f := range p.Findings {
-			fmt.Fprintf(w, "  %s  %s: %s | %s: %s\n", f.Classification, f.Path, p.A, f.A, p.B+" "+f.B)
+			fmt.Fprintf(w, "  %s  %s\n    %s: %s\n    %s: %s\n", f.Classification, f.Path, p.A, f.A, p.B, f.B)
 		}
 	}
 	fmt.Fprintf(w, "interop %s (%d pairs, %d findings)\n", r.Verdict(), len(r.Pairs), r.Findings)
@@ -375,5 +375,31 @@ challenge that disagrees with its index entry is refused (exit 1).`,
 		},
 	}
 	c.Flags().StringVar(&pkg, "package", defaultPackage, "the pinned package root whose experiment/ holds the recipe schema")
+	return c
+}
+
+func newHoldoutCommitmentCmd() *cobra.Command {
+	var pkg string
+	c := &cobra.Command{
+		Use:   "commitment DIR --package PKGDIR",
+		Short: "Print the holdout_commitment and holdout_entries of a holdout directory",
+		Long: `commitment computes the path-list digest of every file under DIR with each
+path made relative to the package root --package (TRVM-FORMATS §3.5: for the
+reference layout every path reads ../../../governance/holdout/<file>), and the
+number of INDEX.json entries. The tree must hold exactly entries + 1 files.
+The same digest is what release issue records and reveal checks.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, n, err := holdout.Commitment(pkg, args[0])
+			if err != nil {
+				return refusedErr(err)
+			}
+			out := evidence.NewObject(
+				evidence.Member{Name: "holdout_commitment", Value: c},
+				evidence.Member{Name: "holdout_entries", Value: n})
+			return printResult(cmd, out, func(w io.Writer) { fmt.Fprintf(w, "%s %d\n", c, n) })
+		},
+	}
+	c.Flags().StringVar(&pkg, "package", defaultPackage, "the package root the paths are made relative to")
 	return c
 }

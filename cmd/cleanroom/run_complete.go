@@ -1,0 +1,382 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cleanroom-dev/cleanroom/adapter"
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	runSubcommands = append(runSubcommands, newRunCompleteCmd, newRunMeasureCmd, newRunFindingCmd, newRunQuestionCmd)
+	// run verify of a COMPLETE run re-scores and re-compares its archive
+	// with the scorer (experiment cannot import it).
+	runReplay = holdout.Replay
+}
+
+// runnerFlags adds the execution flags shared by complete and measure.
+func runnerFlags(c *cobra.Command) func() (adapter.RunOptions, error) {
+	var noSandbox bool
+	var timeout time.Duration
+	var memory int64
+	c.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run adapters as plain child processes (NO network or file-system isolation; recorded as unsandboxed)")
+	c.Flags().DurationVar(&timeout, "timeout", adapter.DefaultTimeout, "wall-clock limit per adapter")
+	c.Flags().Int64Var(&memory, "memory", 2<<30, "memory limit per adapter in bytes (sandbox only)")
+	return func() (adapter.RunOptions, error) {
+		o := adapter.RunOptions{Timeout: timeout, Memory: memory}
+		if noSandbox {
+			o.Runner = adapter.UnsandboxedRunner{}
+		} else {
+			o.Runner = adapter.SandboxRunner{}
+		}
+		return o, nil
+	}
+}
+
+func measurementJSON(m *adapter.RunMeasurement) *evidence.Object {
+	out := &evidence.Object{}
+	if m == nil {
+		return out
+	}
+	if m.SelfTest != nil {
+		out.Set("self_test", m.SelfTest.OK())
+	}
+	subs := []any{}
+	for _, s := range m.Subjects {
+		o := evidence.NewObject(
+			evidence.Member{Name: "implementation", Value: s.Implementation},
+			evidence.Member{Name: "role", Value: s.Role},
+			evidence.Member{Name: "state", Value: s.State},
+			evidence.Member{Name: "runner", Value: s.Runner},
+			evidence.Member{Name: "sandboxed", Value: s.Sandboxed})
+		if s.Report != nil {
+			o.Set("score", s.Report.JSON())
+			o.Set("verdict", s.Report.Verdict())
+		} else {
+			o.Set("reason", s.Reason)
+		}
+		subs = append(subs, o)
+	}
+	out.Set("subjects", subs)
+	if m.Interop != nil {
+		out.Set("interop", m.Interop.JSON())
+	}
+	fs := []any{}
+	for _, f := range m.Findings {
+		fs = append(fs, findingJSON(f))
+	}
+	out.Set("findings", fs)
+	out.Set("outstanding", m.Outstanding)
+	return out
+}
+
+func findingJSON(f *holdout.FindingRecord) *evidence.Object {
+	class := any(nil)
+	if f.Class != "" {
+		class = f.Class
+	}
+	return evidence.NewObject(
+		evidence.Member{Name: "finding_id", Value: f.ID},
+		evidence.Member{Name: "path", Value: f.Path},
+		evidence.Member{Name: "a", Value: f.A}, evidence.Member{Name: "a_value", Value: f.AValue},
+		evidence.Member{Name: "b", Value: f.B}, evidence.Member{Name: "b_value", Value: f.BValue},
+		evidence.Member{Name: "class", Value: class},
+		evidence.Member{Name: "ruling", Value: f.Ruling},
+		evidence.Member{Name: "opened_in", Value: f.OpenedIn})
+}
+
+func printMeasurement(w io.Writer, m *adapter.RunMeasurement) {
+	if m == nil {
+		return
+	}
+	if m.SelfTest != nil {
+		verdict := "FIXTURE PASS"
+		if !m.SelfTest.OK() {
+			verdict = "FIXTURE FAIL"
+		}
+		fmt.Fprintf(w, "self-test  %s\n", verdict)
+	}
+	for _, s := range m.Subjects {
+		how := s.Runner
+		if s.Runner != "" && !s.Sandboxed {
+			how += " (NOT SANDBOXED)"
+		}
+		if s.Report != nil {
+			r := s.Report
+			fmt.Fprintf(w, "%-10s %-9s %s  %d predicates: %d pass, %d fail, %d unresolved, %d missing → %s  [%s]\n",
+				s.Implementation, s.Role, s.State, r.Total, r.Pass, r.Fail, r.Unresolved, len(r.Missing), r.Verdict(), how)
+			continue
+		}
+		fmt.Fprintf(w, "%-10s %-9s %s  %s\n", s.Implementation, s.Role, s.State, s.Reason)
+	}
+	if m.Interop != nil {
+		verdict := m.Interop.Verdict()
+		if verdict == holdout.Unclassified && m.Outstanding == 0 {
+			verdict = "ALL FINDINGS CLASSIFIED"
+		}
+		fmt.Fprintf(w, "interop    %s (%d pairs, %d findings, %d unclassified)\n", verdict, len(m.Interop.Pairs), m.Interop.Findings, m.Outstanding)
+	}
+	for _, f := range m.Findings {
+		class := "UNCLASSIFIED_FINDING"
+		if f.Class != "" {
+			class = f.Class
+		}
+		fmt.Fprintf(w, "  %s  %s\n    %s: %s\n    %s: %s\n    %s\n", f.ID, f.Path, f.A, f.AValue, f.B, f.BValue, class)
+	}
+}
+
+func newRunCompleteCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "complete",
+		Short: "Measure the revealed run and, if everything holds, move it to COMPLETE",
+		Long: `complete runs the scorer's self-test over the package's fixture (a failing
+self-test stops everything), loads the committed challenge set (it must
+recompute the release's holdout_commitment and validate against the recipe
+schema), runs every frozen adapter in the candidate sandbox after re-checking
+its package and binary digests, scores each observation document and
+compares every pair. New disagreements are opened in the findings register
+(governance/findings/) as UNCLASSIFIED_FINDINGs.
+
+It is refused (exit 1) while any frozen subject is unmeasured (refused,
+failed, timed out: an absent measurement, never a zero), any predicate is
+unsatisfied, unresolved or missing, fewer than two documents were compared,
+or any finding is unclassified (cleanroom run finding classify). Otherwise it
+archives each observation at governance/receipts/<run_id>/observations/,
+writes the RESULT (TRVM-BLIND-RUN-RESULT-v3), replays it and only then writes
+the COMPLETE receipt and the record.
+
+--no-sandbox runs adapters as plain processes without isolation; use it only
+where the sandbox is unavailable — every measurement records it.`,
+		Args: cobra.NoArgs,
+	}
+	loadSign := signFlag(c)
+	runner := runnerFlags(c)
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		w, err := openWorld(cmd)
+		if err != nil {
+			return err
+		}
+		opt, err := runner()
+		if err != nil {
+			return err
+		}
+		if opt.Transition, err = loadSign(); err != nil {
+			return err
+		}
+		m, t, res, err := adapter.CompleteRun(cmd.Context(), w, opt)
+		out := measurementJSON(m)
+		if t != nil {
+			out.Set("status", string(t.Status))
+			out.Set("run_id", t.RunID)
+		}
+		if res != nil {
+			rb, _ := res.Bytes()
+			rv, _ := evidence.Read(rb)
+			out.Set("result", rv)
+		}
+		if err != nil {
+			out.Set("refused", err.Error())
+		}
+		if perr := printResult(cmd, out, func(o io.Writer) {
+			printMeasurement(o, m)
+			if t != nil {
+				fmt.Fprintf(o, "%s %s\n", t.Status, t.RunID)
+			}
+		}); perr != nil {
+			return perr
+		}
+		if err != nil {
+			return runFailure(err)
+		}
+		return nil
+	}
+	return c
+}
+
+func newRunMeasureCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "measure",
+		Short: "Run the self-test, every permitted adapter, the scorer and interop — without any transition",
+		Long: `measure is complete without the transition: it prints what completion would
+see (and opens new findings in the register). Candidates are run only when
+the receipt chain witnesses REVEALED; before that they are NOT_RUN and their
+challenge file is never written.`,
+		Args: cobra.NoArgs,
+	}
+	runner := runnerFlags(c)
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		w, err := openWorld(cmd)
+		if err != nil {
+			return err
+		}
+		opt, err := runner()
+		if err != nil {
+			return err
+		}
+		m, err := adapter.MeasureRun(cmd.Context(), w, opt)
+		out := measurementJSON(m)
+		if err != nil {
+			out.Set("refused", err.Error())
+		}
+		if perr := printResult(cmd, out, func(o io.Writer) { printMeasurement(o, m) }); perr != nil {
+			return perr
+		}
+		if err != nil {
+			return runFailure(err)
+		}
+		return nil
+	}
+	return c
+}
+
+func newRunFindingCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "finding",
+		Short: "The findings register: list and classify interop disagreements",
+		Long: `Every interop disagreement is opened in governance/findings/ as an
+UNCLASSIFIED_FINDING. A person classifies it as one of the six classes:
+` + strings.Join(holdout.Classes, ", ") + `.
+Entries are immutable files 000001.json, 000002.json, … each carrying the
+SHA-256 of the one before; a finding is classified once.`,
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List every finding with its class",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := openWorld(cmd)
+			if err != nil {
+				return err
+			}
+			fs, err := holdout.OpenRegister(w.StateDir()).Findings()
+			if err != nil {
+				return refusedErr(err)
+			}
+			arr := []any{}
+			for _, f := range fs {
+				arr = append(arr, findingJSON(f))
+			}
+			return printResult(cmd, evidence.NewObject(evidence.Member{Name: "findings", Value: arr}), func(o io.Writer) {
+				if len(fs) == 0 {
+					fmt.Fprintln(o, "no findings")
+				}
+				for _, f := range fs {
+					class := "UNCLASSIFIED_FINDING"
+					if f.Class != "" {
+						class = f.Class + " — " + f.Ruling
+					}
+					fmt.Fprintf(o, "%s  %s  (%s vs %s)\n  %s\n", f.ID, f.Path, f.A, f.B, class)
+				}
+			})
+		},
+	}
+	var class, ruling string
+	classify := &cobra.Command{
+		Use:   "classify ID --class C --ruling TEXT",
+		Short: "Classify a finding (once; the entry is immutable)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w, err := openWorld(cmd)
+			if err != nil {
+				return err
+			}
+			f, err := holdout.OpenRegister(w.StateDir()).Classify(args[0], class, ruling)
+			if err != nil {
+				if errors.Is(err, holdout.ErrClass) || errors.Is(err, holdout.ErrEntry) {
+					return usageErr(err)
+				}
+				return refusedErr(err)
+			}
+			return printResult(cmd, findingJSON(f), func(o io.Writer) {
+				fmt.Fprintf(o, "%s  %s → %s (%s)\n", f.ID, f.Path, f.Class, f.ClassifiedIn)
+			})
+		},
+	}
+	classify.Flags().StringVar(&class, "class", "", "one of "+strings.Join(holdout.Classes, ", "))
+	classify.Flags().StringVar(&ruling, "ruling", "", "the ruling, in words")
+	c.AddCommand(list, classify)
+	return c
+}
+
+func newRunQuestionCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "question",
+		Short: "The questions log: what the implementer asked, why the text was not enough, the ruling",
+		Long: `A question about the frozen specification is recorded, never answered by
+editing the specification mid-run: frozen_spec_revision, the question
+verbatim, why the specification was insufficient, the ruling, its
+classification (one of the six classes) and the superseding revision, if
+any. Entries are immutable, digest-linked files in governance/questions/.`,
+	}
+	var q holdout.Question
+	var sup int
+	add := &cobra.Command{
+		Use:   "add --revision N --question TEXT --why TEXT --ruling TEXT --class C [--superseding-revision M]",
+		Short: "Record a question and its ruling",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := openWorld(cmd)
+			if err != nil {
+				return err
+			}
+			if sup != 0 {
+				q.SupersedingRevision = &sup
+			}
+			e, err := holdout.AskQuestion(w.StateDir(), q)
+			if err != nil {
+				if errors.Is(err, holdout.ErrClass) || errors.Is(err, holdout.ErrEntry) {
+					return usageErr(err)
+				}
+				return refusedErr(err)
+			}
+			return printResult(cmd, e.Value, func(o io.Writer) { fmt.Fprintf(o, "recorded %s (sha256 %s)\n", e.File, e.SHA256) })
+		},
+	}
+	f := add.Flags()
+	f.IntVar(&q.FrozenSpecRevision, "revision", 0, "the frozen spec revision the question is against")
+	f.StringVar(&q.Question, "question", "", "the question, verbatim")
+	f.StringVar(&q.WhyInsufficient, "why", "", "why the specification was insufficient")
+	f.StringVar(&q.Ruling, "ruling", "", "the ruling")
+	f.StringVar(&q.Classification, "class", "", "one of "+strings.Join(holdout.Classes, ", "))
+	f.IntVar(&sup, "superseding-revision", 0, "the revision that settles it, if any")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the questions log",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := openWorld(cmd)
+			if err != nil {
+				return err
+			}
+			es, err := holdout.Questions(w.StateDir())
+			if err != nil {
+				return refusedErr(err)
+			}
+			arr := []any{}
+			for _, e := range es {
+				arr = append(arr, e.Value)
+			}
+			return printResult(cmd, evidence.NewObject(evidence.Member{Name: "questions", Value: arr}), func(o io.Writer) {
+				if len(es) == 0 {
+					fmt.Fprintln(o, "no questions")
+				}
+				for _, e := range es {
+					fmt.Fprintf(o, "%s  rev %v  [%s]\n  Q: %s\n  why: %s\n  ruling: %s\n", e.File, resolveNum(e.Value, "frozen_spec_revision"), e.Str("classification"), e.Str("question"), e.Str("why_insufficient"), e.Str("ruling"))
+				}
+			})
+		},
+	}
+	c.AddCommand(add, list)
+	return c
+}
+
+func resolveNum(o *evidence.Object, name string) any {
+	v, _ := o.Get(name)
+	return v
+}
