@@ -1,0 +1,99 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+)
+
+func worldPath(t *testing.T, elem ...string) string {
+	return filepath.Join(append([]string{testshared.RepoRoot(t), "testdata", "world"}, elem...)...)
+}
+
+func TestHoldoutFixtureCLI(t *testing.T) {
+	code, out, errs := runCLI(t, "holdout", "fixture", worldPath(t, "docs", "spec", "proof-wire", "experiment"))
+	if code != 0 || !strings.Contains(out, "FIXTURE PASS") || !strings.Contains(out, "negatives refused 16 of 16") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+func TestHoldoutScoreCLI(t *testing.T) {
+	pkg := worldPath(t, "docs", "spec", "proof-wire")
+	fx := filepath.Join(pkg, "experiment", "fixtures")
+	args := []string{"--json", "holdout", "score", "--package", pkg, "--challenges", filepath.Join(fx, "synthetic-challenges.json"),
+		"--observations", filepath.Join(fx, "synthetic-observations.json")}
+	code, out, _ := runCLI(t, args...)
+	o, err := evidence.ReadObject([]byte(out))
+	if err != nil {
+		t.Fatalf("output: %v\n%s", err, out)
+	}
+	// S2 fails and S3 is unresolved by design: the verdict is FAIL (exit 1).
+	total, _ := o.Get("total")
+	pass, _ := o.Get("pass")
+	unresolved, _ := o.Get("unresolved")
+	if code != 1 || total != 19.0 || pass != 8.0 || unresolved != 3.0 {
+		t.Errorf("exit %d total %v pass %v unresolved %v", code, total, pass, unresolved)
+	}
+	if strings.Join(o.Names(), ",") != "results,missing,total,pass,fail,unresolved,implementation,spec_release_id" {
+		t.Errorf("members %v", o.Names())
+	}
+
+	// A refused document: {refused: …}, exit 1, nothing scored.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	b, _ := os.ReadFile(filepath.Join(fx, "synthetic-observations.json"))
+	b = []byte(strings.Replace(string(b), `"type"`, `"smuggled": 1, "type"`, 1))
+	if err := os.WriteFile(bad, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args[len(args)-1] = bad
+	code, out, _ = runCLI(t, args...)
+	o, err = evidence.ReadObject([]byte(out))
+	if err != nil {
+		t.Fatalf("refusal output: %v\n%s", err, out)
+	}
+	if r, _ := o.Get("refused"); code != 1 || o.Len() != 1 || !strings.Contains(r.(string), "'smuggled' not allowed") {
+		t.Errorf("exit %d output %s", code, out)
+	}
+	// --expect-implementation names another label: refused.
+	args[len(args)-1] = filepath.Join(fx, "synthetic-observations.json")
+	code, out, _ = runCLI(t, append(args, "--expect-implementation", "javascript")...)
+	if code != 1 || !strings.Contains(out, `"refused"`) {
+		t.Errorf("other implementation: exit %d %s", code, out)
+	}
+}
+
+func TestHoldoutInteropCLI(t *testing.T) {
+	doc := worldPath(t, "docs", "spec", "proof-wire", "experiment", "fixtures", "synthetic-observations.json")
+	code, out, _ := runCLI(t, "holdout", "interop", doc)
+	if code != 1 || !strings.Contains(out, "NOT MEASURED") {
+		t.Errorf("one document: exit %d %s", code, out)
+	}
+	code, out, _ = runCLI(t, "holdout", "interop", doc, doc)
+	if code != 0 || !strings.Contains(out, "interop PASS") {
+		t.Errorf("same document twice: exit %d %s", code, out)
+	}
+	other := filepath.Join(t.TempDir(), "other.json")
+	b, _ := os.ReadFile(doc)
+	b = []byte(strings.Replace(string(b), `"fixture-fine"`, `"fixture-changed"`, 1))
+	os.WriteFile(other, b, 0o644)
+	code, out, _ = runCLI(t, "holdout", "interop", doc, other)
+	if code != 1 || !strings.Contains(out, "UNCLASSIFIED_FINDING  S1.resolve.outcome") {
+		t.Errorf("one change: exit %d %s", code, out)
+	}
+}
+
+func TestHoldoutCheckAndCommitmentCLI(t *testing.T) {
+	code, out, errs := runCLI(t, "holdout", "check", "--package", worldPath(t, "docs", "spec", "proof-wire"), worldPath(t, "governance", "holdout"))
+	if code != 0 || !strings.Contains(out, "7 challenges, 20 predicates") {
+		t.Errorf("check: exit %d %s%s", code, out, errs)
+	}
+	w := testshared.World(t, "world")
+	code, out, errs = runCLI(t, "holdout", "commitment", "--package", filepath.Join(w, "docs", "spec", "proof-wire"), filepath.Join(w, "governance", "holdout"))
+	if code != 0 || out != "86d437fcbd9efee21c5cf27e25564d478592731ae8d2a9e2b9f472a592630071 10\n" {
+		t.Errorf("commitment: exit %d %q %s", code, out, errs)
+	}
+}

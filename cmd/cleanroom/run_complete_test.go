@@ -1,0 +1,73 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/adapter"
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+)
+
+// The synthetic world from release to COMPLETE through the CLI, adapters
+// run without the sandbox (--no-sandbox; the sandboxed path is tested in
+// package adapter).
+func TestRunCompleteCLI(t *testing.T) {
+	if _, err := adapter.ResolveInterpreter("node"); err != nil {
+		t.Skipf("node is not installed: %v", err)
+	}
+	w := filepath.Join(t.TempDir(), "world")
+	if err := os.CopyFS(w, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
+		t.Fatal(err)
+	}
+	must := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCLI(t, args...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	must(0, "release", "issue", filepath.Join(w, "docs/spec/proof-wire"), "--spec-revision", "1", "--experiment-revision", "1",
+		"--corpus-revision", "1", "--holdout", filepath.Join(w, "governance/holdout"))
+	must(0, "run", "pin", "--world", w, "--reference", filepath.Join(w, "governance/reference-adapter.json"))
+	os.MkdirAll(filepath.Join(w, "workspace"), 0o755)
+	b, _ := os.ReadFile(filepath.Join(w, "implementer/tally-candidate"))
+	os.WriteFile(filepath.Join(w, "workspace/tally-candidate"), b, 0o755)
+	must(0, "run", "freeze", "--world", w, "--implementation", "candidate", "--files", "workspace/tally-candidate",
+		"--binary", "workspace/tally-candidate", "--toolchain", "node", "--model", "scripted", "--tool-version", "test")
+	out := must(1, "run", "complete", "--world", w, "--no-sandbox")
+	if !strings.Contains(out, "NOT_RUN") {
+		t.Errorf("before reveal the candidate must not run:\n%s", out)
+	}
+	must(0, "run", "reveal", "--world", w)
+	out = must(1, "run", "complete", "--world", w, "--no-sandbox")
+	ids := regexp.MustCompile(`find-[0-9a-f]{64}`).FindAllString(out, -1)
+	if len(ids) != 2 || !strings.Contains(out, "H4.candidate") || !strings.Contains(out, "NOT SANDBOXED") || !strings.Contains(out, "unclassified findings block completion") {
+		t.Fatalf("complete with findings:\n%s", out)
+	}
+	must(2, "run", "finding", "classify", "--world", w, ids[0], "--class", "MAYBE_A_BUG", "--ruling", "x")
+	must(1, "run", "finding", "classify", "--world", w, "find-000000000000", "--class", "SPEC_GAP", "--ruling", "x")
+	for _, id := range ids {
+		must(0, "run", "finding", "classify", "--world", w, id, "--class", "SPEC_GAP", "--ruling", "the grammar does not say")
+	}
+	must(1, "run", "finding", "classify", "--world", w, ids[0], "--class", "GO_PRODUCER_DEFECT", "--ruling", "again")
+	must(2, "run", "question", "add", "--world", w, "--revision", "1", "--question", "q", "--why", "w", "--ruling", "r", "--class", "NONE")
+	must(0, "run", "question", "add", "--world", w, "--revision", "1", "--question", "q", "--why", "w", "--ruling", "r", "--class", "SPEC_GAP")
+	out = must(0, "run", "complete", "--world", w, "--no-sandbox")
+	if !strings.Contains(out, "COMPLETE brun-") {
+		t.Fatalf("complete:\n%s", out)
+	}
+	out = must(0, "run", "verify", "--world", w)
+	if !strings.Contains(out, "RESULT verifies and replays") {
+		t.Errorf("verify:\n%s", out)
+	}
+	// Editing a register entry breaks the chain: the COMPLETE run no longer
+	// verifies.
+	p := filepath.Join(w, "governance/findings/000001.json")
+	eb, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(eb), "H4.candidate", "H4.candidatX", 1)), 0o644)
+	must(1, "run", "verify", "--world", w)
+}
