@@ -229,33 +229,12 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	}
 	defer os.RemoveAll(bundle)
 
-	ns, err := newNetNS()
-	if err != nil {
-		return nil, err
+	ns, cleanup, err := prepareVantage(ctx, id, cfg.Allow, cfg.Seal, cfg.Control, &res.Isolation, &res.SealProbe)
+	if cleanup != nil {
+		defer cleanup()
 	}
-	defer ns.Close()
-	var eg *egress
-	if len(cfg.Allow) > 0 {
-		eg, err = setupEgress(id, ns, cfg.Allow)
-		if err != nil {
-			return nil, err
-		}
-		defer eg.teardown()
-	} else if err := loopbackUp(ns); err != nil {
-		return nil, err
-	}
-	res.Isolation, err = CheckIsolation(ns, expectFor(cfg.Allow, eg))
 	if err != nil {
 		return res, err
-	}
-	if !res.Isolation.Enforced {
-		return res, fmt.Errorf("%w: %s", ErrIsolation, strings.Join(res.Isolation.Problems, "; "))
-	}
-	if cfg.Seal != nil {
-		res.SealProbe = Probe(ctx, ns, ProbeConfig{Sealed: *cfg.Seal, Control: cfg.Control})
-		if res.SealProbe.TerminalState() != "" {
-			return res, fmt.Errorf("%w: %s", ErrSealProbe, res.SealProbe.Detail)
-		}
 	}
 
 	rootfs, err := prepareRootfs(bundle, cfg.Package != "")
@@ -350,6 +329,80 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// prepareVantage creates the candidate's network namespace (lo only, or
+// the allowlisted egress), runs the mechanism check and, if seal is set,
+// the seal probe from it. The records are stored through iso and probe as
+// soon as they exist, so a refusal still returns them. cleanup (non-nil
+// once anything was created) removes the namespace and the egress.
+func prepareVantage(ctx context.Context, id string, allow []Endpoint, seal, control *netip.AddrPort, iso **IsolationCheck, probe **ProbeResult) (netns.NsHandle, func(), error) {
+	ns, err := newNetNS()
+	if err != nil {
+		return 0, nil, err
+	}
+	var eg *egress
+	cleanup := func() {
+		if eg != nil {
+			eg.teardown()
+		}
+		ns.Close()
+	}
+	if len(allow) > 0 {
+		if eg, err = setupEgress(id, ns, allow); err != nil {
+			return 0, cleanup, err
+		}
+	} else if err := loopbackUp(ns); err != nil {
+		return 0, cleanup, err
+	}
+	if *iso, err = CheckIsolation(ns, expectFor(allow, eg)); err != nil {
+		return 0, cleanup, err
+	}
+	if !(*iso).Enforced {
+		return 0, cleanup, fmt.Errorf("%w: %s", ErrIsolation, strings.Join((*iso).Problems, "; "))
+	}
+	if seal != nil {
+		if len(allow) > 0 && control == nil {
+			return 0, cleanup, fmt.Errorf("%w: an allowlisted run with a seal probe needs a positive control", ErrConfig)
+		}
+		*probe = Probe(ctx, ns, ProbeConfig{Sealed: *seal, Control: control})
+		if (*probe).TerminalState() != "" {
+			return 0, cleanup, fmt.Errorf("%w: %s", ErrSealProbe, (*probe).Detail)
+		}
+	}
+	return ns, cleanup, nil
+}
+
+// VantageReport is what `cleanroom sandbox probe` prints: the mechanism
+// check and the seal probe from a candidate's vantage, and the terminal
+// state they imply ("" when both passed).
+type VantageReport struct {
+	IsolationCheck *IsolationCheck `json:"isolation_check"`
+	SealProbe      *ProbeResult    `json:"seal_probe"`
+	TerminalState  string          `json:"terminal_state"`
+}
+
+// ProbeVantage sets up a candidate's network vantage exactly as Exec does
+// (no container is started), checks it and probes sealed (and control)
+// from it. The error wraps ErrIsolation or ErrSealProbe when the run would
+// be invalid_infrastructure; the report is returned either way.
+func ProbeVantage(ctx context.Context, allow []Endpoint, sealed netip.AddrPort, control *netip.AddrPort) (*VantageReport, error) {
+	if len(allow) > 0 && control == nil {
+		return nil, fmt.Errorf("%w: an allowlisted vantage needs a positive control", ErrConfig)
+	}
+	id, err := newID()
+	if err != nil {
+		return nil, err
+	}
+	rep := &VantageReport{}
+	_, cleanup, err := prepareVantage(ctx, id, allow, &sealed, control, &rep.IsolationCheck, &rep.SealProbe)
+	if cleanup != nil {
+		cleanup()
+	}
+	if errors.Is(err, ErrIsolation) || errors.Is(err, ErrSealProbe) {
+		rep.TerminalState = TerminalInvalidInfrastructure
+	}
+	return rep, err
 }
 
 // Exit statuses `cleanroom sandbox exec` uses for the two outcomes that

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -130,6 +131,11 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 			return nil, fmt.Errorf("%w: link up: %v", ErrEgress, err)
 		}
 	}
+	// A veth carries nothing until both ends are operationally up; a SYN
+	// sent before that is lost and retried a second later.
+	if err := waitOperUp(h, candName); err != nil {
+		return nil, err
+	}
 	for _, e := range allow {
 		r := &netlink.Route{LinkIndex: cand.Attrs().Index, Dst: prefixNet(e.Addr, 32), Gw: net.IP(eg.peer.AsSlice())}
 		if err := h.RouteReplace(r); err != nil {
@@ -137,6 +143,21 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 		}
 	}
 	return eg, nil
+}
+
+// waitOperUp polls (bounded) until the link reports operstate up.
+func waitOperUp(h *netlink.Handle, name string) error {
+	for range 200 {
+		l, err := h.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrEgress, err)
+		}
+		if l.Attrs().OperState == netlink.OperUp {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("%w: link %s did not come up", ErrEgress, name)
 }
 
 // pickLink chooses a free /31 in egressPool: host end (even), candidate

@@ -135,6 +135,9 @@ func newTestHost(t *testing.T) *testHost {
 			t.Fatal(err)
 		}
 	}
+	if err := waitOperUp(h, "eth0"); err != nil {
+		t.Fatal(err)
+	}
 	return th
 }
 
@@ -348,5 +351,49 @@ func TestSealProbeFullIsolation(t *testing.T) {
 				t.Errorf("probe %+v, want sealed with %s", p, tc.errno)
 			}
 		})
+	}
+}
+
+// ProbeVantage (what `cleanroom sandbox probe` runs) without a container:
+// a sealed address that is rejected by the host-side filter passes, and
+// the positive control must be reachable.
+func TestProbeVantage(t *testing.T) {
+	needNetns(t)
+	th := newTestHost(t)
+	control := th.serve(t, 8080, http.StatusOK)
+	sealed := th.serve(t, 9090, http.StatusForbidden)
+	closed := netip.AddrPortFrom(th.addr, 7070) // nothing listens
+	allow := []Endpoint{{Addr: control.Addr(), Port: control.Port()}}
+	for _, tc := range []struct {
+		name     string
+		allow    []Endpoint
+		sealed   netip.AddrPort
+		control  *netip.AddrPort
+		outcome  string
+		ctl      string
+		terminal string
+		err      error
+	}{
+		{"full isolation", nil, sealed, nil, ProbeSealed, "", "", nil},
+		{"allowlisted, filtered", allow, sealed, &control, ProbeSealed, ControlReachable, "", nil},
+		{"allowlisted, control down", allow, sealed, &closed, ProbeSealed, ControlUnreachable, TerminalInvalidInfrastructure, ErrSealProbe},
+		{"sealed address allowlisted", append(allow, Endpoint{Addr: sealed.Addr(), Port: sealed.Port()}), sealed, &control, ProbeAnswered, ControlReachable, TerminalInvalidInfrastructure, ErrSealProbe},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := ProbeVantage(context.Background(), tc.allow, tc.sealed, tc.control)
+			if tc.err == nil && err != nil || tc.err != nil && !errors.Is(err, tc.err) {
+				t.Fatalf("err %v, want %v", err, tc.err)
+			}
+			p := rep.SealProbe
+			if p.Outcome != tc.outcome || rep.TerminalState != tc.terminal {
+				t.Errorf("probe %+v terminal %q", p, rep.TerminalState)
+			}
+			if (p.PositiveControl == nil) != (tc.ctl == "") || p.PositiveControl != nil && p.PositiveControl.Outcome != tc.ctl {
+				t.Errorf("control %+v, want %q", p.PositiveControl, tc.ctl)
+			}
+		})
+	}
+	if _, err := ProbeVantage(context.Background(), allow, sealed, nil); !errors.Is(err, ErrConfig) {
+		t.Errorf("allowlisted vantage without control: %v, want ErrConfig", err)
 	}
 }

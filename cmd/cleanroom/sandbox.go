@@ -26,7 +26,7 @@ func newSandboxCmd() *cobra.Command {
 		Use:   "sandbox",
 		Short: "The candidate sandbox: kernel check, isolated exec, network mechanism check, seal probe",
 	}
-	c.AddCommand(newSandboxCheckCmd(), newSandboxExecCmd())
+	c.AddCommand(newSandboxCheckCmd(), newSandboxExecCmd(), newSandboxProbeCmd())
 	for _, f := range sandboxSubcommands {
 		c.AddCommand(f())
 	}
@@ -265,4 +265,72 @@ func printProbe(w io.Writer, p *sandbox.ProbeResult) {
 	if p.PositiveControl != nil {
 		fmt.Fprintf(w, "positive control %s: %s\n", p.PositiveControl.Target, p.PositiveControl.Outcome)
 	}
+}
+
+func newSandboxProbeCmd() *cobra.Command {
+	var netMode, sealed, control string
+	c := &cobra.Command{
+		Use:   "probe --sealed IP:PORT [--control IP:PORT] [--net none|allow:…]",
+		Short: "Probe the sealed store from a candidate's network vantage (and check that vantage by mechanism)",
+		Long: `probe builds a candidate's network namespace exactly as exec does (only lo,
+or the allowlisted egress), checks it by mechanism, and connects to the
+sealed address from inside it. The probe passes only if the connection fails
+at the transport layer (ENETUNREACH, EHOSTUNREACH, or ECONNREFUSED from the
+candidate's own loopback). A completed handshake or any application answer
+(401, 403, …) fails it; a timeout is inconclusive and fails it too. With an
+allowlist, --control names an endpoint that must be reachable from the same
+vantage. Exit 1 with terminal state invalid_infrastructure when the probe or
+the check fails.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			allow, err := parseNetMode(netMode)
+			if err != nil {
+				return usageErr(err)
+			}
+			s, err := netip.ParseAddrPort(sealed)
+			if err != nil {
+				return usageErr(fmt.Errorf("--sealed %q: want IP:PORT: %w", sealed, err))
+			}
+			var ctl *netip.AddrPort
+			if control != "" {
+				ap, err := netip.ParseAddrPort(control)
+				if err != nil {
+					return usageErr(fmt.Errorf("--control %q: want IP:PORT: %w", control, err))
+				}
+				ctl = &ap
+			}
+			rep, err := sandbox.ProbeVantage(cmd.Context(), allow, s, ctl)
+			if rep != nil {
+				if perr := printSandboxResult(cmd, rep, func(w io.Writer) {
+					if rep.IsolationCheck != nil {
+						printIsolation(w, rep.IsolationCheck)
+					}
+					if rep.SealProbe != nil {
+						printProbe(w, rep.SealProbe)
+					}
+					if rep.TerminalState != "" {
+						fmt.Fprintf(w, "terminal state: %s\n", rep.TerminalState)
+					} else {
+						fmt.Fprintln(w, "probe passed")
+					}
+				}); perr != nil {
+					return perr
+				}
+			}
+			switch {
+			case errors.Is(err, sandbox.ErrConfig):
+				return usageErr(err)
+			case errors.Is(err, sandbox.ErrIsolation), errors.Is(err, sandbox.ErrSealProbe):
+				return refusedErr(err)
+			case err != nil:
+				return usageErr(err)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&netMode, "net", "none", "the vantage's network: none, or allow:IP:PORT[,IP:PORT…]")
+	c.Flags().StringVar(&sealed, "sealed", "", "the sealed store's IP:PORT (required)")
+	c.Flags().StringVar(&control, "control", "", "positive control IP:PORT (required with --net allow:…)")
+	_ = c.MarkFlagRequired("sealed")
+	return c
 }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"net"
+	"os"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/sandbox"
+)
+
+// The test binary includes init.go, so it is libcontainer's init when
+// `sandbox exec` re-executes it.
+func TestSandboxCommands(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the candidate sandbox needs root")
+	}
+	if _, err := sandbox.CheckKernel(); err != nil {
+		t.Skipf("the candidate sandbox cannot run here: %v", err)
+	}
+	// A listener on the host's loopback: the probe from the candidate's
+	// vantage reaches only its own lo, so it is sealed (refused there).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ws := "--workspace=" + t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"check", []string{"sandbox", "check"}, 0},
+		{"exec status passes through", []string{"sandbox", "exec", ws, "--", "/bin/sh", "-c", "exit 3"}, 3},
+		{"exec timeout", []string{"sandbox", "exec", "--timeout", "1s", "--", "/bin/sleep", "30"}, sandbox.ExitTimeout},
+		{"exec OOM", []string{"sandbox", "exec", "--memory", "32M", "--", "/bin/sh", "-c", "head -c 200000000 /dev/zero | tail -c 100000000 >/dev/null"}, sandbox.ExitOOM},
+		{"exec bad --net", []string{"sandbox", "exec", "--net", "allow:example.com:443", "--", "/bin/true"}, 2},
+		{"exec bad --memory", []string{"sandbox", "exec", "--memory", "lots", "--", "/bin/true"}, 2},
+		{"probe sealed", []string{"sandbox", "probe", "--sealed", ln.Addr().String()}, 0},
+		{"probe allowlist without control", []string{"sandbox", "probe", "--net", "allow:10.213.255.1:80", "--sealed", ln.Addr().String()}, 2},
+		{"probe without --sealed", []string{"sandbox", "probe"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := run(tc.args); got != tc.code {
+				t.Errorf("cleanroom %v: exit %d, want %d", tc.args, got, tc.code)
+			}
+		})
+	}
+}
