@@ -15,12 +15,20 @@ import (
 // The honest synthetic package walks clean and has its pinned identity.
 func TestWalkHonestPackage(t *testing.T) {
 	root := copySynthetic(t)
-	tree, err := pkgwalk.Walk(root, pkgwalk.WalkOptions{KeepBytes: true})
+	var calls, lastFiles int
+	var lastBytes int64
+	tree, err := pkgwalk.Walk(root, pkgwalk.WalkOptions{KeepBytes: true, Progress: func(files int, bytes int64) {
+		calls++
+		lastFiles, lastBytes = files, bytes
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := tree.Err(); err != nil {
 		t.Fatalf("honest package refused: %v", err)
+	}
+	if calls != syntheticFiles || lastFiles != syntheticFiles || lastBytes != tree.Size() {
+		t.Errorf("progress: %d calls, last (%d, %d); want %d calls ending at (%d, %d)", calls, lastFiles, lastBytes, syntheticFiles, syntheticFiles, tree.Size())
 	}
 	if len(tree.Files) != syntheticFiles {
 		t.Fatalf("%d files, want %d", len(tree.Files), syntheticFiles)
