@@ -71,6 +71,10 @@ const (
 	// ErrOutsideWorld: a path the record names does not resolve inside the
 	// world; a run may only authorize subjects that are part of it.
 	ErrOutsideWorld RunRule = "path does not resolve inside the world"
+	// ErrSubjectInState: a subject's files or binary overlap the run record,
+	// the receipts or the holdout; a subject that froze the challenge set
+	// would carry the answer key into its own sandbox.
+	ErrSubjectInState RunRule = "subject names the state root's record, receipts or holdout"
 	// ErrBinaryRequired: a candidate without a frozen executable, or a
 	// binary_path without a binary_digest.
 	ErrBinaryRequired RunRule = "frozen binary required"

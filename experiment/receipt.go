@@ -222,6 +222,11 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 		return &ChainLink{File: rel(name), Receipt: rc, SHA256: pkgwalk.SHA256Hex(b), ModTime: mod}, nil
 	}
 
+	// Only a well-formed identity and a state can name a receipt file: a
+	// run_id such as "../blind-run" must never select another state file.
+	if !runIDRE.MatchString(r.RunID) || !r.Status.Valid() {
+		return nil, []*RunProblem{problem(ErrChain, w.stateRel(RecordFileName), "run_id %q / status %q cannot name a receipt", r.RunID, r.Status)}
+	}
 	cur, bad := load(r.RunID, r.Status)
 	if bad != nil {
 		return nil, []*RunProblem{bad}
@@ -243,6 +248,10 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 		key := cur.Receipt.RunID + "|" + string(cur.Receipt.Status)
 		name := path.Base(cur.File)
 		m := receiptNameRE.FindStringSubmatch(name)
+		if m == nil {
+			ps = append(ps, problem(ErrChain, file, "%s is not a receipt name", name))
+			break
+		}
 		if seen[m[1]+"|"+m[2]] {
 			ps = append(ps, problem(ErrChain, file, "the chain revisits %s: a history is not a cycle", key))
 			break

@@ -291,6 +291,9 @@ func (w *World) adapterFrom(role string, spec AdapterSpec, env *Environment) (Ad
 		if !w.containedPath(p) || strings.Contains("/"+p+"/", "/../") || strings.Contains("/"+p+"/", "/./") {
 			return Adapter{}, &RunProblem{Rule: ErrOutsideWorld, Path: p, Detail: fmt.Sprintf("%s: %q must be a world-relative path inside %s", spec.Implementation, p, w.Root)}
 		}
+		if overlapsState(p) {
+			return Adapter{}, &RunProblem{Rule: ErrSubjectInState, Path: p, Detail: fmt.Sprintf("%s: %q", spec.Implementation, p)}
+		}
 	}
 	digest, files, err := pkgwalk.DigestOfPaths(w.Root, spec.PackageFiles)
 	if err != nil {
@@ -478,10 +481,10 @@ func (w *World) checkHoldout(dir string, rel *Release) (installed bool, err erro
 		if real, rerr := filepath.EvalSymlinks(abs); rerr == nil {
 			abs = real
 		}
-		if abs != dst {
-			if _, serr := os.Lstat(dst); serr == nil {
-				return false, problem(ErrHoldoutCommitment, w.stateRel(HoldoutDirName), "already exists; the challenge set to open is the committed one there, not %s", dir)
-			}
+		// With governance/holdout already present (a reveal retried after a
+		// crash, or a world that always held it) the set opened is the one
+		// there, and it alone is checked against the commitment.
+		if _, serr := os.Lstat(dst); abs != dst && errors.Is(serr, fs.ErrNotExist) {
 			if ierr := installTree(abs, dst); ierr != nil {
 				_ = os.RemoveAll(dst)
 				return false, fmt.Errorf("installing the holdout from %s: %w", dir, ierr)

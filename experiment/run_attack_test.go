@@ -151,6 +151,22 @@ func TestLifecycleAttacks(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, freezeWith(func(o *FreezeOptions) { o.Binary = "implementer/link" }), ErrOutsideWorld},
+		{"P candidate freezes the challenge set", pinned, freezeWith(func(o *FreezeOptions) {
+			o.Files = []string{"implementer/tally-candidate", "governance/holdout"}
+		}), ErrSubjectInState},
+		{"P candidate freezes the whole state root", pinned, freezeWith(func(o *FreezeOptions) {
+			o.Files = []string{"governance"}
+		}), ErrSubjectInState},
+		{"P forged record authorising the receipts as a package file", func(t *testing.T, w *World) {
+			frozen(t, w)
+			forgeRecord(t, w, false, func(r *Record) {
+				r.Adapters[1].PackageFiles = append(r.Adapters[1].PackageFiles, "governance/receipts")
+			})
+		}, revealErr, ErrSubjectInState},
+		{"run_id that is a path", func(t *testing.T, w *World) {
+			frozen(t, w)
+			forgeRecord(t, w, false, func(r *Record) { r.RunID = "../blind-run" })
+		}, verifyErr, ErrChain},
 		{"X implementation ../../../escape", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "../../../escape" }), ErrLabel},
 		{"duplicate label", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "javascript" }), ErrDuplicateLabel},
 		{"M status edited to REVEALED, run_id recomputed, no receipt", func(t *testing.T, w *World) {

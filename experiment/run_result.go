@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path"
+	"path/filepath"
+	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
@@ -363,8 +365,11 @@ func (w *World) resultProblems(ctx context.Context, r *Record, rel *Release, cha
 		docs[s.Implementation] = ob
 	}
 	obsDir := path.Join(ReceiptsDirName, r.RunID, "observations")
-	if ents, err := os.ReadDir(w.StateDir() + "/" + obsDir); err == nil {
+	if ents, err := os.ReadDir(filepath.Join(w.StateDir(), filepath.FromSlash(obsDir))); err == nil {
 		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), tempPrefix) {
+				continue // an unpublished temporary file of an interrupted completion
+			}
 			impl := e.Name()
 			if path.Ext(impl) == ".json" {
 				impl = impl[:len(impl)-len(".json")]

@@ -166,6 +166,11 @@ func (w *World) executionProblems(a Adapter, file string) []*RunProblem {
 			ps = append(ps, &RunProblem{Rule: ErrOutsideWorld, File: file, Path: f, Detail: fmt.Sprintf("%s: package file %q", who, f)})
 		}
 	}
+	for _, f := range append(slices.Clone(a.PackageFiles), ptrOr(a.BinaryPath)) {
+		if f != "" && overlapsState(f) {
+			ps = append(ps, &RunProblem{Rule: ErrSubjectInState, File: file, Path: f, Detail: fmt.Sprintf("%s: %q", who, f)})
+		}
+	}
 	// Source is provenance; the executable bytes are the subject measured.
 	if a.Role == RoleCandidate && a.BinaryPath == nil {
 		ps = append(ps, problem(ErrBinaryRequired, file, "%s: a candidate must be launched as its own frozen executable", who))
@@ -213,6 +218,13 @@ func (w *World) executionProblems(a Adapter, file string) []*RunProblem {
 		}
 	}
 	return ps
+}
+
+func ptrOr(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // Verify is verifyRun (TRVM-FORMATS §5.7) over the world as it is now, plus

@@ -183,6 +183,30 @@ func (w *World) containedPath(p string) bool {
 	return strings.HasPrefix(target, w.Root+string(filepath.Separator))
 }
 
+// protectedState are the world-relative paths no subject may name: the
+// record, the receipts (with the RESULTs and archived observations) and the
+// challenge set.
+var protectedState = []string{
+	StateDirName + "/" + RecordFileName,
+	StateDirName + "/" + ReceiptsDirName,
+	StateDirName + "/" + HoldoutDirName,
+}
+
+// overlapsState reports whether the world-relative path p is, contains, or
+// lies inside a protected state path.
+func overlapsState(p string) bool {
+	c := path.Clean(p)
+	if c == "." || c == "/" {
+		return true
+	}
+	for _, q := range protectedState {
+		if c == q || strings.HasPrefix(q, c+"/") || strings.HasPrefix(c, q+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // instrumentDigest is digestOfPaths(package, Instrument).
 func (w *World) instrumentDigest() (string, []pkgwalk.FileDigest, error) {
 	return pkgwalk.DigestOfPaths(w.PackageDir(), Instrument)
@@ -323,7 +347,15 @@ func mkdirDurable(dir string) error {
 // state root and the receipts directory (state-root-relative).
 func (w *World) leftovers() []string {
 	var out []string
-	for _, d := range []string{"", ReceiptsDirName} {
+	dirs := []string{"", ReceiptsDirName}
+	if ents, err := os.ReadDir(w.ReceiptsDir()); err == nil {
+		for _, e := range ents {
+			if e.IsDir() && runIDRE.MatchString(e.Name()) {
+				dirs = append(dirs, path.Join(ReceiptsDirName, e.Name(), "observations"))
+			}
+		}
+	}
+	for _, d := range dirs {
 		ents, err := os.ReadDir(filepath.Join(w.StateDir(), d))
 		if err != nil {
 			continue
