@@ -55,6 +55,9 @@ const (
 	// ErrChanged: the entry changed while it was being measured (it vanished,
 	// was swapped, grew or shrank); a digest of it would describe no instant.
 	ErrChanged Rule = "changed while being read"
+	// ErrTooLarge: a file too large to hold in memory (MaxKeptFile) cannot
+	// be served from a verified copy or checked for a challenge's shape.
+	ErrTooLarge Rule = "file too large to hold in memory"
 
 	// Leaks (TRVM-FORMATS §4.1): material that must never reach the
 	// implementer, whatever the bpkg says.

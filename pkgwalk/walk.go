@@ -89,10 +89,6 @@ type WalkOptions struct {
 // refused with ErrTooLarge rather than exhausting memory.
 const MaxKeptFile = 1 << 30
 
-// ErrTooLarge: a file too large to hold in memory cannot be served from a
-// verified copy.
-const ErrTooLarge Rule = "file too large to hold in memory"
-
 // openFlags and resolveFlags are how every entry is opened: relative to the
 // descriptor of its parent directory, never by a path from the top.
 const (
@@ -165,6 +161,18 @@ func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[str
 	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
 		return nil, fmt.Errorf("fstat %s: %w", root, err)
 	}
+
+	// No openat2, no walk: falling back to a path-based resolver would be
+	// a downgrade an attacker could ask for (seccomp filters return ENOSYS
+	// or EPERM for it in some containers).
+	probe, err := openEntry(int(d.Fd()), ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		return nil, fmt.Errorf("openat2 is unavailable (%w): the package walk needs Linux 5.6 or later and no seccomp filter on openat2", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("openat2 on %s: %w", root, err)
+	}
+	unix.Close(probe)
 
 	w := &walker{opts: opts, rootDev: st.Dev, holdout: holdout}
 	workers := opts.Workers
