@@ -1,0 +1,35 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+func TestRunScript(t *testing.T) {
+	needSeal(t)
+	files := testFiles()
+	pkg, id := writePackage(t, files)
+	base := t.TempDir()
+	ws, tpath := filepath.Join(base, "ws"), filepath.Join(base, "t.jsonl")
+	res, err := RunScript(context.Background(), exec.Command(os.Args[0], serveMarker, pkg, id, ws, tpath), []ScriptCall{
+		{"read_file", map[string]any{"path": "spec/ADD.md"}},
+		{"read_file", map[string]any{"path": "spec/add.md"}},
+		{"write_source", map[string]any{"path": "add.go", "content": "package add\n"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 || res[0].Text != string(files["spec/ADD.md"]) || res[0].IsError || !res[1].IsError || res[2].IsError {
+		t.Errorf("results %+v", res)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "add.go")); err != nil || string(b) != "package add\n" {
+		t.Errorf("workspace add.go = %q, %v", b, err)
+	}
+	doc := readTranscript(t, tpath)
+	if ev, _ := doc[len(doc)-1].Get("event"); ev != "end" {
+		t.Errorf("transcript not completed after the script: last event %v", ev)
+	}
+}
