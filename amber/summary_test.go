@@ -153,7 +153,9 @@ func TestCompare(t *testing.T) {
 }
 
 func TestAdjudicate(t *testing.T) {
-	rec := func(state, fin string) *RunRecord { return &RunRecord{CaseID: "A-1", TerminalState: state, FinishedUTC: fin} }
+	rec := func(state, fin string) *RunRecord {
+		return &RunRecord{CaseID: "A-1", TerminalState: state, FinishedUTC: fin}
+	}
 	records := map[string]*RunRecord{
 		"early":   rec(StateValidSuccess, "2026-02-01T00:00:00Z"),
 		"window":  rec(StateValidFailure, "2026-02-20T00:00:00Z"),

@@ -1,0 +1,484 @@
+package amber
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/sign"
+	"golang.org/x/crypto/ssh"
+)
+
+// Isolation runs one command in an isolated container. The runner uses it
+// twice: for the candidate (with the seal probe) and for the oracle's
+// evaluation (without network, the oracle read-only at /package).
+type Isolation interface {
+	Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.Writer) (*ContainerOutcome, error)
+}
+
+// ContainerSpec describes one isolated command.
+type ContainerSpec struct {
+	Args      []string
+	Env       []string
+	Workspace string          // host directory mounted read-write at /workspace
+	Package   string          // host directory mounted read-only (noexec) at /package
+	Allow     []string        // egress allowlist, IP:PORT; empty = full isolation
+	Sealed    *netip.AddrPort // the sealed store, probed before the command starts
+	Control   *netip.AddrPort // positive control (allowlisted runs)
+	Timeout   time.Duration
+}
+
+// ContainerOutcome is what the isolation layer reports. IsolationCheck and
+// SealProbe are its records, copied into the run record as they are.
+type ContainerOutcome struct {
+	IsolationCheck json.RawMessage
+	SealProbe      json.RawMessage
+	// PreStart is non-empty when the mechanism check or the seal probe
+	// failed: the command never ran (invalid_infrastructure).
+	PreStart string
+	Status   string // exited, signaled, timeout, oom
+	ExitCode int
+}
+
+// ErrSandboxUnavailable: no isolation layer can run here.
+var ErrSandboxUnavailable = errors.New("sandbox not available")
+
+// Rules the runner enforces before anything runs.
+var (
+	ErrRunArgument = errors.New("unusable run argument")
+)
+
+// The oracle's evaluator: a shell script at the root of oracle.pack, run as
+// `/bin/sh /package/evaluate /workspace` in its own container after the
+// candidate has ended. It prints one JSON object of criterion → number on
+// stdout; a run succeeds when every criterion is 1.
+const (
+	OracleEvaluator    = "evaluate"
+	maxOracleOutput    = 1 << 20
+	maxArtifactFiles   = 100_000
+	defaultEvalTimeout = 10 * time.Minute
+)
+
+// RunOptions are the inputs of one AMBER run.
+type RunOptions struct {
+	CaseDir   string
+	Producer  ssh.PublicKey // verifies the case manifest
+	IndexDir  string
+	IndexVKey string       // trusted index key; empty = the index's own index.pub
+	Signer    *sign.Signer // signs the run record (the producer's key)
+	Provider  string
+	Model     string
+	Args      []string
+	Env       []string
+	Sealed    netip.AddrPort // the sealed store's address (where oracle.pack is served)
+	Control   *netip.AddrPort
+	Out       string // run directory to create
+	Timeout   time.Duration
+	Isolation Isolation
+	Now       func() time.Time
+}
+
+// RunResult is a finished run.
+type RunResult struct {
+	Dir    string
+	Record *RunRecord
+	Bytes  []byte
+}
+
+func (o *RunOptions) now() time.Time {
+	if o.Now != nil {
+		return o.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func utc(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
+
+// Run performs one AMBER run (Distribution §7):
+//
+//  1. verifies the case by possession (signature, bundle, oracle);
+//  2. consults the index: the case must be present and its latest entry
+//     active, naming the manifest's hashes;
+//  3. clones base.bundle into a fresh workspace (no remote, no credentials);
+//  4. runs the candidate through the isolation layer, which checks the
+//     network mechanism and probes the sealed store before the command
+//     starts;
+//  5. after the candidate ended, re-checks the sealed store, hashes the
+//     artifacts, and evaluates the oracle in a separate container;
+//  6. writes the signed run record with the terminal state.
+//
+// Refusals before anything ran (a bad case, an unindexed or retired case)
+// return an error and no record. Everything after step 3 ends in a record.
+func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
+	if o.Isolation == nil {
+		return nil, ErrSandboxUnavailable
+	}
+	if len(o.Args) == 0 || o.Provider == "" || o.Model == "" || o.Signer == nil || !o.Sealed.IsValid() {
+		return nil, fmt.Errorf("%w: a command, a provider/model, a signing key and the sealed store's address are required", ErrRunArgument)
+	}
+	var err error
+	if o.Out, err = filepath.Abs(o.Out); err != nil {
+		return nil, err
+	}
+	rep, err := VerifyCase(ctx, o.CaseDir, o.Producer, VerifyOptions{})
+	if err != nil {
+		return nil, err
+	}
+	m, msha := rep.Manifest, rep.ManifestSHA256
+	ix, err := LoadIndex(o.IndexDir, o.IndexVKey)
+	if err != nil {
+		return nil, err
+	}
+	// The index is consulted before every run: a case not yet published
+	// (its oracle hash not preregistered) or retired never runs.
+	e, _, ok := ix.Latest(m.CaseID)
+	if !ok {
+		return nil, &CheckError{Check: CheckIndexState, File: o.IndexDir, Err: fmt.Errorf("%q: %w", m.CaseID, ErrNotIndexed)}
+	}
+	if e.Retired() {
+		return nil, &CheckError{Check: CheckIndexState, File: o.IndexDir, Err: fmt.Errorf("%q: %w (%s)", m.CaseID, ErrRetired, e.State)}
+	}
+	if *e != *EntryFromManifest(m, msha) {
+		return nil, &CheckError{Check: CheckIndexState, File: o.IndexDir, Err: fmt.Errorf("%w: the index entry of %q names other hashes than the case", ErrMismatch, m.CaseID)}
+	}
+	proof, err := ix.Prove(m.CaseID)
+	if err != nil {
+		return nil, err
+	}
+	if m.Eligibility.IsolationClass == Allowlisted && o.Control == nil {
+		return nil, fmt.Errorf("%w: an allowlisted case needs a positive control (--control)", ErrRunArgument)
+	}
+	if err := os.Mkdir(o.Out, 0o700); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	root := ix.Checkpoint.Root
+	rec := &RunRecord{
+		Type: RecordType, CaseID: m.CaseID, ManifestSHA256: msha,
+		IndexVersion: ix.Checkpoint.Size, IndexRoot: encodeB64(root[:]),
+		RetirementCheck: RetirementCheck{State: "active", CheckedAt: utc(o.now())},
+		Candidate:       Candidate{Provider: o.Provider, Model: o.Model},
+		Scores:          map[string]float64{},
+		Artifacts:       []Artifact{},
+		Comparability:   ComparabilityOf(m),
+		IndexProof:      string(proof),
+		SealProbe:       json.RawMessage("null"),
+		IsolationCheck:  json.RawMessage("null"),
+	}
+	finish := func(state, reason string) (*RunResult, error) {
+		rec.TerminalState, rec.Reason = state, reason
+		if rec.StartedUTC == "" {
+			rec.StartedUTC = utc(o.now())
+		}
+		rec.FinishedUTC = utc(o.now())
+		b, err := WriteRecord(o.Out, rec, o.Signer)
+		if err != nil {
+			return nil, err
+		}
+		return &RunResult{Dir: o.Out, Record: rec, Bytes: b}, nil
+	}
+
+	ws := filepath.Join(o.Out, "workspace")
+	if err := checkoutBundle(ctx, filepath.Join(o.CaseDir, BundleFile), m.CutoffCommit, ws); err != nil {
+		return finish(StateInvalidInfrastructure, "workspace checkout failed: "+err.Error())
+	}
+	before, err := snapshot(ws)
+	if err != nil {
+		return finish(StateInvalidInfrastructure, "workspace snapshot failed: "+err.Error())
+	}
+	stdout, serr := os.Create(filepath.Join(o.Out, "candidate.stdout"))
+	stderr, eerr := os.Create(filepath.Join(o.Out, "candidate.stderr"))
+	if serr != nil || eerr != nil {
+		return nil, errors.Join(serr, eerr)
+	}
+	spec := ContainerSpec{Args: o.Args, Env: o.Env, Workspace: ws, Allow: m.Eligibility.EgressAllowlist,
+		Sealed: &o.Sealed, Control: o.Control, Timeout: o.Timeout}
+	rec.StartedUTC = utc(o.now())
+	out, runErr := o.Isolation.Run(ctx, spec, stdout, stderr)
+	stdout.Close()
+	stderr.Close()
+	if out != nil {
+		if len(out.IsolationCheck) > 0 {
+			rec.IsolationCheck = out.IsolationCheck
+		}
+		if len(out.SealProbe) > 0 {
+			rec.SealProbe = out.SealProbe
+		}
+	}
+	switch {
+	case out != nil && out.PreStart != "":
+		// A failed mechanism check or an answering sealed store: the
+		// candidate never started.
+		return finish(StateInvalidInfrastructure, "before the candidate started: "+out.PreStart)
+	case runErr != nil:
+		return finish(StateInvalidInfrastructure, "the sandbox failed: "+runErr.Error())
+	}
+	// The seal must be intact after the candidate ran: the sealed oracle
+	// and the signed manifest are byte for byte what was verified.
+	if err := recheckSeal(o.CaseDir, m, msha); err != nil {
+		return finish(StateProtocolViolation, "the sealed store changed during the run: "+err.Error())
+	}
+	arts, err := artifactsSince(ws, before)
+	if err != nil {
+		return finish(StateInvalidInfrastructure, "hashing artifacts failed: "+err.Error())
+	}
+	for _, f := range []string{"candidate.stdout", "candidate.stderr"} {
+		sum, _, err := hashFile(filepath.Join(o.Out, f), nil)
+		if err != nil {
+			return nil, err
+		}
+		arts = append(arts, Artifact{Path: f, SHA256: sum})
+	}
+	rec.Artifacts = arts
+	scores, oracleOut, err := evaluate(ctx, o, ws)
+	if oracleOut != nil {
+		if werr := os.WriteFile(filepath.Join(o.Out, "oracle.stdout"), oracleOut, 0o600); werr == nil {
+			rec.Artifacts = append(rec.Artifacts, Artifact{Path: "oracle.stdout", SHA256: sha256Hex(oracleOut)})
+		}
+	}
+	if err != nil {
+		return finish(StateInvalidInfrastructure, "the oracle could not score the run: "+err.Error())
+	}
+	rec.Scores = scores
+	reason := fmt.Sprintf("candidate %s (exit %d)", out.Status, out.ExitCode)
+	for _, v := range scores {
+		if v != 1 {
+			return finish(StateValidFailure, reason+"; not every criterion scored 1")
+		}
+	}
+	if len(scores) == 0 {
+		return finish(StateInvalidInfrastructure, reason+"; the oracle reported no criterion")
+	}
+	return finish(StateValidSuccess, reason+"; every criterion scored 1")
+}
+
+// checkoutBundle makes a fresh repository at dir holding only the bundle's
+// history, the cutoff commit checked out on branch main. No remote is
+// configured and no configuration but git's defaults applies, so the
+// workspace carries no forge credentials.
+func checkoutBundle(ctx context.Context, bundle, commit, dir string) error {
+	if _, err := git(ctx, "", true, "init", "--quiet", "-b", "main", dir); err != nil {
+		return err
+	}
+	if _, err := git(ctx, dir, true, "-c", "transfer.fsckObjects=true", "fetch", "--quiet", "--no-tags", bundle, BundleRef+":"+BundleRef); err != nil {
+		return err
+	}
+	if _, err := git(ctx, dir, true, "-c", "core.hooksPath=/dev/null", "checkout", "--quiet", "-B", "main", BundleRef); err != nil {
+		return err
+	}
+	if _, err := git(ctx, dir, true, "update-ref", "-d", BundleRef); err != nil {
+		return err
+	}
+	out, err := git(ctx, dir, true, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(string(out)) != commit {
+		return fmt.Errorf("%w: workspace HEAD %s, cutoff %s", ErrMismatch, bytes.TrimSpace(out), commit)
+	}
+	return nil
+}
+
+// snapshot hashes every regular file of the workspace outside .git. Symbolic
+// links are recorded by target, never followed (the tree is the candidate's
+// after the run, and reading through a link could leave it).
+func snapshot(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			if rel == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if len(out) >= maxArtifactFiles {
+			return fmt.Errorf("more than %d files in the workspace", maxArtifactFiles)
+		}
+		switch {
+		case d.Type().IsRegular():
+			sum, _, err := hashFile(p, nil)
+			if err != nil {
+				return err
+			}
+			out[rel] = sum
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = sha256Hex([]byte("symlink:" + target))
+		default:
+			out[rel] = sha256Hex([]byte("special:" + d.Type().String()))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// artifactsSince lists the files the candidate added or changed.
+func artifactsSince(dir string, before map[string]string) ([]Artifact, error) {
+	after, err := snapshot(dir)
+	if err != nil {
+		return nil, err
+	}
+	var arts []Artifact
+	for p, sum := range after {
+		if before[p] != sum {
+			arts = append(arts, Artifact{Path: "workspace/" + filepath.ToSlash(p), SHA256: sum})
+		}
+	}
+	sort.Slice(arts, func(i, j int) bool { return arts[i].Path < arts[j].Path })
+	return arts, nil
+}
+
+func recheckSeal(caseDir string, m *Manifest, msha string) error {
+	sum, _, err := hashFile(filepath.Join(caseDir, OracleFile), nil)
+	if err != nil {
+		return err
+	}
+	if sum != m.Artifacts.OraclePackSHA256 {
+		return fmt.Errorf("oracle.pack sha256 %s, manifest %s", sum, m.Artifacts.OraclePackSHA256)
+	}
+	sum, _, err = hashFile(filepath.Join(caseDir, ManifestFile), nil)
+	if err != nil {
+		return err
+	}
+	if sum != msha {
+		return fmt.Errorf("manifest.yaml sha256 %s, verified %s", sum, msha)
+	}
+	return nil
+}
+
+// evaluate unpacks the oracle (checking its sha256 again on the bytes it
+// unpacks) into a private directory outside the run directory, and runs the
+// evaluator in a fresh container: the oracle read-only at /package, the
+// candidate's workspace at /workspace, no network.
+func evaluate(ctx context.Context, o RunOptions, ws string) (map[string]float64, []byte, error) {
+	dir, err := os.MkdirTemp("", "cleanroom-oracle-*")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	m, _, err := VerifySignedManifest(o.CaseDir, o.Producer)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := extractPack(filepath.Join(o.CaseDir, OracleFile), m.Artifacts.OraclePackSHA256, dir); err != nil {
+		return nil, nil, err
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, OracleEvaluator)); err != nil || !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("oracle.pack has no %s script", OracleEvaluator)
+	}
+	var stdout limitedBufferW
+	stdout.max = maxOracleOutput
+	var stderr limitedBufferW
+	stderr.max = 64 << 10
+	out, err := o.Isolation.Run(ctx, ContainerSpec{
+		Args: []string{"/bin/sh", "/package/" + OracleEvaluator, "/workspace"}, Workspace: ws, Package: dir,
+		Timeout: defaultEvalTimeout,
+	}, &stdout, &stderr)
+	if err != nil {
+		return nil, stdout.Bytes(), fmt.Errorf("evaluator container: %w", err)
+	}
+	if out.PreStart != "" || out.Status != "exited" || out.ExitCode != 0 {
+		return nil, stdout.Bytes(), fmt.Errorf("evaluator %s with exit %d: %s %s", out.Status, out.ExitCode, out.PreStart, strings.TrimSpace(stderr.String()))
+	}
+	if stdout.over {
+		return nil, stdout.Bytes(), fmt.Errorf("evaluator output over %d bytes", maxOracleOutput)
+	}
+	obj, err := evidence.ReadObject(bytes.TrimSpace(stdout.Bytes()))
+	if err != nil {
+		return nil, stdout.Bytes(), fmt.Errorf("evaluator output: %w", err)
+	}
+	scores := map[string]float64{}
+	for _, n := range obj.Names() {
+		v, _ := obj.Get(n)
+		f, ok := v.(float64)
+		if !ok || n == "" {
+			return nil, stdout.Bytes(), fmt.Errorf("evaluator output: criterion %q is not a number", n)
+		}
+		scores[n] = f
+	}
+	return scores, stdout.Bytes(), nil
+}
+
+type limitedBufferW struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (l *limitedBufferW) Write(p []byte) (int, error) {
+	if room := l.max - l.Len(); room < len(p) {
+		l.over = true
+		if room > 0 {
+			l.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return l.Buffer.Write(p)
+}
+
+// extractPack unpacks oracle.pack into dir (which must be empty), hashing
+// the bytes it reads and refusing them unless they are the pinned ones.
+func extractPack(path, want, dir string) error {
+	f, _, err := openRegular(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	entries, err := ReadPack(io.TeeReader(f, h))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return fmt.Errorf("%w: oracle.pack sha256 %s, manifest %s", ErrMismatch, got, want)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	// ReadPack refused absolute and dot-dot names; os.Root keeps every
+	// write beneath dir even so.
+	for _, e := range entries {
+		if e.Dir {
+			if err := root.Mkdir(e.Name, 0o755); err != nil {
+				return err
+			}
+			continue
+		}
+		w, err := root.OpenFile(e.Name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, os.FileMode(e.Mode))
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(e.Data); err != nil {
+			w.Close()
+			return err
+		}
+		if err := w.Close(); err != nil {
+			return err
+		}
+	}
+	return os.Chmod(dir, 0o755)
+}
