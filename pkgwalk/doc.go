@@ -21,6 +21,12 @@
 // instrument digests the same walk. The path-list digest of TRVM-FORMATS
 // §3.1 (PathListDigest) is the one function every such digest uses.
 //
+// Files are opened, read and hashed by one worker per core (WalkOptions
+// Workers); directories are read in order by one goroutine. Emit holds the
+// whole package in memory between its walk and its writes (that is what
+// makes the delivered bytes the measured bytes); a file larger than
+// MaxKeptFile is refused rather than held.
+//
 // pkgwalk does not mount, remount or isolate anything (that is sandbox/),
 // does not decide which bpkg is pinned (experiment/), and never repairs a
 // package: it refuses.
@@ -44,7 +50,14 @@
 // read. A digest is a statement about bytes at an instant. That is why the
 // clean room emits into a fresh tmpfs (new inodes, one link each, no older
 // descriptor), makes it read-only at the superblock, verifies the view with
-// VerifyView and serves the bytes VerifyView returned, never the disk.
+// VerifyView and serves the bytes VerifyView returned, never the disk. A
+// walk of a tree that is being modified is not a snapshot: it measures only
+// bytes it read from checked descriptors (a swapped-in symlink or FIFO is
+// refused, never followed or waited on), but a rename racing the walk can
+// move a name it already passed. A file's realpath cannot leave the root:
+// nothing is resolved except one name beneath an open directory, with
+// RESOLVE_BENEATH. openat2 is required (Linux 5.6); without it the walk
+// refuses to run rather than fall back to path resolution.
 // Symlinks in the path leading to a root are followed (only the final
 // component is checked); callers pass paths they chose.
 package pkgwalk
