@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
 
@@ -80,5 +81,17 @@ func TestRunIDCLI(t *testing.T) {
 	os.WriteFile(bad, []byte(strings.Replace(string(b), `"status": "PINNED",`, `"status": "REVEALED", "status": "PINNED",`, 1)), 0o644)
 	if code, _, errs := runCLI(t, "run", "id", bad); code != 1 || !strings.Contains(errs, "duplicate-name") {
 		t.Errorf("run id of a record with two readings: exit %d %s", code, errs)
+	}
+}
+
+func TestRunDemoCycle(t *testing.T) {
+	w := runWorld(t)
+	var out strings.Builder
+	tr, err := runDemoCycle(t.Context(), w, experiment.Environment{Toolchain: "node", Model: "scripted", ToolVersion: "1"}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if tr.Status != experiment.StatusRevealed || !strings.Contains(out.String(), "\nVERIFIED\n") {
+		t.Errorf("%+v\n%s", tr, out.String())
 	}
 }
