@@ -133,6 +133,10 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if o.Out, err = filepath.Abs(o.Out); err != nil {
 		return nil, err
 	}
+	// git runs in the workspace: the case path must not be relative.
+	if o.CaseDir, err = filepath.Abs(o.CaseDir); err != nil {
+		return nil, err
+	}
 	rep, err := VerifyCase(ctx, o.CaseDir, o.Producer, VerifyOptions{})
 	if err != nil {
 		return nil, err
