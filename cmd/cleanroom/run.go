@@ -103,6 +103,32 @@ func signFlag(c *cobra.Command) func() (experiment.TransitionOptions, error) {
 	}
 }
 
+// doTransition opens the world, loads the signing key and runs one
+// transition under the --lock-timeout, printing it with extra.
+func doTransition(cmd *cobra.Command, loadSign func() (experiment.TransitionOptions, error),
+	step func(ctx context.Context, w *experiment.World, opt experiment.TransitionOptions) (*experiment.Transition, error),
+	extra func(t *experiment.Transition, out io.Writer)) error {
+	w, err := openWorld(cmd)
+	if err != nil {
+		return err
+	}
+	opt, err := loadSign()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := lockContext(cmd)
+	defer cancel()
+	t, err := step(ctx, w, opt)
+	if err != nil {
+		return runFailure(err)
+	}
+	var ex func(io.Writer)
+	if extra != nil {
+		ex = func(out io.Writer) { extra(t, out) }
+	}
+	return printTransition(cmd, t, ex)
+}
+
 // splitList splits a comma-separated flag value, trimming each element.
 func splitList(s string) []string {
 	if strings.TrimSpace(s) == "" {
@@ -157,14 +183,7 @@ binary_path, …}; digests are recomputed, never read), and --implementation,
 	c.Flags().StringVar(&files, "package-files", "", "reference package files, comma-separated, world-relative")
 	c.Flags().StringVar(&binary, "binary", "", "reference executable, world-relative")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, err := openWorld(cmd)
-		if err != nil {
-			return err
-		}
 		opt := experiment.PinOptions{}
-		if opt.TransitionOptions, err = loadSign(); err != nil {
-			return err
-		}
 		switch {
 		case refFile != "":
 			b, err := os.ReadFile(refFile)
@@ -189,13 +208,10 @@ binary_path, …}; digests are recomputed, never read), and --implementation,
 		if binary != "" {
 			opt.Reference.Binary = binary
 		}
-		ctx, cancel := lockContext(cmd)
-		defer cancel()
-		t, err := experiment.Pin(ctx, w, opt)
-		if err != nil {
-			return runFailure(err)
-		}
-		return printTransition(cmd, t, func(out io.Writer) {
+		return doTransition(cmd, loadSign, func(ctx context.Context, w *experiment.World, topt experiment.TransitionOptions) (*experiment.Transition, error) {
+			opt.TransitionOptions = topt
+			return experiment.Pin(ctx, w, opt)
+		}, func(t *experiment.Transition, out io.Writer) {
 			r := t.Record
 			fmt.Fprintf(out, "  release    %s\n  package    %s\n  instrument %s\n", r.SpecReleaseID, r.BlindPackageID, r.InstrumentDigest)
 			for _, a := range r.Adapters {
@@ -234,21 +250,11 @@ record the freeze writes must verify too.`,
 	c.Flags().StringVar(&o.Model, "model", "", "model that wrote the candidate")
 	c.Flags().StringVar(&o.ToolVersion, "tool-version", "", "version of the harness/tool used")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, err := openWorld(cmd)
-		if err != nil {
-			return err
-		}
-		if o.TransitionOptions, err = loadSign(); err != nil {
-			return err
-		}
 		o.Files, o.Command = splitList(files), splitList(command)
-		ctx, cancel := lockContext(cmd)
-		defer cancel()
-		t, err := experiment.Freeze(ctx, w, o)
-		if err != nil {
-			return runFailure(err)
-		}
-		return printTransition(cmd, t, func(out io.Writer) {
+		return doTransition(cmd, loadSign, func(ctx context.Context, w *experiment.World, opt experiment.TransitionOptions) (*experiment.Transition, error) {
+			o.TransitionOptions = opt
+			return experiment.Freeze(ctx, w, o)
+		}, func(t *experiment.Transition, out io.Writer) {
 			if a, ok := t.Record.Adapter(o.Implementation); ok {
 				fmt.Fprintf(out, "  candidate  %s package %s binary %s %s\n", a.Implementation, shortHex(a.PackageDigest), *a.BinaryPath, shortHex(*a.BinaryDigest))
 				fmt.Fprintf(out, "  environment toolchain=%q model=%q tool_version=%q\n", a.Environment.Toolchain, a.Environment.Model, a.Environment.ToolVersion)
@@ -275,20 +281,10 @@ governance/holdout and must match there.`,
 	c.Flags().StringVar(&o.Holdout, "holdout", "", "challenge set directory (default governance/holdout)")
 	c.Flags().StringVar(&o.Reason, "reason", "", "receipt note (default \"challenge set opened\")")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, err := openWorld(cmd)
-		if err != nil {
-			return err
-		}
-		if o.TransitionOptions, err = loadSign(); err != nil {
-			return err
-		}
-		ctx, cancel := lockContext(cmd)
-		defer cancel()
-		t, err := experiment.Reveal(ctx, w, o)
-		if err != nil {
-			return runFailure(err)
-		}
-		return printTransition(cmd, t, nil)
+		return doTransition(cmd, loadSign, func(ctx context.Context, w *experiment.World, opt experiment.TransitionOptions) (*experiment.Transition, error) {
+			o.TransitionOptions = opt
+			return experiment.Reveal(ctx, w, o)
+		}, nil)
 	}
 	return c
 }
@@ -309,21 +305,9 @@ abort when it is broken is a trap.`,
 		if strings.TrimSpace(reason) == "" {
 			return usageErr(errors.New("--reason is required"))
 		}
-		w, err := openWorld(cmd)
-		if err != nil {
-			return err
-		}
-		opt, err := loadSign()
-		if err != nil {
-			return err
-		}
-		ctx, cancel := lockContext(cmd)
-		defer cancel()
-		t, err := experiment.Abort(ctx, w, reason, opt)
-		if err != nil {
-			return runFailure(err)
-		}
-		return printTransition(cmd, t, nil)
+		return doTransition(cmd, loadSign, func(ctx context.Context, w *experiment.World, opt experiment.TransitionOptions) (*experiment.Transition, error) {
+			return experiment.Abort(ctx, w, reason, opt)
+		}, nil)
 	}
 	return c
 }
