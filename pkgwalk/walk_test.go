@@ -243,6 +243,35 @@ func TestWalkMountPoint(t *testing.T) {
 	}
 }
 
+// A file bind-mounted over a package file (same bytes or not) is refused:
+// RESOLVE_NO_XDEV will not cross onto it.
+func TestWalkFileBindMount(t *testing.T) {
+	root := copySynthetic(t)
+	outside := filepath.Join(t.TempDir(), "outside.md")
+	writeFile(t, outside, "bytes from elsewhere\n")
+	target := filepath.Join(root, "SPEC.md")
+	if err := unix.Mount(outside, target, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("bind mounts are not permitted here (%v): needs root", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(target, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmounting %s: %v", target, err)
+		}
+	})
+	tree, err := pkgwalk.Walk(root, pkgwalk.WalkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasProblem(tree.Problems, "SPEC.md", pkgwalk.ErrMountPoint) {
+		t.Errorf("problems %v, want %q at SPEC.md", tree.Err(), pkgwalk.ErrMountPoint)
+	}
+	for _, f := range tree.Files {
+		if f.Path == "SPEC.md" {
+			t.Errorf("the bind-mounted file was measured")
+		}
+	}
+}
+
 // A file swapped for a symlink between two walks: the first walk is clean,
 // the second refuses the link.
 func TestWalkSwapBetweenWalks(t *testing.T) {
