@@ -229,3 +229,34 @@ func TestParseRecordRefusals(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseRecord: no input panics the record, receipt or RESULT readers,
+// and a record that is accepted re-renders to bytes that read back to the
+// same identity.
+func FuzzParseRecord(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join("..", "testdata", "run", "record-pinned.json"))
+	if err == nil {
+		f.Add(seed)
+	}
+	f.Add([]byte(`{"type":"TRVM-BLIND-RUN-RECEIPT-v2","adapters":[{"environment":{}}]}`))
+	f.Add([]byte(`[1,2]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = ParseReceipt(b, "fuzz")
+		_, _ = ParseResult(b, "fuzz")
+		r, err := ParseRecord(b, "fuzz")
+		if err != nil {
+			return
+		}
+		out, err := r.Bytes()
+		if err != nil {
+			t.Fatalf("accepted record does not render: %v", err)
+		}
+		back, err := ParseRecord(out, "rendered")
+		if err != nil {
+			t.Fatalf("rendered record refused: %v\n%s", err, out)
+		}
+		if back.ComputeRunID() != r.ComputeRunID() {
+			t.Fatalf("identity moved across a render")
+		}
+	})
+}

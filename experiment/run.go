@@ -123,17 +123,19 @@ type FreezeOptions struct {
 type RevealOptions struct {
 	TransitionOptions
 	// Holdout is the challenge set to open; default governance/holdout. A
-	// directory elsewhere is installed into governance/holdout (refused if
-	// that already exists) and must match the release's commitment there.
+	// directory elsewhere is installed into governance/holdout when that is
+	// absent (and removed again if it does not match); when present, the
+	// set there is the one opened. Either way it must match the release's
+	// commitment at governance/holdout.
 	Holdout string
 	// Reason is the receipt's note (default "challenge set opened").
 	Reason string
 }
 
-// transition runs fn under the state lock and writes what it returns:
-// the receipt first (create-exclusive, fsync'd, optionally signed), then the
-// record (atomic replace, fsync'd). Nothing is acknowledged before both are
-// durable.
+// commit writes a transition from prev to next (the caller holds the state
+// lock): the receipt first (create-exclusive, fsync'd, optionally signed),
+// then the record (atomic replace, fsync'd). Nothing is acknowledged before
+// both are durable.
 func (w *World) commit(prev *Record, next *Record, note string, opt TransitionOptions) (*Transition, error) {
 	next.RunID = next.ComputeRunID()
 	rec, err := next.Bytes()
