@@ -232,8 +232,10 @@ func TestEmitRefusals(t *testing.T) {
 		})
 	}
 	src := copySynthetic(t)
-	if _, err := pkgwalk.Emit(t.Context(), src, filepath.Join(t.TempDir(), "m"), "bpkg-XYZ", pkgwalk.EmitOptions{}); err == nil {
-		t.Error("a malformed pin was accepted")
+	for _, pin := range []string{"bpkg-XYZ", "", "bpkg-" + strings.Repeat("A", 64), strings.Repeat("0", 64), syntheticID + "0"} {
+		if _, err := pkgwalk.Emit(t.Context(), src, filepath.Join(t.TempDir(), "m"), pin, pkgwalk.EmitOptions{}); !errors.Is(err, pkgwalk.ErrBadID) {
+			t.Errorf("pin %q: %v, want %q", pin, err, pkgwalk.ErrBadID)
+		}
 	}
 }
 

@@ -76,6 +76,7 @@ const (
 	// Manifest document rules.
 	ErrBadManifest Rule = "malformed manifest"
 	ErrManifestID  Rule = "recorded blind_package_id does not match the manifest"
+	ErrBadID       Rule = "not a blind_package_id (bpkg- and 64 lowercase hex digits)"
 )
 
 // RefusalError is one problem: the path (relative to the walked root, "/"

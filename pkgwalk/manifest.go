@@ -293,7 +293,7 @@ func ReadManifestFile(path string) (*Manifest, error) {
 // CheckID reports whether s has the form of a blind_package_id.
 func CheckID(s string) error {
 	if !strings.HasPrefix(s, IDPrefix) || !isHex64(s[len(IDPrefix):]) {
-		return fmt.Errorf("%q is not a blind_package_id (bpkg- and 64 lowercase hex digits)", s)
+		return fmt.Errorf("%q: %w", s, ErrBadID)
 	}
 	return nil
 }

@@ -162,7 +162,7 @@ func TestPackageCommandRefusals(t *testing.T) {
 		{"verify against another pin", []string{"package", "verify", clean, "--expect", "bpkg-" + strings.Repeat("1", 64)}, 1, string(pkgwalk.ErrNotPinned)},
 		{"verify without a pin", []string{"package", "verify", clean}, 2, "--expect"},
 		{"emit without --into", []string{"package", "emit", "--from", clean, "--expect", syntheticPackageID}, 2, "--into"},
-		{"malformed pin", []string{"package", "emit", "--from", clean, "--into", filepath.Join(work, "c"), "--expect", "bpkg-xyz"}, 2, "not a blind_package_id"},
+		{"malformed pin", []string{"package", "emit", "--from", clean, "--into", filepath.Join(work, "c"), "--expect", "bpkg-xyz"}, 2, string(pkgwalk.ErrBadID)},
 		{"missing directory", []string{"package", "id", filepath.Join(work, "absent")}, 2, "no such file"},
 		{"unknown flag", []string{"package", "id", clean, "--follow-links"}, 2, "unknown flag"},
 		{"no argument", []string{"package", "id"}, 2, "arg"},
