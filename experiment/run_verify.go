@@ -328,6 +328,9 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (*RunReport, error
 		d := fmt.Sprintf("pinned %s, this tree %s", r.InstrumentDigest, inst)
 		if len(absent) > 0 {
 			d += fmt.Sprintf(" (computed with %d absent member(s))", len(absent))
+			if rel != nil && withRecorded(instFiles, rel) == r.InstrumentDigest {
+				d += "; with the release's recorded sha256 for the absent members it is the pinned digest, so only their absence differs"
+			}
 		}
 		rep.add("instrument_digest matches the tree", []*RunProblem{problem(ErrInstrumentDigest, recFile, "%s", d)})
 	default:
@@ -460,6 +463,22 @@ func (w *World) packageProblems(pinned string) []*RunProblem {
 		}
 	}
 	return ps
+}
+
+// withRecorded recomputes a path-list digest with the release's recorded
+// experiment_files sha256 standing in for ABSENT entries.
+func withRecorded(files []pkgwalk.FileDigest, rel *Release) string {
+	rec := map[string]string{}
+	for _, f := range rel.ExperimentFiles {
+		rec[f.Path] = f.SHA256
+	}
+	out := slices.Clone(files)
+	for i, f := range out {
+		if sha, ok := rec[f.Path]; ok && f.SHA256 == pkgwalk.Absent {
+			out[i].SHA256 = sha
+		}
+	}
+	return pkgwalk.PathListDigest(out)
 }
 
 // releaseCarries reports whether the release's experiment_files list the
