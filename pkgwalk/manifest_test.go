@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"golang.org/x/sys/unix"
 )
 
 // A manifest record written by MarshalRecord reads back to the same
@@ -142,6 +143,28 @@ func TestWriteManifestFileNeverInside(t *testing.T) {
 	// not inside (the /foo/bar vs /foo/bara case).
 	if err := pkgwalk.WriteManifestFile(pkg+"a.json", m, "", pkg); err != nil {
 		t.Errorf("prefix sibling: %v", err)
+	}
+}
+
+// A bind mount of the package elsewhere is still the package: an output
+// path under the bind is refused (device and inode, not strings).
+func TestWriteManifestFileBindOfPackage(t *testing.T) {
+	pkg := copySynthetic(t)
+	bind := filepath.Join(t.TempDir(), "bind")
+	must(t, os.Mkdir(bind, 0o755))
+	if err := unix.Mount(pkg, bind, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("bind mounts are not permitted here (%v): needs root", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(bind, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmounting %s: %v", bind, err)
+		}
+	})
+	m := mustManifest(t, pkg)
+	for _, out := range []string{filepath.Join(bind, "m.json"), filepath.Join(bind, "vectors", "m.json")} {
+		if err := pkgwalk.WriteManifestFile(out, m, "", pkg); !errors.Is(err, pkgwalk.ErrOutputInside) {
+			t.Errorf("%s: %v, want %q", out, err, pkgwalk.ErrOutputInside)
+		}
 	}
 }
 

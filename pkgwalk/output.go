@@ -14,7 +14,9 @@ import (
 // and inode numbers of out's parent directory and each of its ancestors
 // (reached through "..", from descriptors) with root's, so no spelling of
 // the path (symlinks, "..", bind mounts of root, a trailing slash, case)
-// hides an output inside the package, as a string-prefix test would.
+// hides an output inside the package, as a string-prefix test would. (A
+// bind mount of a subdirectory of root, made elsewhere, is not recognised:
+// nothing in that mount leads back up to root.)
 func IsInside(root, out string) (bool, error) {
 	fd, err := unix.Open(filepath.Dir(out), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
