@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,9 @@ var (
 	// ErrSealProbe: the seal probe or its positive control did not pass;
 	// the run must be recorded as invalid_infrastructure.
 	ErrSealProbe = errors.New("seal probe failed")
+	// ErrPackage: the package could not be emitted and sealed (the emit
+	// refused it, or the kernel did not confirm the seal).
+	ErrPackage = errors.New("package view refused")
 	// ErrNamespaceChanged: the candidate's process is not in the network
 	// namespace that was checked.
 	ErrNamespaceChanged = errors.New("candidate is not in the checked network namespace")
@@ -76,8 +80,17 @@ type Config struct {
 	// means an empty tmpfs there.
 	Workspace string
 	// Package is a host directory mounted read-only at /package; empty
-	// means no /package.
+	// means no /package. A plain bind shows whatever the directory holds
+	// at start and is read-only per mount only; prefer PackageEmit.
 	Package string
+	// PackageEmit, if set, delivers the package into a fresh tmpfs that
+	// is then sealed as the clean room seals its view (Seal: read-only at
+	// the superblock, asserted from the kernel) and mounted at /package.
+	// The caller supplies the emit (e.g. pkgwalk.Emit, which refuses
+	// unless the source is the pinned bpkg); Package must be empty.
+	PackageEmit func(dir string) error
+	// PackageBytes sizes the sealed tmpfs (default 256 MiB).
+	PackageBytes int64
 	// Allow is the egress allowlist; empty means no network at all (only
 	// lo, no routes).
 	Allow []Endpoint
@@ -126,6 +139,9 @@ func (c *Config) withDefaults() Config {
 	if d.StateDir == "" {
 		d.StateDir = defaultState
 	}
+	if d.PackageEmit != nil && d.PackageBytes == 0 {
+		d.PackageBytes = 256 << 20
+	}
 	return d
 }
 
@@ -169,6 +185,9 @@ func (c *Config) validate() error {
 	if c.Timeout <= 0 {
 		return fmt.Errorf("%w: timeout %v: want a positive duration", ErrConfig, c.Timeout)
 	}
+	if c.PackageEmit != nil && c.Package != "" {
+		return fmt.Errorf("%w: package and package emit are exclusive", ErrConfig)
+	}
 	if c.Seal != nil && len(c.Allow) > 0 && c.Control == nil {
 		return fmt.Errorf("%w: an allowlisted run with a seal probe needs a positive control", ErrConfig)
 	}
@@ -199,6 +218,9 @@ type Result struct {
 	Signal    string          `json:"signal,omitempty"`
 	Isolation *IsolationCheck `json:"isolation_check"`
 	SealProbe *ProbeResult    `json:"seal_probe,omitempty"`
+	// PackageSeal is the kernel's word on the sealed /package (with
+	// PackageEmit only).
+	PackageSeal *Assertion `json:"package_seal,omitempty"`
 }
 
 // Exec runs cfg.Args in a fresh candidate container and waits for it. The
@@ -237,9 +259,19 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 		return res, err
 	}
 
-	rootfs, err := prepareRootfs(bundle, cfg.Package != "")
+	rootfs, err := prepareRootfs(bundle, cfg.Package != "" || cfg.PackageEmit != nil)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.PackageEmit != nil {
+		view, unmount, err := sealPackage(bundle, cfg.PackageBytes, cfg.PackageEmit, &res.PackageSeal)
+		if unmount != nil {
+			defer unmount()
+		}
+		if err != nil {
+			return res, err
+		}
+		cfg.Package, cfg.PackageEmit = view, nil
 	}
 	nsPath := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), int(ns))
 	spec, err := cfg.Spec(rootfs, nsPath, id)
@@ -250,6 +282,14 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// If this process dies, the kernel kills the container's init (and
+	// with it the whole PID namespace). PDEATHSIG follows the OS thread
+	// that forked the init, not the process: keep this goroutine on one
+	// thread from the start until Exec returns, so no thread exit fires
+	// it early.
+	lc.ParentDeathSignal = int(unix.SIGKILL)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	c, err := libcontainer.Create(filepath.Join(cfg.StateDir, "state"), id, lc)
 	if err != nil {
 		return nil, fmt.Errorf("creating container: %w", err)
@@ -329,6 +369,35 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// sealPackage emits the package into a sealed tmpfs under bundle and
+// returns its path. The bundle directory is first bind-mounted on itself
+// and made private, so the tmpfs never propagates into other mount
+// namespaces sharing the host's /run. unmount (non-nil once anything was
+// mounted) detaches both.
+func sealPackage(bundle string, size int64, emit func(string) error, rec **Assertion) (string, func(), error) {
+	if err := unix.Mount(bundle, bundle, "", unix.MS_BIND, ""); err != nil {
+		return "", nil, fmt.Errorf("private mount for the package view: %w", err)
+	}
+	unmount := func() { _ = unix.Unmount(bundle, unix.MNT_DETACH) }
+	if err := unix.Mount("", bundle, "", unix.MS_PRIVATE, ""); err != nil {
+		return "", unmount, fmt.Errorf("private mount for the package view: %w", err)
+	}
+	view := filepath.Join(bundle, "package-view")
+	if err := os.Mkdir(view, 0o755); err != nil {
+		return "", unmount, fmt.Errorf("package view: %w", err)
+	}
+	a, err := Seal(view, size, emit)
+	unmount = func() {
+		_ = unix.Unmount(view, unix.MNT_DETACH)
+		_ = unix.Unmount(bundle, unix.MNT_DETACH)
+	}
+	if err != nil {
+		return "", unmount, fmt.Errorf("%w: %w", ErrPackage, err)
+	}
+	*rec = a
+	return view, unmount, nil
 }
 
 // prepareVantage creates the candidate's network namespace (lo only, or

@@ -71,6 +71,13 @@ func (c *Config) Spec(rootfs, netnsPath, id string) (*specs.Spec, error) {
 		// Public CA certificates only; /etc/ssl/private stays out.
 		mounts = append(mounts, specs.Mount{Destination: "/etc/ssl/certs", Type: "bind", Source: "/etc/ssl/certs", Options: []string{"rbind", "ro", rbindRO, "nosuid", "nodev", "noexec"}})
 	}
+	if shim, err := os.Executable(); err == nil {
+		// This binary, read-only, as the container's first process (see
+		// RunShimIfRequested).
+		mounts = append(mounts, specs.Mount{Destination: shimPath, Type: "bind", Source: shim, Options: []string{"bind", "ro", "nosuid", "nodev"}})
+	} else {
+		return nil, fmt.Errorf("locating this binary for the sandbox shim: %w", err)
+	}
 	if cfg.Workspace != "" {
 		mounts = append(mounts, specs.Mount{Destination: "/workspace", Type: "bind", Source: cfg.Workspace, Options: []string{"bind", "rw", "nosuid", "nodev"}})
 	} else {
@@ -102,7 +109,7 @@ func (c *Config) Spec(rootfs, netnsPath, id string) (*specs.Spec, error) {
 		Hostname: "candidate",
 		Root:     &specs.Root{Path: rootfs, Readonly: true},
 		Process: &specs.Process{
-			Args: append([]string(nil), cfg.Args...),
+			Args: append([]string{shimPath, ShimArg}, cfg.Args...),
 			Env:  env,
 			Cwd:  "/workspace",
 			User: specs.User{UID: 0, GID: 0},
@@ -158,6 +165,12 @@ func prepareRootfs(bundle string, withPackage bool) (string, error) {
 		if err := os.Mkdir(filepath.Join(rootfs, d), 0o755); err != nil {
 			return "", fmt.Errorf("rootfs: %w", err)
 		}
+	}
+	if err := os.Mkdir(filepath.Join(rootfs, filepath.Dir(shimPath)), 0o755); err != nil {
+		return "", fmt.Errorf("rootfs: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(rootfs, shimPath), nil, 0o755); err != nil {
+		return "", fmt.Errorf("rootfs: %w", err)
 	}
 	for _, d := range hostTopDirs {
 		fi, err := os.Lstat(d)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,6 +28,7 @@ func init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		libcontainer.Init()
 	}
+	RunShimIfRequested()
 }
 
 func TestMain(m *testing.M) {
@@ -34,6 +36,13 @@ func TestMain(m *testing.M) {
 	// container (a copy of this binary in the workspace).
 	if len(os.Args) > 1 && os.Args[1] == "dial" {
 		os.Exit(dialMain(os.Args[2:]))
+	}
+	// `exec-helper STATEDIR ARG…` runs one container and is killed by
+	// TestHarnessDeathKillsContainer.
+	if len(os.Args) > 3 && os.Args[1] == "exec-helper" {
+		_, err := Exec(context.Background(), Config{StateDir: os.Args[2], Args: os.Args[3:]}, Stdio{})
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
 	}
 	os.Exit(m.Run())
 }
@@ -271,6 +280,110 @@ func TestParseEndpoint(t *testing.T) {
 		}
 		if !tc.ok && !errors.Is(err, ErrConfig) {
 			t.Errorf("ParseEndpoint(%q) error %v is not ErrConfig", tc.in, err)
+		}
+	}
+}
+
+// PackageEmit: the package is emitted into a tmpfs sealed at the
+// superblock (Seal) and mounted at /package; inside, the super options of
+// /package read ro and a write fails.
+func TestSealedPackage(t *testing.T) {
+	needSandbox(t)
+	content := []byte("sealed specification\n")
+	sum := sha256.Sum256(content)
+	emit := func(dir string) error {
+		return os.WriteFile(filepath.Join(dir, "SPEC.md"), content, 0o644)
+	}
+	res, out, stderr := runIn(t, Config{PackageEmit: emit, PackageBytes: 1 << 20}, `
+echo sha=$(sha256sum /package/SPEC.md | cut -d' ' -f1)
+touch /package/x 2>/dev/null && echo write=ok || echo write=refused
+# mountinfo: field 5 is the mount point, field 6 the per-mount options;
+# after " - " come the fs type, the source and the superblock options.
+while read -r id parent dev root mp opts rest; do
+  if [ "$mp" = /package ]; then
+    echo permount=$opts; set -- ${rest#*- }; echo fstype=$1; echo super=$3
+  fi
+done < /proc/self/mountinfo
+`)
+	if res.Status != StatusExited || res.ExitCode != 0 {
+		t.Fatalf("status %s/%d, stderr %s", res.Status, res.ExitCode, stderr)
+	}
+	got := keyValues(out)
+	if got["sha"] != hex.EncodeToString(sum[:]) || got["write"] != "refused" || got["fstype"] != "tmpfs" ||
+		!strings.HasPrefix(got["permount"], "ro,") || !strings.HasPrefix(got["super"], "ro,") {
+		t.Errorf("inside: %q", got)
+	}
+	if res.PackageSeal == nil || res.PackageSeal.ProbeErrno != "EROFS" {
+		t.Errorf("package seal record %+v", res.PackageSeal)
+	}
+	// Nothing of the view is left mounted on the host.
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), res.ID) {
+		t.Errorf("a mount of %s is left on the host", res.ID)
+	}
+}
+
+// If the harness dies (SIGKILL, no chance to clean up), the container
+// dies with it: the shim set PR_SET_PDEATHSIG on the container's init.
+func TestHarnessDeathKillsContainer(t *testing.T) {
+	needSandbox(t)
+	marker := fmt.Sprintf("%d", 100000+time.Now().UnixNano()%800000)
+	state := filepath.Join(t.TempDir(), "state")
+	helper := exec.Command("/proc/self/exe", "exec-helper", state, "/bin/sleep", marker)
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = helper.Process.Kill()
+	}()
+	candidate := func() bool {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err == nil && string(b) == "/bin/sleep\x00"+marker+"\x00" {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !candidate() {
+		if time.Now().After(deadline) {
+			t.Fatal("the candidate never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := helper.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = helper.Wait()
+	deadline = time.Now().Add(10 * time.Second)
+	for candidate() {
+		if time.Now().After(deadline) {
+			t.Fatal("the candidate outlived the harness")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	destroyStale(t, filepath.Join(state, "state"))
+}
+
+// destroyStale destroys every stopped container under root (cgroups and
+// state of a harness that was killed).
+func destroyStale(t *testing.T, root string) {
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		c, err := libcontainer.Load(root, e.Name())
+		if err != nil {
+			t.Logf("load %s: %v", e.Name(), err)
+			continue
+		}
+		if st, err := c.Status(); err == nil && st == libcontainer.Stopped {
+			if err := c.Destroy(); err != nil {
+				t.Errorf("destroy %s: %v", e.Name(), err)
+			}
 		}
 	}
 }

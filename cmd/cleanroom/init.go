@@ -6,6 +6,7 @@ import (
 	// The devices cgroup manager: without it libcontainer refuses any
 	// device rules (and on cgroup v1 the devices controller is what keeps
 	// the candidate away from host devices).
+	"github.com/cleanroom-dev/cleanroom/sandbox"
 	_ "github.com/opencontainers/cgroups/devices"
 	"github.com/opencontainers/runc/libcontainer"
 	// nsenter's cgo constructor runs before the Go runtime starts: it sets
@@ -15,10 +16,13 @@ import (
 )
 
 // init turns this binary into libcontainer's container init when
-// libcontainer re-executes it as `/proc/self/exe init`. libcontainer.Init
-// never returns: it execs the candidate's command.
+// libcontainer re-executes it as `/proc/self/exe init` (libcontainer.Init
+// never returns: it execs the container's first process), and into the
+// sandbox shim when it is that first process (sandbox.RunShimIfRequested
+// never returns either: it execs the candidate's command).
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		libcontainer.Init()
 	}
+	sandbox.RunShimIfRequested()
 }

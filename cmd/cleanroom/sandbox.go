@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	units "github.com/docker/go-units"
 	"github.com/spf13/cobra"
@@ -100,16 +102,17 @@ func printSandboxResult(cmd *cobra.Command, v any, human func(w io.Writer)) erro
 // sandboxFlags are the flags shared by the commands that build a
 // sandbox.Config.
 type sandboxFlags struct {
-	workspace, pkg, netMode, memory, sealed, control string
-	pids                                             int64
-	cpus                                             float64
-	timeout                                          time.Duration
+	workspace, pkg, pkgID, netMode, memory, sealed, control string
+	pids                                                    int64
+	cpus                                                    float64
+	timeout                                                 time.Duration
 }
 
 func (f *sandboxFlags) register(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringVar(&f.workspace, "workspace", "", "host directory mounted read-write at /workspace (default: an empty tmpfs)")
-	fl.StringVar(&f.pkg, "package", "", "host directory mounted read-only at /package")
+	fl.StringVar(&f.pkg, "package", "", "package directory for /package (read-only)")
+	fl.StringVar(&f.pkgID, "package-id", "", "the package's bpkg id: /package is then emitted from the manifest into a tmpfs sealed read-only at the superblock, as the clean room does (refused unless the directory is that bpkg); without it --package is a plain read-only bind")
 	fl.StringVar(&f.netMode, "net", "none", "network: none, or allow:IP:PORT[,IP:PORT…] (literal addresses only)")
 	fl.StringVar(&f.memory, "memory", "2G", "memory limit (no swap beyond it)")
 	fl.Int64Var(&f.pids, "pids", sandbox.DefaultPids, "maximum number of tasks")
@@ -121,6 +124,18 @@ func (f *sandboxFlags) register(c *cobra.Command) {
 
 func (f *sandboxFlags) config(args []string) (sandbox.Config, error) {
 	cfg := sandbox.Config{Args: args, Workspace: f.workspace, Package: f.pkg, Pids: f.pids, CPUs: f.cpus, Timeout: f.timeout}
+	if f.pkgID != "" {
+		if f.pkg == "" {
+			return cfg, fmt.Errorf("--package-id needs --package")
+		}
+		src, id := f.pkg, f.pkgID
+		cfg.Package = ""
+		cfg.PackageEmit = func(dir string) error {
+			// Emit refuses unless the walked source is the named bpkg.
+			_, err := pkgwalk.Emit(context.Background(), src, dir, id, pkgwalk.EmitOptions{})
+			return err
+		}
+	}
 	mem, err := units.RAMInBytes(f.memory)
 	if err != nil {
 		return cfg, fmt.Errorf("--memory %q: %w", f.memory, err)
@@ -199,14 +214,17 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 				stdin = nil
 			}
 			res, err := sandbox.Exec(ctx, cfg, sandbox.Stdio{Stdin: stdin, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()})
-			if res != nil && (jsonOutput(cmd) || err != nil) {
+			refused := errors.Is(err, sandbox.ErrIsolation) || errors.Is(err, sandbox.ErrSealProbe) || errors.Is(err, sandbox.ErrNamespaceChanged)
+			if res != nil && (jsonOutput(cmd) || refused) {
 				printExecRecord(cmd, res)
 			}
 			switch {
 			case errors.Is(err, sandbox.ErrConfig):
 				return usageErr(err)
-			case errors.Is(err, sandbox.ErrIsolation), errors.Is(err, sandbox.ErrSealProbe), errors.Is(err, sandbox.ErrNamespaceChanged):
+			case refused:
 				return refusedErr(fmt.Errorf("%w (terminal state %s)", err, sandbox.TerminalInvalidInfrastructure))
+			case errors.Is(err, sandbox.ErrPackage):
+				return refusedErr(err)
 			case err != nil:
 				return usageErr(err)
 			}

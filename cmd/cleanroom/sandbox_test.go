@@ -3,8 +3,11 @@ package main
 import (
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 )
 
@@ -25,6 +28,23 @@ func TestSandboxCommands(t *testing.T) {
 	}
 	defer ln.Close()
 	ws := "--workspace=" + t.TempDir()
+	pkg := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pkg, "SPEC.md"), []byte("spec\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := pkgwalk.Walk(pkg, pkgwalk.WalkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := pkgwalk.NewManifest(tree, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgID, err := m.ID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherID := "bpkg-" + strings.Repeat("0", 64)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -34,6 +54,9 @@ func TestSandboxCommands(t *testing.T) {
 		{"exec status passes through", []string{"sandbox", "exec", ws, "--", "/bin/sh", "-c", "exit 3"}, 3},
 		{"exec timeout", []string{"sandbox", "exec", "--timeout", "1s", "--", "/bin/sleep", "30"}, sandbox.ExitTimeout},
 		{"exec OOM", []string{"sandbox", "exec", "--memory", "32M", "--", "/bin/sh", "-c", "head -c 200000000 /dev/zero | tail -c 100000000 >/dev/null"}, sandbox.ExitOOM},
+		{"exec sealed package", []string{"sandbox", "exec", "--package", pkg, "--package-id", pkgID, "--", "/bin/sh", "-c", "grep -q spec /package/SPEC.md && ! touch /package/x"}, 0},
+		{"exec package not the pinned bpkg", []string{"sandbox", "exec", "--package", pkg, "--package-id", otherID, "--", "/bin/true"}, 1},
+		{"exec --package-id without --package", []string{"sandbox", "exec", "--package-id", pkgID, "--", "/bin/true"}, 2},
 		{"exec bad --net", []string{"sandbox", "exec", "--net", "allow:example.com:443", "--", "/bin/true"}, 2},
 		{"exec bad --memory", []string{"sandbox", "exec", "--memory", "lots", "--", "/bin/true"}, 2},
 		{"probe sealed", []string{"sandbox", "probe", "--sealed", ln.Addr().String()}, 0},
