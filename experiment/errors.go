@@ -21,6 +21,9 @@ func (r RunRule) Error() string { return string(r) }
 const (
 	// ErrNoRecord: no run record exists, so no subject is pinned.
 	ErrNoRecord RunRule = "no run record"
+	// ErrStateRoot: governance/ is not a directory of this world (a symbolic
+	// link can point the authority at a copy revealed elsewhere).
+	ErrStateRoot RunRule = "state root is not a directory of this world"
 	// ErrRecordBytes: the record's bytes fail the strict reader; a record with
 	// two readings has no single thing to check.
 	ErrRecordBytes RunRule = "run record refused at the byte boundary"

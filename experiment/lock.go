@@ -22,6 +22,9 @@ const lockPoll = 20 * time.Millisecond
 // root if it does not exist. It waits until ctx is done; a context without
 // a deadline that is already done, or one that expires, gives ErrLocked.
 func (w *World) lockState(ctx context.Context) (*stateLock, error) {
+	if p := w.stateRootProblem(); p != nil {
+		return nil, p
+	}
 	if err := mkdirDurable(w.StateDir()); err != nil {
 		return nil, fmt.Errorf("state root %s: %w", w.StateDir(), err)
 	}

@@ -167,6 +167,24 @@ func TestLifecycleAttacks(t *testing.T) {
 			frozen(t, w)
 			forgeRecord(t, w, false, func(r *Record) { r.RunID = "../blind-run" })
 		}, verifyErr, ErrChain},
+		{"J state root is a symlink to a REVEALED copy elsewhere", func(t *testing.T, w *World) {
+			frozen(t, w)
+			other := newWorld(t)
+			revealed(t, other)
+			if err := os.Rename(w.StateDir(), w.StateDir()+".orig"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other.StateDir(), w.StateDir()); err != nil {
+				t.Fatal(err)
+			}
+		}, verifyErr, ErrStateRoot},
+		{"J transition through a symlinked state root", func(t *testing.T, w *World) {
+			frozen(t, w)
+			other := newWorld(t)
+			revealed(t, other)
+			os.Rename(w.StateDir(), w.StateDir()+".orig")
+			os.Symlink(other.StateDir(), w.StateDir())
+		}, func(w *World) error { _, err := Abort(bg, w, "via a link", TransitionOptions{}); return err }, ErrStateRoot},
 		{"X implementation ../../../escape", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "../../../escape" }), ErrLabel},
 		{"duplicate label", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "javascript" }), ErrDuplicateLabel},
 		{"M status edited to REVEALED, run_id recomputed, no receipt", func(t *testing.T, w *World) {

@@ -126,7 +126,7 @@ func stateSnapshot(t testing.TB, w *World) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.WalkDir(w.StateDir(), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
 		b, err := os.ReadFile(p)

@@ -246,6 +246,10 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (*RunReport, error
 		rep.add("SPEC-RELEASE.json readable", nil)
 	}
 
+	if p := w.stateRootProblem(); p != nil {
+		rep.add("state root is the world's own directory", []*RunProblem{p})
+		return rep, nil
+	}
 	// Record bytes through the strict reader, then the closed shape.
 	b := opt.RecordBytes
 	if b == nil {

@@ -93,6 +93,23 @@ func (w *World) ReceiptsDir() string { return filepath.Join(w.StateDir(), Receip
 // HoldoutDir is governance/holdout/, where the committed challenge set lives.
 func (w *World) HoldoutDir() string { return filepath.Join(w.StateDir(), HoldoutDirName) }
 
+// stateRootProblem refuses a state root that is a symbolic link or not a
+// directory: the authority is the world's own governance/, never a name that
+// can be re-pointed at a state revealed elsewhere. A missing state root is
+// not a problem here (nothing is pinned yet).
+func (w *World) stateRootProblem() *RunProblem {
+	fi, err := os.Lstat(w.StateDir())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return &RunProblem{Rule: ErrStateRoot, File: StateDirName, Err: err}
+	case !fi.IsDir():
+		return problem(ErrStateRoot, StateDirName, "is a %s, not a directory", fi.Mode().Type())
+	}
+	return nil
+}
+
 // stateRel names a state-root-relative path as a world-relative one, for
 // problems and output.
 func (w *World) stateRel(rel string) string { return path.Join(StateDirName, rel) }
