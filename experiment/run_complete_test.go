@@ -167,6 +167,18 @@ func TestCompletedEvidenceTampering(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, []byte(strings.Replace(string(b), `"role": "reference"`, `"role": "candidate"`, 1)), 0o644)
 		}, ErrResult},
+		{"Z bogus subject row before the genuine one", func(t *testing.T, w *World, tr *Transition) {
+			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
+			b, _ := os.ReadFile(p)
+			bogus := `{"implementation": "javascript", "role": "candidate", "package_digest": "0", "binary_digest": null, "observation_sha256": "0", "predicates": {"total": 999, "satisfied": 999, "unsatisfied": 0, "unresolved": 0}},`
+			os.WriteFile(p, []byte(strings.Replace(string(b), `"subjects": [`, `"subjects": [`+bogus, 1)), 0o644)
+		}, ErrDuplicateLabel},
+		{"Z duplicate adapter in the COMPLETE receipt", func(t *testing.T, w *World, tr *Transition) {
+			p := filepath.Join(w.ReceiptsDir(), ReceiptFile(tr.RunID, StatusComplete))
+			b, _ := os.ReadFile(p)
+			bogus := `{"implementation": "candidate", "role": "reference", "package_digest": "0", "binary_digest": null, "environment": null},`
+			os.WriteFile(p, []byte(strings.Replace(string(b), `"adapters": [`, `"adapters": [`+bogus, 1)), 0o644)
+		}, ErrDuplicateLabel},
 		{"the COMPLETE receipt deleted", func(t *testing.T, w *World, tr *Transition) {
 			os.Remove(filepath.Join(w.ReceiptsDir(), ReceiptFile(tr.RunID, StatusComplete)))
 		}, ErrReceiptMissing},
