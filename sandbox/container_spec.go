@@ -67,6 +67,11 @@ func (c *Config) Spec(rootfs, netnsPath, id string) (*specs.Spec, error) {
 		}
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: []string{"rbind", "ro", rbindRO, "nosuid", "nodev"}})
 	}
+	if alt, err := os.Lstat("/etc/alternatives"); err == nil && alt.IsDir() {
+		// Debian's alternatives are symlinks into /usr (awk, editor…);
+		// without them those commands dangle.
+		mounts = append(mounts, specs.Mount{Destination: "/etc/alternatives", Type: "bind", Source: "/etc/alternatives", Options: []string{"rbind", "ro", rbindRO, "nosuid", "nodev", "noexec"}})
+	}
 	if certs, err := os.Stat("/etc/ssl/certs"); err == nil && certs.IsDir() {
 		// Public CA certificates only; /etc/ssl/private stays out.
 		mounts = append(mounts, specs.Mount{Destination: "/etc/ssl/certs", Type: "bind", Source: "/etc/ssl/certs", Options: []string{"rbind", "ro", rbindRO, "nosuid", "nodev", "noexec"}})
@@ -196,8 +201,10 @@ func prepareRootfs(bundle string, withPackage bool) (string, error) {
 			return "", fmt.Errorf("rootfs /etc: %w", err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(etc, "ssl", "certs"), 0o755); err != nil {
-		return "", fmt.Errorf("rootfs /etc: %w", err)
+	for _, d := range []string{"ssl/certs", "alternatives"} {
+		if err := os.MkdirAll(filepath.Join(etc, d), 0o755); err != nil {
+			return "", fmt.Errorf("rootfs /etc: %w", err)
+		}
 	}
 	return rootfs, nil
 }

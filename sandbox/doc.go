@@ -18,6 +18,38 @@
 // the very network namespace that was checked (same inode), not that the
 // host left that namespace untouched in between.
 //
+// One Config describes a run; Config.Spec renders it as an OCI runtime
+// spec and Exec hands that spec to runc's own converter (specconv), so the
+// container is what `runc run` would make of the same config.json. The
+// network namespace is created by cleanroom, not libcontainer, so that it
+// can be checked and probed before the command starts; the container
+// joins it.
+//
+// What the check proves: only lo (or lo and the egress veth) exists; no
+// route in any table is a default route (netlink reports those as
+// 0.0.0.0/0, not nil); only the routes the allowlist implies exist; the
+// policy rules are the kernel's defaults; route lookups to public
+// addresses fail with ENETUNREACH (no packet is sent); for allowlisted
+// runs the host-side nftables table is present with its reject rules. An
+// interrupted netlink dump is retried and never counted as a pass. What
+// the probe proves: a TCP connection to the sealed address from inside
+// that namespace failed at the transport layer. Neither says anything
+// about AF_UNIX sockets reachable through bind mounts (none are bound: the
+// root holds only /usr, /lib*, /bin, /sbin, a generated /etc and the
+// workspace), nor about the host's own integrity.
+//
+// Descriptors: libcontainer marks every descriptor of the harness ≥ 3
+// close-on-exec before starting the container (CVE-2024-21626) and closes
+// the rest in the init; the tests assert that only 0–2 reach the command.
+// The harness's terminal is never passed as stdin (TIOCSTI).
+//
+// Harness death: libcontainer's init is a grandchild that does not inherit
+// its parent-death signal, so the container's first process is this
+// binary as a shim (bound read-only at /.cleanroom/shim) that sets
+// PR_SET_PDEATHSIG to SIGKILL and execs the command: if the harness is
+// killed, the kernel kills the container's PID 1 and with it every task.
+// The cgroup and state directories of such a run are left behind.
+//
 // # The sealed view (seal*.go, mount*.go)
 //
 // The clean room's view of a package is established, not checked for:
