@@ -31,13 +31,14 @@ type RunCheck struct {
 
 // RunReport is the outcome of Verify.
 type RunReport struct {
-	World   string      `json:"world"`
-	Record  *Record     `json:"-"`
-	RunID   string      `json:"run_id,omitempty"`
-	Status  Status      `json:"status,omitempty"`
-	Checks  []RunCheck  `json:"checks"`
-	Chain   []ChainLink `json:"-"`
-	Release *Release    `json:"-"`
+	World    string      `json:"world"`
+	Verified bool        `json:"verified"` // every check passed (set by Verify)
+	Record   *Record     `json:"-"`
+	RunID    string      `json:"run_id,omitempty"`
+	Status   Status      `json:"status,omitempty"`
+	Checks   []RunCheck  `json:"checks"`
+	Chain    []ChainLink `json:"-"`
+	Release  *Release    `json:"-"`
 	// Explained lists what an interrupted transition left behind that is
 	// not a problem (temporary files never published under a final name).
 	Explained []string `json:"explained,omitempty"`
@@ -233,8 +234,9 @@ func ptrOr(p *string) string {
 // stops the verification there — a record with two readings has no single
 // thing to check. The error is non-nil only when verification could not be
 // carried out at all; problems are in the report.
-func Verify(ctx context.Context, w *World, opt VerifyOptions) (*RunReport, error) {
-	rep := &RunReport{World: w.Root}
+func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, err error) {
+	rep = &RunReport{World: w.Root}
+	defer func() { rep.Verified = rep.OK() }()
 	recFile := w.stateRel(RecordFileName)
 
 	// SPEC-RELEASE readable.
