@@ -34,7 +34,7 @@ func Read(b []byte) (any, error) {
 	}
 	if !utf8.Valid(b) {
 		off := invalidUTF8Offset(b)
-		return nil, &Error{Class: ClassInvalidUTF8, Offset: int64(off), Detail: fmt.Sprintf("byte 0x%02x is not valid UTF-8", b[off])}
+		return nil, &Error{Class: ClassInvalidUTF8, Offset: int64(off), Pointer: invalidUTF8Pointer(b, off), Detail: fmt.Sprintf("byte 0x%02x is not valid UTF-8", b[off])}
 	}
 	r := reader{in: b, dec: jsontext.NewDecoder(bytes.NewReader(b))}
 	return r.document()
@@ -62,6 +62,25 @@ func invalidUTF8Offset(b []byte) int {
 		i += n
 	}
 	return len(b)
+}
+
+// invalidUTF8Pointer returns the JSON Pointer of the value holding the
+// invalid byte at off, as the tokenizer reports it when it stops at that
+// very byte, or "" (top level, or an earlier syntax error stops it first).
+// Only refused inputs pay for this second pass.
+func invalidUTF8Pointer(b []byte, off int) string {
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	for {
+		_, err := dec.ReadToken()
+		if err == nil {
+			continue
+		}
+		var se *jsontext.SyntacticError
+		if errors.As(err, &se) && se.ByteOffset == int64(off) {
+			return string(se.JSONPointer)
+		}
+		return ""
+	}
 }
 
 type reader struct {
@@ -147,7 +166,8 @@ func (r *reader) document() (any, error) {
 	// Only whitespace may follow the document.
 	end := r.dec.InputOffset()
 	if _, err := r.dec.ReadToken(); err != io.EOF {
-		off := r.valueOffset(end)
+		// The first byte after the whitespace, even a ',' or ':'.
+		off := int64(r.skipSpace(int(end)))
 		if _, isNum := result.(float64); isNum && off == end && off < int64(len(r.in)) && isDigit(r.in[off]) {
 			// "01", "-01": JSON.parse calls a leading zero a syntax error,
 			// and so do we (the tokenizer sees two numbers).
