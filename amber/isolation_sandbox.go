@@ -30,7 +30,7 @@ func (s *SandboxIsolation) Available() error {
 // Run implements Isolation.
 func (s *SandboxIsolation) Run(ctx context.Context, spec ContainerSpec, stdout, stderr io.Writer) (*ContainerOutcome, error) {
 	cfg := sandbox.Config{
-		Args: spec.Args, Env: spec.Env, Workspace: spec.Workspace, Package: spec.Package,
+		Args: spec.Args, Env: spec.Env, Workspace: spec.Workspace, PackageEmit: spec.PackageEmit,
 		Timeout: spec.Timeout, Seal: spec.Sealed, Control: spec.Control, StateDir: s.StateDir,
 	}
 	for _, a := range spec.Allow {
@@ -54,7 +54,7 @@ func (s *SandboxIsolation) Run(ctx context.Context, spec ContainerSpec, stdout, 
 		out.Status, out.ExitCode = res.Status, res.ExitCode
 	}
 	switch {
-	case errors.Is(err, sandbox.ErrIsolation), errors.Is(err, sandbox.ErrSealProbe), errors.Is(err, sandbox.ErrNamespaceChanged):
+	case errors.Is(err, sandbox.ErrIsolation), errors.Is(err, sandbox.ErrSealProbe), errors.Is(err, sandbox.ErrNamespaceChanged), errors.Is(err, sandbox.ErrPackage):
 		out.PreStart = err.Error()
 		return out, nil
 	case err != nil:

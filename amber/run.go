@@ -33,12 +33,14 @@ type Isolation interface {
 type ContainerSpec struct {
 	Args      []string
 	Env       []string
-	Workspace string          // host directory mounted read-write at /workspace
-	Package   string          // host directory mounted read-only (noexec) at /package
-	Allow     []string        // egress allowlist, IP:PORT; empty = full isolation
-	Sealed    *netip.AddrPort // the sealed store, probed before the command starts
-	Control   *netip.AddrPort // positive control (allowlisted runs)
-	Timeout   time.Duration
+	Workspace string // host directory mounted read-write at /workspace
+	// PackageEmit writes the read-only /package: the isolation layer calls
+	// it on a fresh tmpfs and seals that read-only before the command runs.
+	PackageEmit func(dir string) error
+	Allow       []string        // egress allowlist, IP:PORT; empty = full isolation
+	Sealed      *netip.AddrPort // the sealed store, probed before the command starts
+	Control     *netip.AddrPort // positive control (allowlisted runs)
+	Timeout     time.Duration
 }
 
 // ContainerOutcome is what the isolation layer reports. IsolationCheck and
@@ -369,32 +371,30 @@ func recheckSeal(caseDir string, m *Manifest, msha string) error {
 	return nil
 }
 
-// evaluate unpacks the oracle (checking its sha256 again on the bytes it
-// unpacks) into a private directory outside the run directory, and runs the
-// evaluator in a fresh container: the oracle read-only at /package, the
-// candidate's workspace at /workspace, no network.
+// evaluate runs the evaluator in a fresh container: the oracle unpacked
+// (its sha256 checked again on the bytes unpacked) into a sealed read-only
+// tmpfs at /package, the candidate's workspace at /workspace, no network.
+// The oracle never touches the host's disk outside the case directory.
 func evaluate(ctx context.Context, o RunOptions, ws string) (map[string]float64, []byte, error) {
-	dir, err := os.MkdirTemp("", "cleanroom-oracle-*")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer os.RemoveAll(dir)
 	m, _, err := VerifySignedManifest(o.CaseDir, o.Producer)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := extractPack(filepath.Join(o.CaseDir, OracleFile), m.Artifacts.OraclePackSHA256, dir); err != nil {
-		return nil, nil, err
-	}
-	if fi, err := os.Lstat(filepath.Join(dir, OracleEvaluator)); err != nil || !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("oracle.pack has no %s script", OracleEvaluator)
+	emit := func(dir string) error {
+		if err := extractPack(filepath.Join(o.CaseDir, OracleFile), m.Artifacts.OraclePackSHA256, dir); err != nil {
+			return err
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, OracleEvaluator)); err != nil || !fi.Mode().IsRegular() {
+			return fmt.Errorf("oracle.pack has no %s script", OracleEvaluator)
+		}
+		return nil
 	}
 	var stdout limitedBufferW
 	stdout.max = maxOracleOutput
 	var stderr limitedBufferW
 	stderr.max = 64 << 10
 	out, err := o.Isolation.Run(ctx, ContainerSpec{
-		Args: []string{"/bin/sh", "/package/" + OracleEvaluator, "/workspace"}, Workspace: ws, Package: dir,
+		Args: []string{"/bin/sh", "/package/" + OracleEvaluator, "/workspace"}, Workspace: ws, PackageEmit: emit,
 		Timeout: defaultEvalTimeout,
 	}, &stdout, &stderr)
 	if err != nil {

@@ -22,11 +22,13 @@ import (
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 )
 
-// The test binary is libcontainer's init when re-executed as `init`.
+// The test binary is libcontainer's init when re-executed as `init`, and
+// the sandbox's shim when it is the container's first process.
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		libcontainer.Init()
 	}
+	sandbox.RunShimIfRequested()
 }
 
 func needSandbox(t *testing.T) {
