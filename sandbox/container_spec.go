@@ -47,6 +47,16 @@ var minimalEtc = map[string]string{
 // rootfs is the (empty, prepared) root directory, netnsPath the network
 // namespace to join, id names the cgroup.
 func (c *Config) Spec(rootfs, netnsPath, id string) (*specs.Spec, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("locating this binary for the sandbox shim: %w", err)
+	}
+	return c.spec(rootfs, netnsPath, id, exe)
+}
+
+// spec renders the configuration with exe as the shim (see
+// RunShimIfRequested); netnsPath "" means a new network namespace.
+func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 	cfg := c.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -76,13 +86,9 @@ func (c *Config) Spec(rootfs, netnsPath, id string) (*specs.Spec, error) {
 		// Public CA certificates only; /etc/ssl/private stays out.
 		mounts = append(mounts, specs.Mount{Destination: "/etc/ssl/certs", Type: "bind", Source: "/etc/ssl/certs", Options: []string{"rbind", "ro", rbindRO, "nosuid", "nodev", "noexec"}})
 	}
-	if shim, err := os.Executable(); err == nil {
-		// This binary, read-only, as the container's first process (see
-		// RunShimIfRequested).
-		mounts = append(mounts, specs.Mount{Destination: shimPath, Type: "bind", Source: shim, Options: []string{"bind", "ro", "nosuid", "nodev"}})
-	} else {
-		return nil, fmt.Errorf("locating this binary for the sandbox shim: %w", err)
-	}
+	// This binary, read-only, as the container's first process (see
+	// RunShimIfRequested).
+	mounts = append(mounts, specs.Mount{Destination: shimPath, Type: "bind", Source: exe, Options: []string{"bind", "ro", "nosuid", "nodev"}})
 	if cfg.Workspace != "" {
 		mounts = append(mounts, specs.Mount{Destination: "/workspace", Type: "bind", Source: cfg.Workspace, Options: []string{"bind", "rw", "nosuid", "nodev"}})
 	} else {

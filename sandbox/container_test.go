@@ -37,6 +37,19 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "dial" {
 		os.Exit(dialMain(os.Args[2:]))
 	}
+	// `sandbox hook --record FILE` is the bundle's createRuntime hook
+	// (the cleanroom binary's command, here served by the test binary).
+	if len(os.Args) == 5 && os.Args[1] == "sandbox" && os.Args[2] == "hook" && os.Args[3] == "--record" {
+		if _, err := RunHook(os.Stdin, os.Args[4]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	// `tamper-hook` adds a second link to the container's namespace.
+	if len(os.Args) == 2 && os.Args[1] == "tamper-hook" {
+		os.Exit(tamperHook())
+	}
 	// `exec-helper STATEDIR ARG…` runs one container and is killed by
 	// TestHarnessDeathKillsContainer.
 	if len(os.Args) > 3 && os.Args[1] == "exec-helper" {

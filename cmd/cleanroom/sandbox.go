@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -28,7 +29,7 @@ func newSandboxCmd() *cobra.Command {
 		Use:   "sandbox",
 		Short: "The candidate sandbox: kernel check, isolated exec, network mechanism check, seal probe",
 	}
-	c.AddCommand(newSandboxCheckCmd(), newSandboxExecCmd(), newSandboxProbeCmd())
+	c.AddCommand(newSandboxCheckCmd(), newSandboxExecCmd(), newSandboxProbeCmd(), newSandboxBundleCmd(), newSandboxHookCmd())
 	for _, f := range sandboxSubcommands {
 		c.AddCommand(f())
 	}
@@ -350,5 +351,79 @@ the check fails.`,
 	c.Flags().StringVar(&sealed, "sealed", "", "the sealed store's IP:PORT (required)")
 	c.Flags().StringVar(&control, "control", "", "positive control IP:PORT (required with --net allow:…)")
 	_ = c.MarkFlagRequired("sealed")
+	return c
+}
+
+func newSandboxBundleCmd() *cobra.Command {
+	var f sandboxFlags
+	var out string
+	c := &cobra.Command{
+		Use:   "bundle --out DIR [flags] -- CMD [ARG…]",
+		Short: "Write the candidate sandbox as an OCI runtime bundle (config.json + rootfs) for runc, crun, runsc…",
+		Long: `bundle renders the same configuration exec runs as an OCI runtime bundle:
+config.json (namespaces, read-only binds, tmpfs, the workspace, no
+capabilities, no_new_privs, rlimits, cgroup limits, masked paths) and the
+rootfs layout. The runtime creates the network namespace; the mechanism
+check runs as a createRuntime hook ("cleanroom sandbox hook"), so a runtime
+that honours hooks refuses to start a container whose namespace fails it,
+and the hook's record is written to DIR/isolation_check.json. Only full
+isolation (--net none) can be rendered; the sealed package (--package-id)
+and the seal probe (--sealed) are established by exec only. The bundle
+refers to this binary and to the host paths by absolute path.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usageErr(fmt.Errorf("--out is required"))
+			}
+			cfg, err := f.config(args)
+			if err != nil {
+				return usageErr(err)
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return usageErr(err)
+			}
+			dir, err := filepath.Abs(out)
+			if err != nil {
+				return usageErr(err)
+			}
+			if _, err := sandbox.WriteBundle(cfg, dir, exe); err != nil {
+				if errors.Is(err, sandbox.ErrConfig) {
+					return usageErr(err)
+				}
+				return refusedErr(err)
+			}
+			return printResult(cmd, map[string]any{"bundle": dir, "config": filepath.Join(dir, "config.json")}, func(w io.Writer) {
+				fmt.Fprintf(w, "bundle written: %s (run with: runc run --bundle %s ID)\n", dir, dir)
+			})
+		},
+	}
+	f.register(c)
+	c.Flags().StringVar(&out, "out", "", "the bundle directory to create (must not exist)")
+	return c
+}
+
+func newSandboxHookCmd() *cobra.Command {
+	var record string
+	c := &cobra.Command{
+		Use:    "hook [--record FILE]",
+		Short:  "OCI createRuntime hook: the mechanism check on the container's network namespace (state on stdin)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rec, err := sandbox.RunHook(cmd.InOrStdin(), record)
+			if rec != nil {
+				printIsolation(cmd.ErrOrStderr(), rec)
+			}
+			switch {
+			case errors.Is(err, sandbox.ErrIsolation):
+				return refusedErr(err)
+			case err != nil:
+				return usageErr(err)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&record, "record", "", "write the isolation record here (create-exclusive)")
 	return c
 }

@@ -1,0 +1,130 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/vishvananda/netns"
+)
+
+// HookRecordName is the file, in the bundle directory, where the
+// createRuntime hook writes its isolation record.
+const HookRecordName = "isolation_check.json"
+
+// WriteBundle writes an OCI runtime bundle for cfg into dir (which must
+// not exist): config.json rendered by the same Config.Spec that Exec
+// runs, and the rootfs layout (mount points, the minimal /etc). The
+// network namespace is created by the runtime; the mechanism check runs
+// as a createRuntime hook (`<this binary> sandbox hook`), so a runtime
+// that honours hooks does not start a container whose namespace fails the
+// check. exe is the cleanroom binary the hook and the shim run (its
+// absolute path is recorded). Only full isolation can be rendered: the
+// allowlisted egress needs the host-side setup Exec performs.
+func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Allow) > 0 {
+		return nil, fmt.Errorf("%w: an OCI bundle can express only full isolation (--net none)", ErrConfig)
+	}
+	if cfg.PackageEmit != nil || cfg.Seal != nil {
+		return nil, fmt.Errorf("%w: the sealed package view and the seal probe are established by exec, not by a bundle", ErrConfig)
+	}
+	if !filepath.IsAbs(exe) {
+		return nil, fmt.Errorf("%w: binary path %q is not absolute", ErrConfig, exe)
+	}
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return nil, fmt.Errorf("%w: bundle dir %q: want an absolute, clean path", ErrConfig, dir)
+	}
+	// Create-exclusive: never write into an existing bundle.
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("bundle dir: %w", err)
+	}
+	id, err := newID()
+	if err != nil {
+		return nil, err
+	}
+	rootfs, err := prepareRootfs(dir, cfg.Package != "")
+	if err != nil {
+		return nil, err
+	}
+	spec, err := cfg.spec(rootfs, "", id, exe)
+	if err != nil {
+		return nil, err
+	}
+	spec.Root.Path = "rootfs" // relative to the bundle, as runtimes expect
+	spec.Hooks = &specs.Hooks{CreateRuntime: []specs.Hook{{
+		Path: exe,
+		Args: []string{exe, "sandbox", "hook", "--record", filepath.Join(dir, HookRecordName)},
+	}}}
+	b, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("config.json: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "config.json"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("config.json: %w", err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("config.json: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("config.json: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("config.json: %w", err)
+	}
+	return spec, nil
+}
+
+// RunHook is the createRuntime hook of a bundle: it reads the OCI state
+// from r, runs the mechanism check on the container's network namespace
+// (/proc/<pid>/ns/net), writes the record to record (create-exclusive)
+// and returns ErrIsolation unless the isolation is enforced — a non-zero
+// hook exit makes the runtime abort the start.
+func RunHook(r io.Reader, record string) (*IsolationCheck, error) {
+	var st specs.State
+	if err := json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&st); err != nil {
+		return nil, fmt.Errorf("%w: reading the OCI state: %v", ErrConfig, err)
+	}
+	if st.Pid <= 0 {
+		return nil, fmt.Errorf("%w: the OCI state has no pid", ErrConfig)
+	}
+	ns, err := netns.GetFromPid(st.Pid)
+	if err != nil {
+		return nil, fmt.Errorf("the container's network namespace: %w", err)
+	}
+	defer ns.Close()
+	rec, err := CheckIsolation(ns, Expectation{})
+	if err != nil {
+		return nil, err
+	}
+	if record != "" {
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return rec, err
+		}
+		f, err := os.OpenFile(record, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return rec, fmt.Errorf("hook record: %w", err)
+		}
+		_, werr := f.Write(append(b, '\n'))
+		if err := f.Close(); werr == nil {
+			werr = err
+		}
+		if werr != nil {
+			return rec, fmt.Errorf("hook record: %w", werr)
+		}
+	}
+	if !rec.Enforced {
+		return rec, fmt.Errorf("%w: %v", ErrIsolation, rec.Problems)
+	}
+	return rec, nil
+}
