@@ -130,3 +130,21 @@ func TestRetriedTransitionReusesItsReceipt(t *testing.T) {
 	}
 	mustVerify(t, w, VerifyOptions{})
 }
+
+// The temporary file of an interrupted transition is explained by verify,
+// never published under a receipt name, and removed by the next
+// transition (which holds the lock, so no live writer owns it).
+func TestInterruptedTransitionLeftovers(t *testing.T) {
+	w := newWorld(t)
+	mustPin(t, w)
+	stray := filepath.Join(w.ReceiptsDir(), tempPrefix+"brun-x.ABORTED.json.0123")
+	writeWorldFile(t, w, "governance/receipts/"+filepath.Base(stray), `{"half": `, 0o644)
+	rep := mustVerify(t, w, VerifyOptions{})
+	if len(rep.Explained) != 1 || rep.Explained[0] != "receipts/"+filepath.Base(stray) {
+		t.Errorf("explained = %v", rep.Explained)
+	}
+	mustFreeze(t, w)
+	if _, err := os.Lstat(stray); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("leftover still present after a transition: %v", err)
+	}
+}

@@ -37,6 +37,8 @@ func TestCrashChild(t *testing.T) {
 	}
 	ref := referenceSpec(t, w)
 	out := bufio.NewWriter(os.Stdout)
+	fmt.Fprintln(out, "READY")
+	out.Flush()
 	for i := 0; ; i++ {
 		var op string
 		var tr *Transition
@@ -117,6 +119,17 @@ func TestCrashConsistency(t *testing.T) {
 			}
 			close(lines)
 		}()
+		// The random instant is measured from the driver's first
+		// transition, not from process start, so a slow machine still kills
+		// inside transitions.
+		select {
+		case l := <-lines:
+			if l != "READY" {
+				t.Fatalf("iteration %d: driver said %q", i, l)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("iteration %d: driver did not start", i)
+		}
 		time.Sleep(time.Duration(rng.IntN(60_000)) * time.Microsecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		_ = cmd.Wait()
