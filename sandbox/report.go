@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,6 +34,9 @@ type KernelReport struct {
 	// Controllers lists the cgroup controllers usable by the sandbox: for
 	// v1 the mounted hierarchies, for v2 the root's cgroup.controllers.
 	Controllers []string `json:"controllers"`
+	// EgressFilter reports whether nf_tables answers (needed only for
+	// allowlisted egress; full isolation does not use it).
+	EgressFilter bool `json:"egress_filter"`
 	// Missing names each required piece that is absent; empty when the
 	// sandbox can run here.
 	Missing []string `json:"missing"`
@@ -94,6 +98,10 @@ func CheckKernel() (*KernelReport, error) {
 		if !have[c] {
 			r.Missing = append(r.Missing, fmt.Sprintf("cgroup v%d controller %s", r.CgroupVersion, c))
 		}
+	}
+	if c, err := nftables.New(); err == nil {
+		_, err = c.ListTables()
+		r.EgressFilter = err == nil
 	}
 	if len(r.Missing) > 0 {
 		return r, fmt.Errorf("%w: missing %s", ErrUnsupported, strings.Join(r.Missing, "; "))

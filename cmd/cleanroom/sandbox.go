@@ -75,6 +75,7 @@ func printKernelReport(w io.Writer, r *sandbox.KernelReport) {
 	fmt.Fprintf(w, "user namespaces: %v\n", r.UserNamespaces)
 	fmt.Fprintf(w, "cgroup version:  %d\n", r.CgroupVersion)
 	fmt.Fprintf(w, "controllers:     %s\n", strings.Join(r.Controllers, " "))
+	fmt.Fprintf(w, "egress filter:   %v (nf_tables; needed only for --net allow:…)\n", r.EgressFilter)
 	if len(r.Missing) == 0 {
 		fmt.Fprintln(w, "sandbox:         can run here")
 		return
