@@ -199,3 +199,24 @@ func TestAdjudicate(t *testing.T) {
 		t.Errorf("leak after retirement: %v", err)
 	}
 }
+
+// TestDemo runs the demo flow; with the sandbox available, the run too.
+func TestDemo(t *testing.T) {
+	needGit(t)
+	var iso Isolation
+	if os.Geteuid() == 0 {
+		if si := (&SandboxIsolation{StateDir: filepath.Join(t.TempDir(), "state")}); si.Available() == nil {
+			iso = si
+		}
+	}
+	res, err := Demo(t.Context(), filepath.Join(t.TempDir(), "demo"), iso)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IndexVersion != 1 || res.CaseID != "A-demo-0001" {
+		t.Errorf("demo %+v", res)
+	}
+	if iso != nil && res.TerminalState != StateValidSuccess {
+		t.Errorf("demo run %s", res.TerminalState)
+	}
+}
