@@ -37,6 +37,14 @@
 //   - "too-deep": a value nested deeper than [MaxDepth] (top level is depth 0);
 //   - "trailing-data": anything but whitespace after the document.
 //
+// Precedence: size, then the BOM, then UTF-8 (the bytes are decoded before
+// they are parsed), then the first fault in document order — except that an
+// ambiguous class (lone-surrogate, non-finite-number, duplicate-name,
+// too-deep) is reported only for a text that is otherwise RFC 8259 grammar.
+// If the text also breaks the grammar further on, that fault is reported
+// instead, as JSON.parse reports it; so an ambiguous refusal always names a
+// text JSON.parse reads. (Nesting beyond 9000 levels is not re-checked.)
+//
 // # Canonical bytes
 //
 // [Canonical] writes RFC 8785 (JCS): members sorted by UTF-16 code units,

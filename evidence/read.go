@@ -86,6 +86,33 @@ func invalidUTF8Pointer(b []byte, off int) string {
 type reader struct {
 	in  []byte
 	dec *jsontext.Decoder
+	// lenient marks the second pass that looks only for grammar faults:
+	// duplicates and lone surrogates are let through by the tokenizer,
+	// depth and number range are not checked.
+	lenient bool
+}
+
+// lenientDepth bounds the grammar pass below the tokenizer's own fixed
+// nesting limit (10000), whose error is not exported.
+const lenientDepth = 9000
+
+// document reads the whole input. A refusal in one of the classes beyond
+// RFC 8259 (lone-surrogate, non-finite-number, duplicate-name, too-deep) is
+// reported only for a text that is otherwise RFC 8259 grammar: when the text
+// also breaks the grammar, later in the input, that fault is reported
+// instead, as JSON.parse reports it. So an ambiguous class always names an
+// RFC 8259 text whose only problem is ambiguity.
+func (r *reader) document() (any, error) {
+	v, err := r.walk()
+	if err == nil || r.lenient || !ClassOf(err).BeyondRFC8259() {
+		return v, err
+	}
+	g := reader{in: r.in, lenient: true, dec: jsontext.NewDecoder(bytes.NewReader(r.in),
+		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
+	if _, gerr := g.walk(); gerr != nil && !ClassOf(gerr).BeyondRFC8259() {
+		return nil, gerr
+	}
+	return nil, err
 }
 
 type frame struct {
@@ -94,7 +121,7 @@ type frame struct {
 	name string // pending member name when obj != nil
 }
 
-func (r *reader) document() (any, error) {
+func (r *reader) walk() (any, error) {
 	var stack []*frame
 	var result any
 	done := false
@@ -131,7 +158,10 @@ func (r *reader) document() (any, error) {
 			continue
 		}
 		// A value at depth len(stack).
-		if len(stack) > MaxDepth {
+		if r.lenient && len(stack) > lenientDepth {
+			return nil, &Error{Class: ClassTooDeep, Offset: r.valueOffset(start), Detail: fmt.Sprintf("value nested deeper than %d", lenientDepth)}
+		}
+		if len(stack) > MaxDepth && !r.lenient {
 			return nil, &Error{Class: ClassTooDeep, Offset: r.valueOffset(start), Pointer: r.pointer(), Detail: fmt.Sprintf("value nested deeper than %d", MaxDepth)}
 		}
 		var v any
@@ -146,7 +176,7 @@ func (r *reader) document() (any, error) {
 			v = tok.String()
 		case '0':
 			f, ferr := tok.Float()
-			if ferr != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			if (ferr != nil || math.IsInf(f, 0) || math.IsNaN(f)) && !r.lenient {
 				return nil, &Error{Class: ClassNonFinite, Offset: r.valueOffset(start), Pointer: r.pointer(), Detail: fmt.Sprintf("number %s is outside the range of a double", tok.String())}
 			}
 			v = f
@@ -269,19 +299,35 @@ func quoteName(ptr string) string {
 }
 
 // scanString checks the string literal starting at b[i] == '"' and returns
-// the class, offset and detail of its first problem, or "" if it has none
-// (an unterminated string is left to the tokenizer's "syntax").
+// the class, offset and detail of its problem, or "" if it has none. A
+// grammar fault (control character, bad escape) anywhere in the literal
+// comes before a lone surrogate, and so does an unterminated literal
+// (syntax at the end of the input): JSON.parse reports those whatever
+// surrogates precede them.
 func scanString(b []byte, i int) (Class, int, string) {
+	var lone struct {
+		off    int
+		detail string
+	}
+	lone.off = -1
+	surrogate := func(off int, detail string) {
+		if lone.off < 0 {
+			lone.off, lone.detail = off, detail
+		}
+	}
 	for j := i + 1; j < len(b); j++ {
 		c := b[j]
 		switch {
 		case c == '"':
+			if lone.off >= 0 {
+				return ClassLoneSurrogate, lone.off, lone.detail
+			}
 			return "", 0, ""
 		case c < 0x20:
 			return ClassControlChar, j, fmt.Sprintf("raw control character 0x%02x in a string", c)
 		case c == '\\':
 			if j+1 >= len(b) {
-				return "", 0, ""
+				break
 			}
 			switch b[j+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -293,20 +339,19 @@ func scanString(b []byte, i int) (Class, int, string) {
 				}
 				switch {
 				case u >= 0xDC00 && u <= 0xDFFF:
-					return ClassLoneSurrogate, j, fmt.Sprintf("low surrogate \\u%04x without a high surrogate before it", u)
+					surrogate(j, fmt.Sprintf("low surrogate \\u%04x without a high surrogate before it", u))
+					j += 5
 				case u >= 0xD800 && u <= 0xDBFF:
 					lo, ok := -1, false
 					if j+7 < len(b) && b[j+6] == '\\' && b[j+7] == 'u' {
-						var v int
-						if v, ok = hex4(b, j+8); !ok {
-							// "\ud800\uzz": the second escape is malformed,
-							// which JSON.parse reports before any pairing.
-							return ClassBadEscape, j + 6, fmt.Sprintf("escape %q is not \\u and four hex digits", clip(b[j+6:], 6))
-						}
-						lo = v
+						// A malformed second escape ("\ud800\uzz") is
+						// found as a bad escape by the next round.
+						lo, ok = hex4(b, j+8)
 					}
 					if !ok || lo < 0xDC00 || lo > 0xDFFF {
-						return ClassLoneSurrogate, j, fmt.Sprintf("high surrogate \\u%04x not followed by a \\u low surrogate", u)
+						surrogate(j, fmt.Sprintf("high surrogate \\u%04x not followed by a \\u low surrogate", u))
+						j += 5
+						continue
 					}
 					j += 11
 				default:
@@ -317,7 +362,7 @@ func scanString(b []byte, i int) (Class, int, string) {
 			}
 		}
 	}
-	return "", 0, ""
+	return ClassSyntax, len(b), "unterminated string"
 }
 
 func hex4(b []byte, i int) (int, bool) {

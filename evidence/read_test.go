@@ -145,6 +145,21 @@ func refusalRows() []refusal {
 		{"too-deep-container", strings.Repeat("[", 66) + strings.Repeat("]", 66), evidence.ClassTooDeep, 65, deep65ptr},
 		{"too-deep-objects", deepObj, evidence.ClassTooDeep, 65 * 5, strings.Repeat("/a", 65)},
 
+		// Grammar first: an ambiguous class is reported only for a text that
+		// is otherwise RFC 8259; a later grammar fault wins, as in JSON.parse.
+		{"lone-surrogate-then-unterminated", `["\uD800\"]`, evidence.ClassSyntax, 11, "/0"},
+		{"lone-surrogate-then-bad-escape", `["\ud800\x"]`, evidence.ClassBadEscape, 8, "/0"},
+		{"lone-surrogate-then-control", "[\"\\ud800\x01\"]", evidence.ClassControlChar, 8, "/0"},
+		{"lone-surrogate-then-missing-bracket", `["\ud800"`, evidence.ClassSyntax, 9, ""},
+		{"duplicate-then-trailing-comma", `{"a":1,"a":2,}`, evidence.ClassSyntax, 13, ""},
+		{"duplicate-then-trailing-data", `{"a":1,"a":2} x`, evidence.ClassTrailingData, 14, ""},
+		{"overflow-then-unterminated", `[1e400`, evidence.ClassSyntax, 6, ""},
+		{"too-deep-then-trailing-data", deep65 + "x", evidence.ClassTrailingData, 131, ""},
+		// Among the ambiguous classes, the first by position.
+		{"lone-surrogate-before-duplicate", `{"\ud800":1,"a":1,"a":2}`, evidence.ClassLoneSurrogate, 2, ""},
+		{"duplicate-before-lone-surrogate", `{"a":1,"a":"\ud800"}`, evidence.ClassDuplicateName, 7, "/a"},
+		{"overflow-before-duplicate", `{"a":1e400,"a":1}`, evidence.ClassNonFinite, 5, "/a"},
+
 		// trailing-data: offset of the first byte after the document and
 		// its whitespace.
 		{"second-document", `{} {}`, evidence.ClassTrailingData, 3, ""},
