@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cleanroom-dev/cleanroom/sign"
+	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
 )
 
@@ -161,3 +163,35 @@ func syncFile(path string) error {
 }
 
 func encodeB64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// writeSigned signs b in namespace and writes path and path+".sig", each
+// atomically (the document first: a signature never names bytes that are
+// not there).
+func writeSigned(path string, b []byte, signer *sign.Signer, namespace string) error {
+	sig, err := signer.Sign(namespace, b)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(path, b, 0o644, false); err != nil {
+		return err
+	}
+	return writeAtomic(path+".sig", sig, 0o644, false)
+}
+
+// readSigned reads path (at most max bytes) and verifies path+".sig" over
+// its exact bytes with pub in namespace, before anything parses them. A
+// failure is a *CheckError named check.
+func readSigned(path string, max int64, pub ssh.PublicKey, namespace, check string) ([]byte, error) {
+	b, err := readCapped(path, max)
+	if err != nil {
+		return nil, &CheckError{Check: check, File: path, Err: err}
+	}
+	sig, err := readCapped(path+".sig", sign.MaxSignature)
+	if err != nil {
+		return nil, &CheckError{Check: check, File: path + ".sig", Err: err}
+	}
+	if err := sign.Verify(pub, namespace, b, sig); err != nil {
+		return nil, &CheckError{Check: check, File: path + ".sig", Err: err}
+	}
+	return b, nil
+}

@@ -236,14 +236,7 @@ func WriteRecord(dir string, r *RunRecord, signer *sign.Signer) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	sig, err := signer.Sign(sign.NamespaceRunRecord, b)
-	if err != nil {
-		return nil, err
-	}
-	if err := writeAtomic(filepath.Join(dir, RecordFile), b, 0o644, false); err != nil {
-		return nil, err
-	}
-	if err := writeAtomic(filepath.Join(dir, RecordSigFile), sig, 0o644, false); err != nil {
+	if err := writeSigned(filepath.Join(dir, RecordFile), b, signer, sign.NamespaceRunRecord); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -252,16 +245,9 @@ func WriteRecord(dir string, r *RunRecord, signer *sign.Signer) ([]byte, error) 
 // VerifyRecordSignature checks a record file against its detached
 // signature and then reads it.
 func VerifyRecordSignature(path string, pub ssh.PublicKey) (*RunRecord, error) {
-	b, err := readCapped(path, maxRecord)
+	b, err := readSigned(path, maxRecord, pub, sign.NamespaceRunRecord, CheckRecordSignature)
 	if err != nil {
-		return nil, &CheckError{Check: CheckRecordSignature, File: path, Err: err}
-	}
-	sig, err := readCapped(path+".sig", sign.MaxSignature)
-	if err != nil {
-		return nil, &CheckError{Check: CheckRecordSignature, File: path + ".sig", Err: err}
-	}
-	if err := sign.Verify(pub, sign.NamespaceRunRecord, b, sig); err != nil {
-		return nil, &CheckError{Check: CheckRecordSignature, File: path + ".sig", Err: err}
+		return nil, err
 	}
 	r, err := ReadRecord(path, b)
 	if err != nil {

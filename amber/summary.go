@@ -79,14 +79,7 @@ func WriteSummary(dir string, s *Summary, signer *sign.Signer) ([]byte, error) {
 	if _, err := ReadSummary(SummaryFile, b); err != nil {
 		return nil, fmt.Errorf("summary written does not read back: %w", err)
 	}
-	sig, err := signer.Sign(sign.NamespaceSummary, b)
-	if err != nil {
-		return nil, err
-	}
-	if err := writeAtomic(filepath.Join(dir, SummaryFile), b, 0o644, false); err != nil {
-		return nil, err
-	}
-	if err := writeAtomic(filepath.Join(dir, SummarySigFile), sig, 0o644, false); err != nil {
+	if err := writeSigned(filepath.Join(dir, SummaryFile), b, signer, sign.NamespaceSummary); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -136,16 +129,9 @@ func ReadSummary(file string, b []byte) (*Summary, error) {
 // VerifySummary checks summary.yaml in dir against its signature (verify,
 // then parse) and returns it.
 func VerifySummary(path string, pub ssh.PublicKey) (*Summary, []byte, error) {
-	b, err := readCapped(path, MaxYAML)
+	b, err := readSigned(path, MaxYAML, pub, sign.NamespaceSummary, CheckSummarySignature)
 	if err != nil {
-		return nil, nil, &CheckError{Check: CheckSummarySignature, File: path, Err: err}
-	}
-	sig, err := readCapped(path+".sig", sign.MaxSignature)
-	if err != nil {
-		return nil, nil, &CheckError{Check: CheckSummarySignature, File: path + ".sig", Err: err}
-	}
-	if err := sign.Verify(pub, sign.NamespaceSummary, b, sig); err != nil {
-		return nil, nil, &CheckError{Check: CheckSummarySignature, File: path + ".sig", Err: err}
+		return nil, nil, err
 	}
 	s, err := ReadSummary(path, b)
 	if err != nil {

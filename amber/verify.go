@@ -110,21 +110,13 @@ func VerifySignedManifest(dir string, pub ssh.PublicKey) (*Manifest, string, err
 
 func verifyManifest(dir string, pub ssh.PublicKey, schema *evidence.Schema, rep *VerifyReport) (*Manifest, string, error) {
 	mpath := filepath.Join(dir, ManifestFile)
-	spath := filepath.Join(dir, ManifestSigFile)
 	fail := func(check, file string, err error) (*Manifest, string, error) {
 		return nil, "", &CheckError{Check: check, File: file, Err: err}
 	}
-	mb, err := readCapped(mpath, maxManifestBytes)
-	if err != nil {
-		return fail(CheckManifestSignature, mpath, err)
-	}
-	sig, err := readCapped(spath, sign.MaxSignature)
-	if err != nil {
-		return fail(CheckManifestSignature, spath, err)
-	}
 	// Verify, then parse: the manifest's bytes are untrusted until here.
-	if err := sign.Verify(pub, sign.NamespaceCaseManifest, mb, sig); err != nil {
-		return fail(CheckManifestSignature, spath, err)
+	mb, err := readSigned(mpath, maxManifestBytes, pub, sign.NamespaceCaseManifest, CheckManifestSignature)
+	if err != nil {
+		return nil, "", err
 	}
 	rep.Passed = append(rep.Passed, CheckManifestSignature)
 	m, obj, err := ReadManifest(mpath, mb)
