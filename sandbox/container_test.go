@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ func init() {
 		libcontainer.Init()
 	}
 	RunShimIfRequested()
+	// As cmd/cleanroom/init.go: the main thread never runs a goroutine
+	// that enters another namespace, so /proc/self stays ours.
+	runtime.LockOSThread()
 }
 
 func TestMain(m *testing.M) {

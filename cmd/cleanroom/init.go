@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 
 	// The devices cgroup manager: without it libcontainer refuses any
 	// device rules (and on cgroup v1 the devices controller is what keeps
@@ -25,4 +26,11 @@ func init() {
 		libcontainer.Init()
 	}
 	sandbox.RunShimIfRequested()
+	// Keep the main goroutine on the main thread for the life of the
+	// process, so no other goroutine ever runs there. Goroutines that
+	// setns(2) end locked and their threads are discarded — except the
+	// main thread, which Go cannot discard: it would stay parked in the
+	// foreign namespace, and /proc/self (the thread-group leader) would
+	// then describe that namespace to everyone reading it.
+	runtime.LockOSThread()
 }
