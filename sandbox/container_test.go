@@ -404,3 +404,59 @@ func destroyStale(t *testing.T, root string) {
 		}
 	}
 }
+
+// The cgroup limits are read back from the kernel's files while the
+// container runs (cgroup v1 here, v2 where present).
+func TestCgroupLimitsApplied(t *testing.T) {
+	needSandbox(t)
+	state := filepath.Join(t.TempDir(), "state")
+	done := make(chan error, 1)
+	go func() {
+		_, err := Exec(context.Background(), Config{StateDir: state, CPUs: 0.5, Memory: 64 << 20, Pids: 33,
+			Args: []string{"/bin/sh", "-c", "sleep 3"}}, Stdio{})
+		done <- err
+	}()
+	var paths map[string]string
+	deadline := time.Now().Add(10 * time.Second)
+	for paths == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the container never showed up")
+		}
+		ents, _ := os.ReadDir(filepath.Join(state, "state"))
+		for _, e := range ents {
+			if c, err := libcontainer.Load(filepath.Join(state, "state"), e.Name()); err == nil {
+				if st, err := c.State(); err == nil && st.InitProcessPid != 0 {
+					paths = st.CgroupPaths
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Errorf("%v", err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	want := map[string]string{}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil { // unified (v2)
+		p := paths[""]
+		want[filepath.Join(p, "cpu.max")] = "50000 100000"
+		want[filepath.Join(p, "memory.max")] = "67108864"
+		want[filepath.Join(p, "pids.max")] = "33"
+	} else {
+		want[filepath.Join(paths["cpu"], "cpu.cfs_quota_us")] = "50000"
+		want[filepath.Join(paths["cpu"], "cpu.cfs_period_us")] = "100000"
+		want[filepath.Join(paths["memory"], "memory.limit_in_bytes")] = "67108864"
+		want[filepath.Join(paths["pids"], "pids.max")] = "33"
+	}
+	for f, v := range want {
+		if got := read(f); got != v {
+			t.Errorf("%s = %q, want %q", f, got, v)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
