@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,25 +42,36 @@ func BenchmarkReadiness(b *testing.B) {
 }
 
 // BenchmarkReadFile: sequential read_file calls over the 60 files with one
-// Go SDK client; reports p50/p99/max latency, calls over 100 ms (the stall
-// the research saw) and the server's peak RSS.
+// Go SDK client (the peer's twin is BenchmarkPeerReadFile).
 func BenchmarkReadFile(b *testing.B) {
 	needSeal(b)
 	pkg, id := writePackage(b, benchFiles())
 	s := startSession(b, pkg, id)
+	readLoop(b, func(i int) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		r, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": fmt.Sprintf("spec/file_%02d.txt", i%60)}})
+		if err != nil || r.IsError {
+			return "", fmt.Errorf("read_file: %v", err)
+		}
+		return r.Content[0].(*mcp.TextContent).Text, nil
+	}, s.serverPID(b))
+}
+
+// readLoop runs read for b.N sequential calls and reports p50/p99/max
+// latency, calls over 100 ms (the stall the research saw), req/s and the
+// peak RSS of process pid.
+func readLoop(b *testing.B, read func(i int) (string, error), pid int) {
 	var lat []time.Duration
 	i := 0
 	start := time.Now()
 	for b.Loop() {
-		p := fmt.Sprintf("spec/file_%02d.txt", i%60)
-		i++
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		t0 := time.Now()
-		r, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": p}})
+		text, err := read(i)
 		lat = append(lat, time.Since(t0))
-		cancel()
-		if err != nil || r.IsError || len(r.Content[0].(*mcp.TextContent).Text) != 2000 {
-			b.Fatalf("read %s: %v", p, err)
+		i++
+		if err != nil || len(text) != 2000 {
+			b.Fatalf("call %d: %v (%d bytes)", i, err, len(text))
 		}
 	}
 	elapsed := time.Since(start)
@@ -75,7 +88,7 @@ func BenchmarkReadFile(b *testing.B) {
 	b.ReportMetric(q(1), "max-ms")
 	b.ReportMetric(float64(outliers), "calls>100ms")
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "req/s")
-	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.serverPID(b))); err == nil {
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		for _, l := range strings.Split(string(st), "\n") {
 			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
 				kb, _ := strconv.Atoi(f[1])
@@ -83,4 +96,69 @@ func BenchmarkReadFile(b *testing.B) {
 			}
 		}
 	}
+}
+
+// peerServer returns the command of the peer, @modelcontextprotocol/
+// server-filesystem (pinned in testdata/inspector), serving dir, or skips.
+func peerServer(b *testing.B, dir string) *exec.Cmd {
+	b.Helper()
+	js, _ := filepath.Abs(filepath.Join("testdata", "inspector", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
+	if _, err := os.Stat(js); err != nil {
+		b.Skipf("peer server not installed (npm ci in harness/testdata/inspector): %v", err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		b.Skipf("node not found: %v", err)
+	}
+	return exec.Command(node, js, dir)
+}
+
+func connectPeer(b *testing.B, cmd *exec.Cmd) *mcp.ClientSession {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cs
+}
+
+// BenchmarkPeerReadiness: the peer's start to its first directory listing,
+// with the same client and files (it does no namespaces, seal or
+// verification).
+func BenchmarkPeerReadiness(b *testing.B) {
+	pkg, _ := writePackage(b, benchFiles())
+	peerServer(b, pkg)
+	for b.Loop() {
+		cs := connectPeer(b, peerServer(b, pkg))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_directory", Arguments: map[string]any{"path": filepath.Join(pkg, "spec")}})
+		cancel()
+		if err != nil || r.IsError {
+			b.Fatalf("list_directory: %v", err)
+		}
+		b.StopTimer()
+		cs.Close()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkPeerReadFile: the peer's read_text_file over the same 60 files,
+// same client, same metrics as BenchmarkReadFile.
+func BenchmarkPeerReadFile(b *testing.B) {
+	pkg, _ := writePackage(b, benchFiles())
+	cmd := peerServer(b, pkg)
+	cs := connectPeer(b, cmd)
+	defer cs.Close()
+	readLoop(b, func(i int) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": filepath.Join(pkg, fmt.Sprintf("spec/file_%02d.txt", i%60))}})
+		if err != nil || r.IsError {
+			return "", fmt.Errorf("read_text_file: %v", err)
+		}
+		return r.Content[0].(*mcp.TextContent).Text, nil
+	}, cmd.Process.Pid)
 }
