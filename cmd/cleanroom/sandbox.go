@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -427,4 +428,34 @@ func newSandboxHookCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&record, "record", "", "write the isolation record here (create-exclusive)")
 	return c
+}
+
+// demoSandbox is a demo stage (same signature as demoStages' entries):
+// it runs one command in the candidate sandbox, with the mechanism check
+// and a seal probe against a listener on the host's loopback, and
+// reports what the kernel said from inside.
+func demoSandbox(ctx context.Context, _ *demoEnv) (string, error) {
+	if _, err := sandbox.CheckKernel(); err != nil {
+		return "", err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	sealed := netip.MustParseAddrPort(ln.Addr().String())
+	var out strings.Builder
+	res, err := sandbox.Exec(ctx, sandbox.Config{
+		Args: []string{"/bin/sh", "-c", `grep -E '^(CapEff|NoNewPrivs):' /proc/self/status | tr -d '\t'; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '`},
+		Seal: &sealed,
+	}, sandbox.Stdio{Stdout: &out})
+	if err != nil {
+		return "", err
+	}
+	if res.ExitCode != 0 {
+		return "", fmt.Errorf("the command exited %d", res.ExitCode)
+	}
+	inside := strings.Join(strings.Fields(out.String()), " ")
+	return fmt.Sprintf("isolation %s enforced=%v; seal probe %s %s; inside: %s",
+		res.Isolation.IsolationClass, res.Isolation.Enforced, res.SealProbe.Outcome, res.SealProbe.Errno, inside), nil
 }

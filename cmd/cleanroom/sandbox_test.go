@@ -70,3 +70,20 @@ func TestSandboxCommands(t *testing.T) {
 		})
 	}
 }
+
+func TestDemoSandboxStage(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the candidate sandbox needs root")
+	}
+	if _, err := sandbox.CheckKernel(); err != nil {
+		t.Skipf("the candidate sandbox cannot run here: %v", err)
+	}
+	got, err := demoSandbox(t.Context(), &demoEnv{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "isolation full_isolation enforced=true; seal probe sealed ECONNREFUSED; inside: CapEff:0000000000000000 NoNewPrivs:1 lo"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
