@@ -89,7 +89,7 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 	}
 	// No IPv6 on either end: no link-local addresses or routes the check
 	// would have to explain, and no unfiltered v6 path.
-	if err := writeSysctl("net/ipv6/conf/"+hostName+"/disable_ipv6", "1"); err != nil {
+	if err := disableIPv6(hostName); err != nil {
 		return nil, err
 	}
 	if err := netlink.AddrAdd(host, &netlink.Addr{IPNet: prefixNet(eg.peer, 31)}); err != nil {
@@ -105,9 +105,7 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 	if err := netlink.LinkSetUp(host); err != nil {
 		return nil, fmt.Errorf("%w: host end up: %v", ErrEgress, err)
 	}
-	if err := inNetNS(ns, func() error {
-		return writeSysctl("net/ipv6/conf/"+candName+"/disable_ipv6", "1")
-	}); err != nil {
+	if err := inNetNS(ns, func() error { return disableIPv6(candName) }); err != nil {
 		return nil, err
 	}
 	h, err := netlink.NewHandleAt(ns)
@@ -207,6 +205,15 @@ func writeSysctl(key, value string) error {
 		return fmt.Errorf("%w: sysctl %s did not take %q (%q, %v)", ErrEgress, key, value, b, err)
 	}
 	return nil
+}
+
+// disableIPv6 turns IPv6 off on a link (in the calling thread's network
+// namespace); a kernel without IPv6 has nothing to turn off.
+func disableIPv6(link string) error {
+	if _, err := os.Stat("/proc/sys/net/ipv6"); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return writeSysctl("net/ipv6/conf/"+link+"/disable_ipv6", "1")
 }
 
 func ifname(n string) []byte {
