@@ -76,7 +76,7 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 			eg = nil
 		}
 	}()
-	if eg.peer, eg.local, err = pickLink(); err != nil {
+	if eg.peer, eg.local, err = pickLink(egressPool); err != nil {
 		return nil, err
 	}
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: hostName}, PeerName: candName, PeerNamespace: netlink.NsFd(int(ns))}
@@ -158,9 +158,9 @@ func waitOperUp(h *netlink.Handle, name string) error {
 	return fmt.Errorf("%w: link %s did not come up", ErrEgress, name)
 }
 
-// pickLink chooses a free /31 in egressPool: host end (even), candidate
-// end (odd).
-func pickLink() (host, cand netip.Addr, err error) {
+// pickLink chooses a free /31 in pool (a /16): host end (even), far end
+// (odd).
+func pickLink(pool netip.Prefix) (host, cand netip.Addr, err error) {
 	used := map[netip.Addr]bool{}
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
 	if err != nil {
@@ -171,7 +171,7 @@ func pickLink() (host, cand netip.Addr, err error) {
 			used[ip.Unmap()] = true
 		}
 	}
-	base := egressPool.Addr().As4()
+	base := pool.Addr().As4()
 	for range 64 {
 		var b [2]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -186,7 +186,7 @@ func pickLink() (host, cand netip.Addr, err error) {
 			return host, cand, nil
 		}
 	}
-	return host, cand, fmt.Errorf("%w: no free /31 in %s", ErrEgress, egressPool)
+	return host, cand, fmt.Errorf("%w: no free /31 in %s", ErrEgress, pool)
 }
 
 func prefixNet(a netip.Addr, bits int) *net.IPNet {

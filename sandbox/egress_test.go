@@ -18,7 +18,6 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,99 +64,24 @@ func routeGateway() string {
 	return "0.0.0.0"
 }
 
-// testHost is a network namespace this test creates, reachable from the
-// host's namespace over a veth /31, with HTTP servers inside it. It is the
-// only kind of remote host these tests ever contact.
-type testHost struct {
-	ns       netns.NsHandle
-	hostLink string
-	addr     netip.Addr // the test host's address
-	hostEnd  netip.Addr // the host namespace's end of the link
-}
-
-func newTestHost(t *testing.T) *testHost {
+// newTestHost is NewTestHost for a test: removed at cleanup.
+func newTestHost(t *testing.T) *TestHost {
 	t.Helper()
-	ns, err := newNetNS()
+	th, err := NewTestHost()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("test host: %v", err)
 	}
-	t.Cleanup(func() { ns.Close() })
-	id, _ := newID()
-	th := &testHost{ns: ns, hostLink: "crt" + id[2:12]}
-	hostEnd, addr, err := pickLink()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Keep the test hosts out of the egress pool's numbering.
-	h4, a4 := hostEnd.As4(), addr.As4()
-	h4[1], a4[1] = 214, 214
-	th.hostEnd, th.addr = netip.AddrFrom4(h4), netip.AddrFrom4(a4)
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: th.hostLink}, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(ns))}
-	if err := netlink.LinkAdd(veth); err != nil {
-		t.Fatalf("test host veth: %v", err)
-	}
-	t.Cleanup(func() {
-		if l, err := netlink.LinkByName(th.hostLink); err == nil {
-			_ = netlink.LinkDel(l)
-		}
-	})
-	l, err := netlink.LinkByName(th.hostLink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := netlink.AddrAdd(l, &netlink.Addr{IPNet: prefixNet(th.hostEnd, 31)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := netlink.LinkSetUp(l); err != nil {
-		t.Fatal(err)
-	}
-	// Replies from the test host arrive on this (test-owned) interface
-	// and are forwarded back to the candidate.
-	if err := writeSysctl("net/ipv4/conf/"+th.hostLink+"/forwarding", "1"); err != nil {
-		t.Fatal(err)
-	}
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	for _, name := range []string{"lo", "eth0"} {
-		l, err := h.LinkByName(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name == "eth0" {
-			if err := h.AddrAdd(l, &netlink.Addr{IPNet: prefixNet(th.addr, 31)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := h.LinkSetUp(l); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := waitOperUp(h, "eth0"); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(th.Close)
 	return th
 }
 
-// serve starts an HTTP server on the test host's port answering status.
-func (th *testHost) serve(t *testing.T, port uint16, status int) netip.AddrPort {
+// serve is TestHost.ServeHTTP for a test.
+func serve(t *testing.T, th *TestHost, port uint16, status int) netip.AddrPort {
 	t.Helper()
-	ap := netip.AddrPortFrom(th.addr, port)
-	var ln net.Listener
-	if err := inNetNS(th.ns, func() (err error) {
-		ln, err = net.Listen("tcp", ap.String())
-		return err
-	}); err != nil {
-		t.Fatalf("test host listen %s: %v", ap, err)
+	ap, err := th.ServeHTTP(port, status)
+	if err != nil {
+		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(status)
-		io.WriteString(w, "test host\n")
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
 	return ap
 }
 
@@ -194,8 +118,8 @@ func needNetns(t *testing.T) {
 func TestAllowlistedEgress(t *testing.T) {
 	needNetns(t)
 	th := newTestHost(t)
-	allowed := th.serve(t, 8080, http.StatusOK)
-	other := th.serve(t, 8081, http.StatusOK)
+	allowed := serve(t, th, 8080, http.StatusOK)
+	other := serve(t, th, 8081, http.StatusOK)
 	// A listener on the host itself (all addresses): the candidate must
 	// not reach the host's own services through its link.
 	hostLn, err := net.Listen("tcp", "0.0.0.0:0")
@@ -225,7 +149,7 @@ func TestAllowlistedEgress(t *testing.T) {
 
 	ws := t.TempDir()
 	bin := copySelf(t, ws)
-	hostEndAP := netip.AddrPortFrom(th.hostEnd, hostPort)
+	hostEndAP := netip.AddrPortFrom(th.HostEnd, hostPort)
 	loopAP := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), hostPort)
 	gwTarget := fmt.Sprintf("gw:%d", hostPort)
 	var stdout, stderr strings.Builder
@@ -283,8 +207,8 @@ func TestAllowlistedEgress(t *testing.T) {
 func TestSealProbeApplicationAnswer(t *testing.T) {
 	needNetns(t)
 	th := newTestHost(t)
-	control := th.serve(t, 8080, http.StatusOK)
-	sealed := th.serve(t, 8443, http.StatusForbidden)
+	control := serve(t, th, 8080, http.StatusOK)
+	sealed := serve(t, th, 8443, http.StatusForbidden)
 	ws := t.TempDir()
 	cfg := Config{
 		Args:      []string{"/bin/sh", "-c", "echo ran > /workspace/ran"},
@@ -329,7 +253,7 @@ func TestSealProbeFullIsolation(t *testing.T) {
 	}()
 	loop := netip.MustParseAddrPort(ln.Addr().String())
 	th := newTestHost(t)
-	remote := th.serve(t, 8080, http.StatusForbidden)
+	remote := serve(t, th, 8080, http.StatusForbidden)
 	for _, tc := range []struct {
 		name   string
 		target netip.AddrPort
@@ -360,9 +284,9 @@ func TestSealProbeFullIsolation(t *testing.T) {
 func TestProbeVantage(t *testing.T) {
 	needNetns(t)
 	th := newTestHost(t)
-	control := th.serve(t, 8080, http.StatusOK)
-	sealed := th.serve(t, 9090, http.StatusForbidden)
-	closed := netip.AddrPortFrom(th.addr, 7070) // nothing listens
+	control := serve(t, th, 8080, http.StatusOK)
+	sealed := serve(t, th, 9090, http.StatusForbidden)
+	closed := netip.AddrPortFrom(th.Addr, 7070) // nothing listens
 	allow := []Endpoint{{Addr: control.Addr(), Port: control.Port()}}
 	for _, tc := range []struct {
 		name     string
