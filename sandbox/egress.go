@@ -134,6 +134,9 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 	if err := waitOperUp(h, candName); err != nil {
 		return nil, err
 	}
+	if err := waitOperUp(&netlink.Handle{}, hostName); err != nil {
+		return nil, err
+	}
 	for _, e := range allow {
 		r := &netlink.Route{LinkIndex: cand.Attrs().Index, Dst: prefixNet(e.Addr, 32), Gw: net.IP(eg.peer.AsSlice())}
 		if err := h.RouteReplace(r); err != nil {

@@ -89,6 +89,9 @@ func NewTestHost() (th *TestHost, err error) {
 	if err := waitOperUp(h, "eth0"); err != nil {
 		return nil, err
 	}
+	if err := waitOperUp(&netlink.Handle{}, th.Link); err != nil {
+		return nil, err
+	}
 	return th, nil
 }
 
