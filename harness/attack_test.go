@@ -321,3 +321,25 @@ func TestParseReferencePrompt(t *testing.T) {
 		t.Errorf("SYSTEM block not read as the text between its markers")
 	}
 }
+
+// TestFrameCap sends a write_source frame over the room's inbound cap: the
+// room ends the session rather than buffer it, and nothing reaches the
+// workspace.
+func TestFrameCap(t *testing.T) {
+	needSeal(t)
+	pkg, id := writePackage(t, testFiles())
+	s := startSession(t, pkg, id, "1000") // MaxFileBytes 1000: frame cap 6*1000+64 KiB
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_source", Arguments: map[string]any{"path": "big.go", "content": strings.Repeat("x", 200<<10)}})
+	if err == nil {
+		t.Fatalf("a 200 KiB frame was answered: %v", res)
+	}
+	s.cs.Close() // waits for the server to exit
+	if !strings.Contains(s.stderr.String(), "exceeded the configured maximum line length") {
+		t.Errorf("server did not end on the over-cap frame; stderr: %s", s.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(s.workspace, "big.go")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("big.go reached the workspace: %v", err)
+	}
+}

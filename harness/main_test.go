@@ -164,6 +164,13 @@ type session struct {
 
 func startSession(t testing.TB, pkg, expect string, extra ...string) *session {
 	t.Helper()
+	return startSessionProto(t, "", pkg, expect, extra...)
+}
+
+// startSessionProto pins the protocol version the client offers ("" = the
+// SDK's latest).
+func startSessionProto(t testing.TB, proto, pkg, expect string, extra ...string) *session {
+	t.Helper()
 	base := t.TempDir()
 	s := &session{workspace: filepath.Join(base, "ws"), tpath: filepath.Join(base, "transcript.jsonl"), stderr: &strings.Builder{}}
 	args := append([]string{serveMarker, pkg, expect, s.workspace, s.tpath}, extra...)
@@ -172,7 +179,7 @@ func startSession(t testing.TB, pkg, expect string, extra ...string) *session {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "harness-test", Version: "v0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: s.cmd, TerminateDuration: 5 * time.Second}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: s.cmd, TerminateDuration: 5 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	if err != nil {
 		t.Fatalf("connecting to the sealed room: %v\nstderr:\n%s", err, s.stderr)
 	}

@@ -409,3 +409,25 @@ func atoi(s string) int {
 	fmt.Sscan(s, &n)
 	return n
 }
+
+// TestRoomProtocolVersions: the room answers clients of the stateless
+// protocol (the SDK's default) and of the initialize-handshake era alike.
+func TestRoomProtocolVersions(t *testing.T) {
+	needSeal(t)
+	files := testFiles()
+	pkg, id := writePackage(t, files)
+	for _, proto := range []string{"2025-11-25", "2025-06-18", "2024-11-05"} {
+		t.Run(proto, func(t *testing.T) {
+			s := startSessionProto(t, proto, pkg, id)
+			if got := s.cs.InitializeResult().ProtocolVersion; got != proto {
+				t.Errorf("negotiated %s, offered %s", got, proto)
+			}
+			if got := s.cs.InitializeResult().Instructions; got != testSystem {
+				t.Errorf("instructions %q", got)
+			}
+			if got := textOf(t, s.call(t, "read_file", map[string]any{"path": "spec/ADD.md"})); got != string(files["spec/ADD.md"]) {
+				t.Errorf("read_file = %q", got)
+			}
+		})
+	}
+}
