@@ -87,9 +87,13 @@ func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunM
 	if m.Holdout, err = holdout.LoadCommitted(pkg, w.HoldoutDir(), rel, s); err != nil {
 		return m, err
 	}
+	sc, err := holdout.NewScorer(s, m.Holdout.Challenges)
+	if err != nil {
+		return m, err
+	}
 	var docs []holdout.Document
 	for _, a := range rec.Adapters {
-		sm, err := Execute(ctx, w, a, Options{Revealed: revealed, Runner: opt.Runner, Schemas: s, Challenges: m.Holdout.Challenges,
+		sm, err := Execute(ctx, w, a, Options{Revealed: revealed, Runner: opt.Runner, Schemas: s, Challenges: m.Holdout.Challenges, Scorer: sc,
 			ExpectRelease: rec.SpecReleaseID, Timeout: opt.Timeout, Memory: opt.Memory, ScratchDir: opt.Scratch})
 		if err != nil {
 			return m, err

@@ -85,9 +85,11 @@ type Options struct {
 	Revealed bool
 	// Runner executes the staged invocation (required).
 	Runner Runner
-	// Schemas and Challenges are what the output is scored against.
+	// Schemas and Challenges are what the output is scored against;
+	// Scorer, when set, is the same set already validated (NewScorer).
 	Schemas    *holdout.Schemas
 	Challenges []*holdout.Challenge
+	Scorer     *holdout.Scorer
 	// ExpectRelease is the run's srel (the document must name it).
 	ExpectRelease string
 	Timeout       time.Duration
@@ -257,7 +259,13 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	if err != nil {
 		return absent(ErrOutput, "%s: output refused by the strict reader: %w", a.Implementation, err)
 	}
-	rep, err := holdout.Score(opt.Schemas, opt.Challenges, doc, holdout.Options{ExpectRelease: opt.ExpectRelease, ExpectImplementation: a.Implementation})
+	sc := opt.Scorer
+	if sc == nil {
+		if sc, err = holdout.NewScorer(opt.Schemas, opt.Challenges); err != nil {
+			return nil, err
+		}
+	}
+	rep, err := sc.Score(doc, holdout.Options{ExpectRelease: opt.ExpectRelease, ExpectImplementation: a.Implementation})
 	if err != nil {
 		return absent(ErrScorerRefused, "%s: %w", a.Implementation, err)
 	}

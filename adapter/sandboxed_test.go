@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -12,11 +13,14 @@ import (
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 )
 
-// The test binary is libcontainer's init when re-executed as `init`.
+// The test binary is libcontainer's init when re-executed as `init`, and
+// the sandbox's shim when it asks for one (as cmd/cleanroom/init.go).
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		libcontainer.Init()
 	}
+	sandbox.RunShimIfRequested()
+	runtime.LockOSThread()
 }
 
 // The honest reference adapter, run in the candidate sandbox, measures the

@@ -89,8 +89,9 @@ func unionNames(a, b *evidence.Object) []string {
 }
 
 func compareAt(path string, x, y any, out *[]Finding) {
-	sx, sy := stable(x), stable(y)
-	if sx == sy {
+	// Structural equality is the stable encodings' equality, without
+	// encoding every agreeing observation.
+	if equal(x, y) {
 		return
 	}
 	ox, okx := x.(*evidence.Object)
@@ -101,6 +102,7 @@ func compareAt(path string, x, y any, out *[]Finding) {
 		}
 		return
 	}
+	sx, sy := stable(x), stable(y)
 	*out = append(*out, Finding{Path: path, A: quoteSide(sx), B: quoteSide(sy), Classification: Unclassified, fullA: sx, fullB: sy})
 }
 

@@ -54,8 +54,12 @@ func Replay(ctx context.Context, in experiment.ReplayInput) (*experiment.ReplayO
 		}
 		chs = h.Challenges
 	}
+	sc, err := NewScorer(s, chs)
+	if err != nil {
+		return nil, err
+	}
 	out := &experiment.ReplayOutcome{Subjects: map[string]experiment.ReplayedSubject{}}
-	var docs []Document
+	var read []Document
 	for _, a := range in.Record.Adapters {
 		b, ok := in.Observations[a.Implementation]
 		if !ok {
@@ -66,13 +70,17 @@ func Replay(ctx context.Context, in experiment.ReplayInput) (*experiment.ReplayO
 			out.Subjects[a.Implementation] = experiment.ReplayedSubject{Refused: err.Error()}
 			continue
 		}
-		rep, err := Score(s, chs, doc, Options{ExpectRelease: in.Record.SpecReleaseID, ExpectImplementation: a.Implementation})
-		if err != nil {
-			out.Subjects[a.Implementation] = experiment.ReplayedSubject{Refused: err.Error()}
+		read = append(read, Document{Implementation: a.Implementation, Value: doc})
+	}
+	var docs []Document
+	for i, r := range sc.ScoreAll(read, in.Record.SpecReleaseID) {
+		impl := read[i].Implementation
+		if r.Err != nil {
+			out.Subjects[impl] = experiment.ReplayedSubject{Refused: r.Err.Error()}
 			continue
 		}
-		out.Subjects[a.Implementation] = experiment.ReplayedSubject{Predicates: rep.Predicates(), Missing: rep.Missing}
-		docs = append(docs, Document{Implementation: a.Implementation, Value: doc})
+		out.Subjects[impl] = experiment.ReplayedSubject{Predicates: r.Report.Predicates(), Missing: r.Report.Missing}
+		docs = append(docs, read[i])
 	}
 	io, err := CompareAll(docs)
 	if err != nil {

@@ -3,6 +3,8 @@ package holdout
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"slices"
 	"strings"
 
@@ -225,16 +227,46 @@ func schemaProblems(rule error, where string, err error) []Problem {
 	return out
 }
 
+// Scorer is a challenge set already validated against the recipe schema,
+// ready to score any number of documents.
+type Scorer struct {
+	schemas    *Schemas
+	challenges []*Challenge
+}
+
+// NewScorer validates the challenges once (recipe schema, unique ids); a
+// set with any problem is refused with a *RefusedError.
+func NewScorer(s *Schemas, challenges []*Challenge) (*Scorer, error) {
+	if s == nil || s.Recipe == nil || s.Observation == nil {
+		return nil, errors.New("holdout: the scorer needs both schemas of the pinned package")
+	}
+	if probs := ValidateChallenges(s, challenges); len(probs) > 0 {
+		return nil, &RefusedError{Problems: probs}
+	}
+	return &Scorer{schemas: s, challenges: challenges}, nil
+}
+
 // Score validates the challenges and the document, then evaluates every
 // predicate of every challenge the document observes. doc is a value read
 // by evidence.Read. A document that breaks a boundary rule is refused with
-// a *RefusedError and nothing is scored; a challenge without an observation
-// is listed in Missing.
+// a *RefusedError and nothing is scored (every problem of the challenges
+// and of the document is listed); a challenge without an observation is
+// listed in Missing.
 func Score(s *Schemas, challenges []*Challenge, doc any, opt Options) (*Report, error) {
 	if s == nil || s.Recipe == nil || s.Observation == nil {
 		return nil, errors.New("holdout: Score needs both schemas of the pinned package")
 	}
 	probs := ValidateChallenges(s, challenges)
+	return score(s, challenges, doc, opt, probs)
+}
+
+// Score scores one document against the validated challenge set (the
+// document-side rules of Score).
+func (sc *Scorer) Score(doc any, opt Options) (*Report, error) {
+	return score(sc.schemas, sc.challenges, doc, opt, nil)
+}
+
+func score(s *Schemas, challenges []*Challenge, doc any, opt Options, probs []Problem) (*Report, error) {
 	if err := s.Observation.Validate(doc); err != nil {
 		probs = append(probs, schemaProblems(ErrObservationSchema, "observation document", err)...)
 	}
@@ -397,5 +429,32 @@ func jsSorted(a []any) []any {
 	slices.SortStableFunc(out, func(x, y any) int {
 		return evidence.CompareUTF16(jsString(x), jsString(y))
 	})
+	return out
+}
+
+// Scored is one document's outcome in ScoreAll.
+type Scored struct {
+	Report *Report
+	Err    error
+}
+
+// ScoreAll scores several implementations' documents concurrently (each
+// with its own label expected), one goroutine per document up to
+// GOMAXPROCS. Results are in the order of docs.
+func (sc *Scorer) ScoreAll(docs []Document, expectRelease string) []Scored {
+	out := make([]Scored, len(docs))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, d := range docs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r, err := sc.Score(d.Value, Options{ExpectRelease: expectRelease, ExpectImplementation: d.Implementation})
+			out[i] = Scored{r, err}
+		}()
+	}
+	wg.Wait()
 	return out
 }

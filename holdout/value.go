@@ -147,3 +147,40 @@ func strictEqual(a, b any) bool {
 		return false
 	}
 }
+
+// equal reports whether two values have the same stable encoding, without
+// building it: the same kind, numbers equal as doubles (so 0 and -0, both
+// encoded "0", are equal), strings byte-equal, arrays element-wise, objects
+// with the same member names (in any order) and equal members.
+func equal(a, b any) bool {
+	switch x := a.(type) {
+	case absentT:
+		_, ok := b.(absentT)
+		return ok
+	case *evidence.Object:
+		y, ok := b.(*evidence.Object)
+		if !ok || x.Len() != y.Len() {
+			return false
+		}
+		for _, m := range x.Members {
+			v, ok := y.Get(m.Name)
+			if !ok || !equal(m.Value, v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return strictEqual(a, b)
+	}
+}

@@ -1,0 +1,163 @@
+package holdout
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+)
+
+func pairsWithFindings(t *testing.T) []PairFindings {
+	t.Helper()
+	_, _, ob := loadFixture(t)
+	a, _ := evidence.Read(ob)
+	b, _ := evidence.Read(ob)
+	_ = Mutate(b, "observations.S1.resolve.outcome", "other", false)
+	_ = Mutate(b, "observations.S2.refusal_set", []any{}, false)
+	r, err := CompareAll([]Document{{"ref", a}, {"cand", b}})
+	if err != nil || r.Findings != 2 {
+		t.Fatalf("%v %v", r, err)
+	}
+	return r.Pairs
+}
+
+const srel0 = "srel-0000000000000000000000000000000000000000000000000000000000000000"
+
+func TestRegisterOpenClassify(t *testing.T) {
+	state := t.TempDir()
+	reg := OpenRegister(state)
+	pairs := pairsWithFindings(t)
+	recs, err := reg.Open("brun-x", srel0, pairs)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%v %v", recs, err)
+	}
+	// Opening the same findings again adds nothing.
+	if _, err := reg.Open("brun-y", srel0, pairs); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := reg.Outstanding(srel0, pairs); n != 2 {
+		t.Errorf("outstanding %d, want 2", n)
+	}
+	// The id depends on the release: the same difference under another
+	// release is another finding.
+	if pairs[0].Findings[0].ID(srel0, "ref", "cand") == pairs[0].Findings[0].ID("srel-1", "ref", "cand") {
+		t.Error("finding id ignores the release")
+	}
+	cases := []struct {
+		id, class, ruling string
+		rule              error
+	}{
+		{recs[0].ID, "PROBABLY_FINE", "r", ErrClass},
+		{recs[0].ID, "SPEC_GAP", " ", ErrEntry},
+		{"find-0000000000000", "SPEC_GAP", "r", ErrUnknownFinding},
+		{"find-", "SPEC_GAP", "r", ErrUnknownFinding},
+	}
+	for _, c := range cases {
+		if _, err := reg.Classify(c.id, c.class, c.ruling); !errors.Is(err, c.rule) {
+			t.Errorf("classify %q %q: %v, want %v", c.id, c.class, err, c.rule)
+		}
+	}
+	if _, err := reg.Classify(recs[0].ID, "JCS_DEPENDENCY_DIVERGENCE", "two encoders disagree"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Classify(recs[0].ID, "SPEC_GAP", "changed my mind"); !errors.Is(err, ErrAlreadyClassified) {
+		t.Errorf("second classification: %v", err)
+	}
+	if n, _ := reg.Outstanding(srel0, pairs); n != 1 {
+		t.Errorf("outstanding %d, want 1", n)
+	}
+	fs, err := reg.Findings()
+	if err != nil || len(fs) != 2 || fs[0].Class != "JCS_DEPENDENCY_DIVERGENCE" || fs[1].Class != "" {
+		t.Fatalf("%+v %v", fs, err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(state, FindingsDirName))
+	if len(ents) != 3 {
+		t.Errorf("%d entries, want 3 (two opened, one classified)", len(ents))
+	}
+}
+
+func TestRegisterTamper(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(dir string)
+	}{
+		{"entry edited", func(dir string) {
+			p := filepath.Join(dir, "000001.json")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), "S1.resolve.outcome", "S1.resolve.outcomX", 1)), 0o644)
+		}},
+		{"entry removed", func(dir string) { os.Remove(filepath.Join(dir, "000002.json")) }},
+		{"entry inserted", func(dir string) {
+			b, _ := os.ReadFile(filepath.Join(dir, "000003.json"))
+			os.WriteFile(filepath.Join(dir, "000004.json"), b, 0o644)
+		}},
+		{"foreign file", func(dir string) { os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644) }},
+		{"duplicate member", func(dir string) {
+			p := filepath.Join(dir, "000003.json")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), `"class":`, `"class": "SPEC_GAP", "class":`, 1)), 0o644)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			state := t.TempDir()
+			reg := OpenRegister(state)
+			recs, err := reg.Open("brun-x", srel0, pairsWithFindings(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := reg.Classify(recs[0].ID, "SPEC_GAP", "r"); err != nil {
+				t.Fatal(err)
+			}
+			c.edit(filepath.Join(state, FindingsDirName))
+			if _, err := reg.Findings(); !errors.Is(err, ErrLog) {
+				t.Errorf("%v, want ErrLog", err)
+			}
+		})
+	}
+}
+
+func TestQuestions(t *testing.T) {
+	state := t.TempDir()
+	two := 2
+	one := 1
+	bad := []Question{
+		{FrozenSpecRevision: 0, Question: "q", WhyInsufficient: "w", Ruling: "r", Classification: "SPEC_GAP"},
+		{FrozenSpecRevision: 1, Question: "", WhyInsufficient: "w", Ruling: "r", Classification: "SPEC_GAP"},
+		{FrozenSpecRevision: 1, Question: "q", WhyInsufficient: "w", Ruling: "r", Classification: "SPEC_GAP", SupersedingRevision: &one},
+	}
+	for _, q := range bad {
+		if _, err := AskQuestion(state, q); !errors.Is(err, ErrEntry) {
+			t.Errorf("%+v: %v, want ErrEntry", q, err)
+		}
+	}
+	if _, err := AskQuestion(state, Question{FrozenSpecRevision: 1, Question: "q", WhyInsufficient: "w", Ruling: "r", Classification: "UNSURE"}); !errors.Is(err, ErrClass) {
+		t.Errorf("class: %v", err)
+	}
+	q := Question{FrozenSpecRevision: 1, Question: "Is the reference set ordered?", WhyInsufficient: "§4 says SET, §5 iterates it",
+		Ruling: "a set", Classification: "SPEC_GAP", SupersedingRevision: &two}
+	if _, err := AskQuestion(state, q); err != nil {
+		t.Fatal(err)
+	}
+	q.SupersedingRevision = nil
+	if _, err := AskQuestion(state, q); err != nil {
+		t.Fatal(err)
+	}
+	es, err := Questions(state)
+	if err != nil || len(es) != 2 {
+		t.Fatalf("%v %v", es, err)
+	}
+	want := "type,seq,previous_sha256,frozen_spec_revision,question,why_insufficient,ruling,classification,superseding_revision"
+	if got := strings.Join(es[0].Value.Names(), ","); got != want {
+		t.Errorf("members %s", got)
+	}
+	if sup, _ := es[1].Value.Get("superseding_revision"); sup != nil {
+		t.Errorf("superseding_revision %v, want null", sup)
+	}
+	if prev, _ := es[1].Value.Get("previous_sha256"); prev != es[0].SHA256 {
+		t.Errorf("entry 2 links %v, want %s", prev, es[0].SHA256)
+	}
+}
