@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 )
