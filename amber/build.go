@@ -212,8 +212,13 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 		}
 	}()
 
+	// The history scan for submodules and LFS runs beside the bundle and
+	// the pack (they only read); its refusal still stops the build.
+	vendored := make(chan error, 1)
+	go func() { vendored <- checkVendored(ctx, o.Repo, commit) }()
 	bundlePath := filepath.Join(stage, BundleFile)
 	if err := createBundle(ctx, o.Repo, commit, bundlePath); err != nil {
+		<-vendored
 		return nil, err
 	}
 	hdr, err := readBundleHeaderFile(bundlePath)
@@ -230,6 +235,9 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 
 	packPath := filepath.Join(stage, OracleFile)
 	oracleSHA, err := writePackFile(o.OracleDir, packPath)
+	if verr := <-vendored; verr != nil {
+		return nil, verr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -353,41 +361,31 @@ func readBundleHeaderFile(path string) (*BundleHeader, error) {
 // history reaches a submodule or LFS content, and returns the full commit
 // id and the repository's object format.
 func checkSource(ctx context.Context, repo, cutoff string) (commit, objFormat string, err error) {
-	out, err := git(ctx, repo, false, "rev-parse", "--is-shallow-repository")
-	if err != nil {
-		return "", "", err
+	out, err := git(ctx, repo, false, "rev-parse", "--is-shallow-repository", "--show-object-format")
+	lines := strings.Fields(string(out))
+	if err != nil || len(lines) != 2 {
+		return "", "", fmt.Errorf("%s: not a git repository: %w", repo, err)
 	}
 	// A shallow clone's bundle has no prerequisite lines yet lacks history:
 	// `git bundle verify` would call it complete.
-	if strings.TrimSpace(string(out)) != "false" {
+	if lines[0] != "false" {
 		return "", "", fmt.Errorf("%s: %w", repo, ErrShallowSource)
 	}
+	objFormat = lines[1]
 	// A partial clone lacks objects it promises to fetch later; a bundle
 	// made from it is missing them (or makes git fetch them from a forge).
-	if out, _ := git(ctx, repo, false, "config", "--get", "extensions.partialClone"); len(bytes.TrimSpace(out)) > 0 {
-		return "", "", fmt.Errorf("%s: %w (extensions.partialClone=%s)", repo, ErrPartialSource, bytes.TrimSpace(out))
-	}
-	if out, _ := git(ctx, repo, false, "config", "--get-regexp", `^remote\..*\.promisor$`); len(out) > 0 {
-		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			if f := strings.Fields(l); len(f) == 2 && f[1] == "true" {
-				return "", "", fmt.Errorf("%s: %w (%s)", repo, ErrPartialSource, f[0])
-			}
+	out, _ = git(ctx, repo, false, "config", "--get-regexp", `^(extensions\.partialclone|remote\..*\.promisor)$`)
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 2 && (f[0] == "extensions.partialclone" || f[1] == "true") {
+			return "", "", fmt.Errorf("%s: %w (%s=%s)", repo, ErrPartialSource, f[0], f[1])
 		}
 	}
-	out, err = git(ctx, repo, false, "rev-parse", "--show-object-format")
-	if err != nil {
-		return "", "", err
-	}
-	objFormat = strings.TrimSpace(string(out))
 	out, err = git(ctx, repo, false, "rev-parse", "--verify", "--quiet", "--end-of-options", cutoff+"^{commit}")
 	if err != nil {
 		return "", "", fmt.Errorf("%q: %w", cutoff, ErrNotCommit)
 	}
-	commit = strings.TrimSpace(string(out))
-	if err := checkVendored(ctx, repo, commit); err != nil {
-		return "", "", err
-	}
-	return commit, objFormat, nil
+	return strings.TrimSpace(string(out)), objFormat, nil
 }
 
 // lfsPointerPrefix starts every Git LFS pointer file.
