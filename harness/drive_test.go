@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,9 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
 )
 
 // fakeModel is a scripted chat-completions server: reply i answers
@@ -141,6 +145,50 @@ func TestDrive(t *testing.T) {
 					t.Errorf("drive %s = %v, want %v", k, got, want)
 				}
 			}
+			checkTranscriptDocument(t, tpath, id, sha([]byte("package add\n")))
 		})
+	}
+}
+
+// checkTranscriptDocument folds the transcript into the §11.1 document and
+// checks its fields, then that tampering with it is refused.
+func checkTranscriptDocument(t *testing.T, tpath, id, addSHA string) {
+	t.Helper()
+	b, err := os.ReadFile(tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ReadTranscript(b)
+	if err != nil {
+		t.Fatalf("ReadTranscript: %v", err)
+	}
+	want := []string{"type", "blind_package_id", "seal_digest", "served_file_count", "instruction_path", "instruction_sha256",
+		"model", "seed", "turns", "stop", "usage", "files_read", "refused_reads", "files_written", "access", "messages", "complete"}
+	if got := doc.Names(); !slices.Equal(got, want) {
+		t.Errorf("document members %v, want %v", got, want)
+	}
+	fr, _ := doc.Get("files_read")
+	fw, _ := doc.Get("files_written")
+	bpkg, _ := doc.Get("blind_package_id")
+	model, _ := doc.Get("model")
+	complete, _ := doc.Get("complete")
+	fwJSON, _ := evidence.Canonical(fw)
+	if fmt.Sprint(fr) != "[spec/ADD.md]" || bpkg != id || model != "test-model" || complete != true ||
+		string(fwJSON) != `[{"path":"add.go","sha256":"`+addSHA+`","size":12}]` {
+		t.Errorf("document: files_read %v, files_written %s, bpkg %v, model %v, complete %v", fr, fwJSON, bpkg, model, complete)
+	}
+	tampered := map[string][]byte{
+		"cut short":            b[:len(b)-1],
+		"read list edited":     bytes.Replace(b, []byte(`"files_read":["spec/ADD.md"]`), []byte(`"files_read":[]`), 1),
+		"duplicate member":     bytes.Replace(b, []byte(`"event":"end"`), []byte(`"event":"end","event":"end"`), 1),
+		"line after the drive": append(append([]byte{}, b...), []byte(`{"event":"call"}`+"\n")...),
+	}
+	for name, tb := range tampered {
+		if bytes.Equal(tb, b) {
+			t.Fatalf("%s: tampering changed nothing", name)
+		}
+		if _, err := ReadTranscript(tb); !errors.Is(err, ErrTranscript) {
+			t.Errorf("%s: ReadTranscript = %v, want %v", name, err, ErrTranscript)
+		}
 	}
 }

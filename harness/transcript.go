@@ -1,9 +1,13 @@
 package harness
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -173,4 +177,112 @@ func (t *Transcript) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// ErrTranscript is wrapped by every refusal of ReadTranscript.
+var ErrTranscript = errors.New("malformed transcript")
+
+// ReadTranscript reads a transcript through the strict reader and returns
+// the TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document (TRVM-FORMATS §11.1): type,
+// blind_package_id, seal_digest, served_file_count, instruction_path,
+// instruction_sha256, model, seed, turns, stop, usage, files_read,
+// refused_reads, files_written, access (every call line) and messages.
+// files_read, refused_reads and files_written are derived from the call
+// lines; an end line that disagrees with them is refused. The model fields
+// are null when no relay line was written (an external MCP client), and
+// "complete" says whether the room wrote its end line.
+func ReadTranscript(b []byte) (*evidence.Object, error) {
+	bad := func(line int, format string, a ...any) error {
+		return fmt.Errorf("%w: line %d: %s", ErrTranscript, line, fmt.Sprintf(format, a...))
+	}
+	text := string(b)
+	if !strings.HasSuffix(text, "\n") {
+		return nil, bad(strings.Count(text, "\n")+1, "no final line feed (a write was cut short)")
+	}
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	var start, end, drive *evidence.Object
+	access := []any{}
+	read := map[string]bool{}
+	refused := []any{}
+	written := map[string]*evidence.Object{}
+	for i, l := range lines {
+		o, err := evidence.ReadObject([]byte(l))
+		if err != nil {
+			return nil, bad(i+1, "%v", err)
+		}
+		ev, _ := o.Get("event")
+		switch {
+		case i == 0:
+			if ev != "start" {
+				return nil, bad(1, "first line is not the start line")
+			}
+			if typ, _ := o.Get("type"); typ != TranscriptType {
+				return nil, bad(1, "type is not %s", TranscriptType)
+			}
+			start = o
+		case ev == "call" && end == nil:
+			access = append(access, o)
+			tool, _ := o.Get("tool")
+			outcome, _ := o.Get("outcome")
+			pv, _ := o.Get("path")
+			p, _ := pv.(string)
+			switch {
+			case tool == "read_file" && outcome == "served":
+				read[p] = true
+			case tool == "read_file" && outcome == "refused":
+				refused = append(refused, p)
+			case tool == "write_source" && outcome == "written":
+				size, _ := o.Get("bytes")
+				sum, _ := o.Get("sha256")
+				written[p] = evidence.NewObject(evidence.Member{Name: "path", Value: p}, evidence.Member{Name: "size", Value: size}, evidence.Member{Name: "sha256", Value: sum})
+			}
+		case ev == "end" && end == nil && drive == nil:
+			end = o
+		case ev == "drive" && drive == nil:
+			drive = o
+		default:
+			return nil, bad(i+1, "unexpected %v line", ev)
+		}
+	}
+	filesRead := []any{}
+	for _, p := range slices.Sorted(maps.Keys(read)) {
+		filesRead = append(filesRead, p)
+	}
+	filesWritten := []any{}
+	for _, p := range slices.Sorted(maps.Keys(written)) {
+		filesWritten = append(filesWritten, written[p])
+	}
+	if end != nil {
+		for name, derived := range map[string]any{"files_read": filesRead, "refused_reads": refused, "files_written": filesWritten} {
+			recorded, _ := end.Get(name)
+			a, err1 := evidence.Canonical(recorded)
+			c, err2 := evidence.Canonical(derived)
+			if err1 != nil || err2 != nil || !bytes.Equal(a, c) {
+				return nil, bad(len(lines), "end line's %s disagrees with the calls", name)
+			}
+		}
+	}
+	doc := evidence.NewObject()
+	for _, k := range []string{"type", "blind_package_id", "seal_digest", "served_file_count", "instruction_path", "instruction_sha256"} {
+		v, _ := start.Get(k)
+		doc.Set(k, v)
+	}
+	messages := any([]any{})
+	for _, k := range []string{"model", "seed", "turns", "stop", "usage"} {
+		var v any
+		if drive != nil {
+			v, _ = drive.Get(k)
+		}
+		doc.Set(k, v)
+	}
+	if drive != nil {
+		messages, _ = drive.Get("messages")
+	}
+	doc.Set("files_read", filesRead)
+	doc.Set("refused_reads", refused)
+	doc.Set("files_written", filesWritten)
+	doc.Set("access", access)
+	doc.Set("messages", messages)
+	doc.Set("complete", end != nil)
+	return doc, nil
 }

@@ -37,7 +37,7 @@ read from the sealed experiment/CLEAN-ROOM-PROMPT-v1.md.
 "room drive" is a built-in agent loop: it starts "room serve" as a child and
 relays an OpenAI-compatible chat-completions model's tool calls to it.`,
 	}
-	c.AddCommand(newRoomServeCmd(), newRoomDriveCmd(), newRoomStageCmd())
+	c.AddCommand(newRoomServeCmd(), newRoomDriveCmd(), newRoomTranscriptCmd(), newRoomStageCmd())
 	for _, f := range roomSubcommands {
 		c.AddCommand(f())
 	}
@@ -237,4 +237,34 @@ accord; 1 if the turn limit ended it.`,
 	c.Flags().IntVar(&seed, "seed", 1, "seed sent with every request")
 	c.Flags().DurationVar(&timeout, "request-timeout", 5*time.Minute, "deadline for one model request")
 	return c
+}
+
+func newRoomTranscriptCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "transcript FILE",
+		Short: "Check a room transcript and print it as a TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document",
+		Long: `Read a transcript written by "room serve --transcript" (JSON Lines: start line,
+one line per tool call, end line, and the relay's line from "room drive")
+through the strict reader, check that its summaries agree with its calls, and
+print the TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document (TRVM-FORMATS §11.1). The text
+output is a summary; --json prints the whole document.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := os.ReadFile(args[0])
+			if err != nil {
+				return usageErr(err)
+			}
+			doc, err := harness.ReadTranscript(b)
+			if err != nil {
+				return refusedErr(fmt.Errorf("%s: %w", args[0], err))
+			}
+			return printResult(cmd, doc, func(w io.Writer) {
+				get := func(k string) any { v, _ := doc.Get(k); return v }
+				count := func(k string) int { a, _ := get(k).([]any); return len(a) }
+				fmt.Fprintf(w, "%s\nblind_package_id %v\nseal_digest %v\nserved files %v, read %d, refused reads %d, written %d, calls %d\nmodel %v, turns %v, stop %v, complete %v\n",
+					get("type"), get("blind_package_id"), get("seal_digest"), get("served_file_count"), count("files_read"),
+					count("refused_reads"), count("files_written"), count("access"), get("model"), get("turns"), get("stop"), get("complete"))
+			})
+		},
+	}
 }
