@@ -220,3 +220,32 @@ func TestDemo(t *testing.T) {
 		t.Errorf("demo run %s", res.TerminalState)
 	}
 }
+
+// TestSummaryAfterRetirement: the summary takes the retirement from the
+// index (the latest entry), with its date, and cites the newer version.
+func TestSummaryAfterRetirement(t *testing.T) {
+	_, c, s, _, key := indexedCase(t)
+	m, msha, err := VerifySignedManifest(c.Dir, s.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ixDir := filepath.Dir(key) + "/index"
+	ix, err := RetireCaseFile(ixDir, key, m.CaseID, "2026-04-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := NewSummary(m, msha, ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Retirement.State != "retired" || sum.Retirement.Date == nil || *sum.Retirement.Date != "2026-04-01" || sum.IndexVersion != 4 {
+		t.Errorf("summary after retirement: %+v", sum)
+	}
+	b, err := sum.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSummary("s", b); err != nil {
+		t.Errorf("retired summary does not read back: %v", err)
+	}
+}

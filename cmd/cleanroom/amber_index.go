@@ -21,7 +21,7 @@ func newAmberIndexCmd() *cobra.Command {
 		Short: "The public index: an append-only Merkle log with a signed C2SP checkpoint",
 	}
 	c.AddCommand(newAmberIndexInitCmd(), newAmberIndexAppendCmd(), newAmberIndexRetireCmd(),
-		newAmberIndexVerifyCmd(), newAmberIndexProveCmd(), newAmberIndexShowCmd())
+		newAmberIndexVerifyCmd(), newAmberIndexProveCmd(), newAmberIndexVerifyProofCmd(), newAmberIndexShowCmd())
 	return c
 }
 
@@ -242,4 +242,41 @@ func newAmberIndexShowCmd() *cobra.Command {
 			})
 		},
 	}
+}
+
+func newAmberIndexVerifyProofCmd() *cobra.Command {
+	var pubPath string
+	c := &cobra.Command{
+		Use:   "verify-proof PROOF --pub index.pub",
+		Short: "Check a tlog-proof offline against the index key and print the entry it proves",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if pubPath == "" {
+				return usageErr(errors.New("--pub is required (the index key you trust)"))
+			}
+			vkey, err := readTrustedVKey(pubPath)
+			if err != nil {
+				return err
+			}
+			b, err := os.ReadFile(args[0])
+			if err != nil {
+				return usageErr(err)
+			}
+			p, err := amber.VerifyProof(b, vkey)
+			if err != nil {
+				return amberErr(err)
+			}
+			res := struct {
+				Entry      *amber.Entry   `json:"entry"`
+				Leaf       int64          `json:"leaf_index"`
+				Checkpoint checkpointView `json:"checkpoint"`
+			}{p.Entry, p.Index, viewCheckpoint(p.Checkpoint)}
+			return printAmberResult(cmd, res, func(w io.Writer) {
+				fmt.Fprintf(w, "entry %d of index_version %d (root %s): %s %s manifest %s\n", p.Index, p.Checkpoint.Size,
+					res.Checkpoint.Root, p.Entry.CaseID, p.Entry.State, p.Entry.ManifestSHA256)
+			})
+		},
+	}
+	c.Flags().StringVar(&pubPath, "pub", "", "the index verifier key you trust")
+	return c
 }

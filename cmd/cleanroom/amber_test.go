@@ -75,6 +75,7 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 		{"index append twice", []string{"amber", "index", "append", p("ix"), "--key", p("ix.key"), "--case", p("case"), "--pub", p("k.pub")}, 1, ""},
 		{"index verify", []string{"--json", "amber", "index", "verify", p("ix"), "--pub", p("ix/index.pub")}, 0, `"entries": 1`},
 		{"index prove", []string{"amber", "index", "prove", p("ix"), "A-1"}, 0, "c2sp.org/tlog-proof@v1\nextra "},
+		{"index verify-proof", []string{"--json", "amber", "index", "verify-proof", p("proof"), "--pub", p("ix/index.pub")}, 0, `"case_id": "A-1"`},
 		{"summary", []string{"--json", "amber", "summary", p("case"), "--pub", p("k.pub"), "--key", p("k"), "--index", p("ix")}, 0, `"index_version": 1`},
 		{"compare same", []string{"--json", "amber", "compare", p("case"), p("case/summary.yaml")}, 0, `"comparable": true`},
 		{"compare other cutoff", []string{"--json", "amber", "compare", p("case"), p("case3")}, 1, `"comparable": false`},
@@ -111,6 +112,9 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 			}
 			if !strings.Contains(out, step.want) {
 				t.Errorf("stdout lacks %q:\n%s", step.want, out)
+			}
+			if step.name == "index prove" {
+				os.WriteFile(p("proof"), []byte(out), 0o644)
 			}
 			if step.name == "index append" {
 				b, _ := os.ReadFile(p("ix/checkpoint"))
