@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
@@ -80,5 +84,54 @@ func TestRoomServeWorld(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), string(pkgwalk.ErrNotPinned)) {
 		t.Errorf("room serve --world: %v, stderr %q; want exit 1 naming %q", err, stderr.String(), pkgwalk.ErrNotPinned)
+	}
+}
+
+// TestRoomDriveCLI runs `room drive` end to end against a scripted
+// chat-completions server on 127.0.0.1, on the synthetic room package.
+func TestRoomDriveCLI(t *testing.T) {
+	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
+		t.Skipf("cannot create mount+network namespaces here: %v", err)
+	}
+	bin := roomBinary(t)
+	var mu sync.Mutex
+	var auth []string
+	replies := []string{
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"write_source","arguments":"{\"path\":\"sorted/sorted.go\",\"content\":\"package sorted\\n\"}"}}]}`,
+		`{"role":"assistant","content":"done"}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		i := min(len(auth)-1, len(replies)-1)
+		fmt.Fprintf(w, `{"choices":[{"message":%s}],"usage":{"total_tokens":5}}`, replies[i])
+	}))
+	defer srv.Close()
+	base := t.TempDir()
+	ws, tpath := filepath.Join(base, "ws"), filepath.Join(base, "t.jsonl")
+	pkg, _ := filepath.Abs(filepath.Join("..", "..", "harness", "testdata", "room-package"))
+	cmd := exec.Command(bin, "room", "drive", "--model", "m1", "--endpoint", srv.URL, "--api-key-env", "ROOM_TEST_KEY",
+		"--package", pkg, "--expect", "bpkg-bf608ff8dd92dee2a27258aaed6d594ffcaea9b5975ae1728f5a772adaad86b4",
+		"--workspace", ws, "--transcript", tpath, "--max-turns", "5")
+	cmd.Env = append(os.Environ(), "ROOM_TEST_KEY=sk-cli")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("room drive: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "stop model_stopped") {
+		t.Errorf("output %q", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auth) != 2 || auth[0] != "Bearer sk-cli" {
+		t.Errorf("model saw %d requests, auth %q", len(auth), auth)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "sorted", "sorted.go")); err != nil || string(b) != "package sorted\n" {
+		t.Errorf("workspace: %q, %v", b, err)
+	}
+	code, stdout, stderr := runCLI(t, "room", "transcript", "--json", tpath)
+	if code != 0 || !strings.Contains(stdout, `"stop": "model_stopped"`) || !strings.Contains(stdout, `"complete": true`) {
+		t.Errorf("room transcript: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
