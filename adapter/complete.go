@@ -48,6 +48,8 @@ type RunMeasurement struct {
 	// by this measurement if they were new.
 	Findings    []*holdout.FindingRecord
 	Outstanding int
+	// Logged is this measurement's entry in governance/measurements/.
+	Logged holdout.LogEntry
 }
 
 // MeasureRun measures a run as it stands: it verifies the run (record,
@@ -56,7 +58,9 @@ type RunMeasurement struct {
 // loads the committed challenge set (commitment + recipe schema), runs
 // every adapter of the record (candidates only when revealed), compares the
 // measured documents pairwise and opens every new finding in the findings
-// register. It does not transition the run.
+// register. The outcome, absent measurements included, is appended to the
+// measurements log (governance/measurements/). It does not transition the
+// run.
 func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunMeasurement, error) {
 	if opt.Runner == nil {
 		return nil, errors.New("adapter: no runner (choose the sandbox, or --no-sandbox explicitly)")
@@ -111,6 +115,9 @@ func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunM
 		return m, err
 	}
 	if m.Outstanding, err = reg.Outstanding(rec.SpecReleaseID, m.Interop.Pairs); err != nil {
+		return m, err
+	}
+	if m.Logged, err = m.record(w.StateDir()); err != nil {
 		return m, err
 	}
 	return m, nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
@@ -81,6 +82,19 @@ func TestCompleteRunLifecycle(t *testing.T) {
 	}
 	if m.Subjects[1].State != NotRun || m.Subjects[0].State != Measured {
 		t.Fatalf("before reveal: reference %s, candidate %s", m.Subjects[0].State, m.Subjects[1].State)
+	}
+	// The NOT_RUN subject is recorded as such, durably.
+	logged, err := holdout.Log{Dir: filepath.Join(w.StateDir(), MeasurementsDirName)}.Read()
+	if err != nil || len(logged) != 1 {
+		t.Fatalf("measurements log: %v %v", logged, err)
+	}
+	subs, _ := logged[0].Value.Get("subjects")
+	cand := subs.([]any)[1].(*evidence.Object)
+	if st, _ := cand.Get("state"); st != NotRun {
+		t.Errorf("logged candidate state %v", st)
+	}
+	if p, _ := cand.Get("predicates"); p != nil {
+		t.Errorf("a NOT_RUN subject logged predicates %v", p)
 	}
 
 	if _, err := experiment.Reveal(ctx, w, experiment.RevealOptions{}); err != nil {

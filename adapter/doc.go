@@ -12,6 +12,10 @@
 // and {{OUT}}, hands the invocation to a [Runner] and reads the output
 // document through the strict reader and the scorer.
 //
+// [MeasureRun] measures a whole run (verification, self-test, committed
+// challenges, every adapter, interop, findings, the measurements log) and
+// [CompleteRun] adds the COMPLETE transition when everything holds.
+//
 // # What it refuses
 //
 //   - a candidate before the chain witnesses REVEALED: the challenge file

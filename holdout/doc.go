@@ -26,6 +26,19 @@
 // INDEX.json and files disagree, when it holds anything but the indexed
 // files, or when a challenge names an unknown recipe operator.
 //
+// # Findings and questions
+//
+// [Compare] deep-compares two observation documents, every member, and
+// reports each difference as an UNCLASSIFIED_FINDING; [CompareAll] does every
+// pair, and fewer than two documents is NOT MEASURED, never PASS. The
+// findings register ([Register], governance/findings/) records each finding
+// once, by an id derived from the release, the two implementations, the path
+// and both values, and a person's classification into one of the six
+// [Classes]; [Register.Outstanding] is what blocks completion. The questions
+// log ([AskQuestion], governance/questions/) keeps the contract's fields.
+// [Replay] is the experiment.ReplayFunc that re-derives a COMPLETE run from
+// its archive (`run verify`).
+//
 // # Security considerations
 //
 // Every document crosses the strict reader (evidence.Read) before anything
