@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/spf13/cobra"
 )
@@ -158,45 +159,59 @@ where the sandbox is unavailable — every measurement records it.`,
 	loadSign := signFlag(c)
 	runner := runnerFlags(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, err := openWorld(cmd)
-		if err != nil {
-			return err
-		}
-		opt, err := runner()
-		if err != nil {
-			return err
-		}
-		if opt.Transition, err = loadSign(); err != nil {
-			return err
-		}
-		m, t, res, err := adapter.CompleteRun(cmd.Context(), w, opt)
-		out := measurementJSON(m)
-		if t != nil {
-			out.Set("status", string(t.Status))
-			out.Set("run_id", t.RunID)
-		}
-		if res != nil {
-			rb, _ := res.Bytes()
-			rv, _ := evidence.Read(rb)
-			out.Set("result", rv)
-		}
-		if err != nil {
-			out.Set("refused", err.Error())
-		}
-		if perr := printResult(cmd, out, func(o io.Writer) {
-			printMeasurement(o, m)
-			if t != nil {
-				fmt.Fprintf(o, "%s %s\n", t.Status, t.RunID)
+		return runMeasurement(cmd, runner, func(w *experiment.World, opt adapter.RunOptions) (*adapter.RunMeasurement, *experiment.Transition, *experiment.Result, error) {
+			var err error
+			if opt.Transition, err = loadSign(); err != nil {
+				return nil, nil, nil, err
 			}
-		}); perr != nil {
-			return perr
-		}
-		if err != nil {
-			return runFailure(err)
-		}
-		return nil
+			return adapter.CompleteRun(cmd.Context(), w, opt)
+		})
 	}
 	return c
+}
+
+// runMeasurement opens the world, runs do (a measurement, with or without
+// the transition) and prints what it saw, refused or not.
+func runMeasurement(cmd *cobra.Command, runner func() (adapter.RunOptions, error),
+	do func(*experiment.World, adapter.RunOptions) (*adapter.RunMeasurement, *experiment.Transition, *experiment.Result, error)) error {
+	w, err := openWorld(cmd)
+	if err != nil {
+		return err
+	}
+	opt, err := runner()
+	if err != nil {
+		return err
+	}
+	m, t, res, err := do(w, opt)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	out := measurementJSON(m)
+	if t != nil {
+		out.Set("status", string(t.Status))
+		out.Set("run_id", t.RunID)
+	}
+	if res != nil {
+		rb, _ := res.Bytes()
+		rv, _ := evidence.Read(rb)
+		out.Set("result", rv)
+	}
+	if err != nil {
+		out.Set("refused", err.Error())
+	}
+	if perr := printResult(cmd, out, func(o io.Writer) {
+		printMeasurement(o, m)
+		if t != nil {
+			fmt.Fprintf(o, "%s %s\n", t.Status, t.RunID)
+		}
+	}); perr != nil {
+		return perr
+	}
+	if err != nil {
+		return runFailure(err)
+	}
+	return nil
 }
 
 func newRunMeasureCmd() *cobra.Command {
@@ -211,26 +226,10 @@ challenge file is never written.`,
 	}
 	runner := runnerFlags(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, err := openWorld(cmd)
-		if err != nil {
-			return err
-		}
-		opt, err := runner()
-		if err != nil {
-			return err
-		}
-		m, err := adapter.MeasureRun(cmd.Context(), w, opt)
-		out := measurementJSON(m)
-		if err != nil {
-			out.Set("refused", err.Error())
-		}
-		if perr := printResult(cmd, out, func(o io.Writer) { printMeasurement(o, m) }); perr != nil {
-			return perr
-		}
-		if err != nil {
-			return runFailure(err)
-		}
-		return nil
+		return runMeasurement(cmd, runner, func(w *experiment.World, opt adapter.RunOptions) (*adapter.RunMeasurement, *experiment.Transition, *experiment.Result, error) {
+			m, err := adapter.MeasureRun(cmd.Context(), w, opt)
+			return m, nil, nil, err
+		})
 	}
 	return c
 }
