@@ -243,3 +243,28 @@ func dirExists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
 }
+
+// TestManifestSignedBySSHKeygen: a producer who signs manifest.yaml by hand
+// with stock `ssh-keygen -Y sign` gets a case cleanroom verifies.
+func TestManifestSignedBySSHKeygen(t *testing.T) {
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("ssh-keygen not installed")
+	}
+	repo := newTestRepo(t, 2)
+	keyPath, s := newSigner(t)
+	o := buildOpts(t, repo, s)
+	c, err := Build(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := filepath.Join(c.Dir, ManifestSigFile)
+	if err := os.Remove(sig); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ssh-keygen", "-Y", "sign", "-f", keyPath, "-n", sign.NamespaceCaseManifest, filepath.Join(c.Dir, ManifestFile)).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen -Y sign: %v %s", err, out)
+	}
+	if _, err := VerifyCase(context.Background(), c.Dir, s.PublicKey(), VerifyOptions{}); err != nil {
+		t.Fatalf("case signed by ssh-keygen refused: %v", err)
+	}
+}
