@@ -559,9 +559,35 @@ func EntryFromManifest(m *Manifest, manifestSHA256 string) *Entry {
 	}
 }
 
+// ErrIndexBusy: another writer holds the index.
+var ErrIndexBusy = errors.New("index is being written by another process")
+
+// lockIndex takes an exclusive flock on the index directory for one
+// load-append-sign cycle: two writers appending at once would both extend
+// the same tree and one checkpoint would not cover the other's leaf.
+func lockIndex(dir string) (func(), error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		d.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s: %w", dir, ErrIndexBusy)
+		}
+		return nil, err
+	}
+	return func() { unix.Flock(int(d.Fd()), unix.LOCK_UN); d.Close() }, nil
+}
+
 // AppendCaseFile appends an active entry to the index at dir, signing the
 // new checkpoint with the note key in skeyPath.
 func AppendCaseFile(dir, skeyPath string, e *Entry) (*Index, error) {
+	unlock, err := lockIndex(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	ix, skey, err := loadForWrite(dir, skeyPath)
 	if err != nil {
 		return nil, err
@@ -571,6 +597,11 @@ func AppendCaseFile(dir, skeyPath string, e *Entry) (*Index, error) {
 
 // RetireCaseFile retires caseID in the index at dir.
 func RetireCaseFile(dir, skeyPath, caseID, date string) (*Index, error) {
+	unlock, err := lockIndex(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	ix, skey, err := loadForWrite(dir, skeyPath)
 	if err != nil {
 		return nil, err

@@ -289,3 +289,19 @@ func TestIndexProof(t *testing.T) {
 		})
 	}
 }
+
+// TestIndexWriterLock: a second writer is refused while one holds the index.
+func TestIndexWriterLock(t *testing.T) {
+	dir, key := newTestIndex(t, 1)
+	unlock, err := lockIndex(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AppendCaseFile(dir, key, testEntry(5)); !errors.Is(err, ErrIndexBusy) {
+		t.Errorf("append while locked: %v, want ErrIndexBusy", err)
+	}
+	unlock()
+	if _, err := AppendCaseFile(dir, key, testEntry(5)); err != nil {
+		t.Errorf("append after unlock: %v", err)
+	}
+}

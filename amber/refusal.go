@@ -18,7 +18,7 @@ var refusals = []error{
 	ErrBundleSignature, ErrBundleCapability, ErrBundlePrerequisite, ErrBundleRefs, ErrBundleHeader,
 	ErrNotRegular, ErrTooLarge,
 	ErrIndexExists, ErrEntryForm, ErrHistory, ErrCheckpoint, ErrNotIndexed, ErrRetired,
-	ErrRewritten, ErrProofForm, ErrIndexKey, ErrDuplicateCase,
+	ErrRewritten, ErrProofForm, ErrIndexKey, ErrDuplicateCase, ErrIndexBusy,
 	sign.ErrMalformed, sign.ErrTooLarge, sign.ErrNamespace, sign.ErrHashAlgorithm,
 	sign.ErrWrongKey, sign.ErrBadSignature,
 }
