@@ -170,3 +170,21 @@ func TestAmberCLIVerifyNamesTheCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestDemoAmberStage runs the demo's AMBER stage (with the run where the
+// sandbox is available).
+func TestDemoAmberStage(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	got, err := demoAmberStage(t.Context(), &demoEnv{out: t.TempDir(), ids: map[string]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "case A-demo-0001 manifest ") {
+		t.Errorf("stage result %q", got)
+	}
+	if (&amber.SandboxIsolation{}).Available() == nil && !strings.Contains(got, "run valid_task_success, record verified by value") {
+		t.Errorf("with the sandbox, the stage must run: %q", got)
+	}
+}
