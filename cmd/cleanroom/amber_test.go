@@ -181,6 +181,7 @@ func TestDemoAmberStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Log(got)
 	if !strings.HasPrefix(got, "case A-demo-0001 manifest ") {
 		t.Errorf("stage result %q", got)
 	}
