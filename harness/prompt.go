@@ -16,7 +16,7 @@ const PromptPath = "experiment/CLEAN-ROOM-PROMPT-v1.md"
 // The tools the harness implements, in the order it serves them.
 var implementedTools = []string{"list_files", "read_file", "write_source"}
 
-// The rules a prompt file can break. Each is wrapped in a *PromptError.
+// The rules a prompt file can break. Each is wrapped in a *RefusalError.
 var (
 	// ErrPromptAbsent: without the sealed prompt the harness would have to
 	// supply words of its own, which nothing authenticates.
@@ -32,22 +32,6 @@ var (
 	// implements, or declare parameters it does not take.
 	ErrPromptTools = errors.New("declared tools differ from the implemented list_files, read_file, write_source")
 )
-
-// PromptError names the prompt rule broken and where.
-type PromptError struct {
-	Path   string
-	Rule   error
-	Detail string
-}
-
-func (e *PromptError) Error() string {
-	if e.Detail == "" {
-		return fmt.Sprintf("%s: %v", e.Path, e.Rule)
-	}
-	return fmt.Sprintf("%s: %v: %s", e.Path, e.Rule, e.Detail)
-}
-
-func (e *PromptError) Unwrap() error { return e.Rule }
 
 // ToolSpec is one declared tool: its name, description and input schema,
 // served to the client exactly as declared.
@@ -86,7 +70,7 @@ func (p *Prompt) Tool(name string) *ToolSpec {
 // harness takes.
 func ParsePrompt(b []byte) (*Prompt, error) {
 	perr := func(rule error, format string, a ...any) error {
-		return &PromptError{Path: PromptPath, Rule: rule, Detail: fmt.Sprintf(format, a...)}
+		return &RefusalError{Path: PromptPath, Rule: rule, Detail: fmt.Sprintf(format, a...)}
 	}
 	lines := strings.Split(string(b), "\n")
 	block := func(name string) (string, error) {
@@ -134,7 +118,7 @@ func ParsePrompt(b []byte) (*Prompt, error) {
 	}
 	v, err := evidence.Read([]byte(body))
 	if err != nil {
-		return nil, &PromptError{Path: PromptPath, Rule: ErrPromptToolsJSON, Detail: err.Error()}
+		return nil, &RefusalError{Path: PromptPath, Rule: ErrPromptToolsJSON, Detail: err.Error()}
 	}
 	arr, ok := v.([]any)
 	if !ok {

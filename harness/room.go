@@ -285,9 +285,8 @@ func readManifestFD(fd int) (*pkgwalk.Manifest, error) {
 func refusalCode(err error) int {
 	var re *pkgwalk.RefusalError
 	var probs pkgwalk.Problems
-	var pe *PromptError
-	var we *WriteError
-	if errors.As(err, &re) || errors.As(err, &probs) || errors.As(err, &pe) || errors.As(err, &we) {
+	var he *RefusalError
+	if errors.As(err, &re) || errors.As(err, &probs) || errors.As(err, &he) {
 		return 1
 	}
 	return 2

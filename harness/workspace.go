@@ -14,7 +14,7 @@ import (
 )
 
 // The rules write_source enforces. Each refusal wraps one of these in a
-// *WriteError naming the path.
+// *RefusalError naming the path.
 var (
 	// ErrWorkspaceExists: a workspace that existed before the run may hold
 	// anything (a planted file, a symlink out), so only a fresh one is used.
@@ -34,22 +34,6 @@ var (
 	// ErrWorkspaceFull: the file-count, byte or call cap is reached.
 	ErrWorkspaceFull = errors.New("workspace cap reached")
 )
-
-// WriteError is a refused write_source call.
-type WriteError struct {
-	Path   string
-	Rule   error
-	Detail string
-}
-
-func (e *WriteError) Error() string {
-	if e.Detail == "" {
-		return fmt.Sprintf("write_source %q: %v", e.Path, e.Rule)
-	}
-	return fmt.Sprintf("write_source %q: %v (%s)", e.Path, e.Rule, e.Detail)
-}
-
-func (e *WriteError) Unwrap() error { return e.Rule }
 
 // Limits bound what the implementer can write and send.
 type Limits struct {
@@ -93,13 +77,13 @@ type Workspace struct {
 // exists — and opens it.
 func CreateWorkspace(dir string, limits Limits) (*Workspace, error) {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || strings.ContainsRune(dir, 0) {
-		return nil, &WriteError{Path: dir, Rule: ErrWorkspacePath}
+		return nil, &RefusalError{Path: dir, Rule: ErrWorkspacePath}
 	}
 	// mkdir is create-exclusive: an existing directory, file or symlink at
 	// dir fails with EEXIST, so nothing planted beforehand is adopted.
 	if err := unix.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, unix.EEXIST) {
-			return nil, &WriteError{Path: dir, Rule: ErrWorkspaceExists}
+			return nil, &RefusalError{Path: dir, Rule: ErrWorkspaceExists}
 		}
 		return nil, fmt.Errorf("creating workspace %s: %w", dir, err)
 	}
@@ -125,22 +109,22 @@ func (w *Workspace) Close() error {
 // CheckWritePath applies the portable-path rule to an implementer's path.
 func CheckWritePath(p string, limits Limits) error {
 	if p == "" || len(p) > limits.MaxPathBytes {
-		return &WriteError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("length %d, allowed 1..%d", len(p), limits.MaxPathBytes)}
+		return &RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("length %d, allowed 1..%d", len(p), limits.MaxPathBytes)}
 	}
 	segs := strings.Split(p, "/")
 	if len(segs) > limits.MaxDepth {
-		return &WriteError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("%d segments, allowed %d", len(segs), limits.MaxDepth)}
+		return &RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("%d segments, allowed %d", len(segs), limits.MaxDepth)}
 	}
 	for _, s := range segs {
 		// "" catches a leading "/" (absolute), "//" and a trailing "/".
 		if s == "" || s == "." || s == ".." {
-			return &WriteError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("segment %q", s)}
+			return &RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("segment %q", s)}
 		}
 		for i := 0; i < len(s); i++ {
 			c := s[i]
 			ok := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '+' || c == '-'
 			if !ok {
-				return &WriteError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("byte %#02x in segment %q", c, s)}
+				return &RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("byte %#02x in segment %q", c, s)}
 			}
 		}
 	}
@@ -154,39 +138,39 @@ func (w *Workspace) Write(p string, content []byte) error {
 	defer w.mu.Unlock()
 	w.writes++
 	if w.writes > w.limits.MaxWrites {
-		return &WriteError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("more than %d write_source calls", w.limits.MaxWrites)}
+		return &RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("more than %d write_source calls", w.limits.MaxWrites)}
 	}
 	if err := CheckWritePath(p, w.limits); err != nil {
 		return err
 	}
 	if len(content) > w.limits.MaxFileBytes {
-		return &WriteError{Path: p, Rule: ErrWriteTooLarge, Detail: fmt.Sprintf("%d bytes, cap %d", len(content), w.limits.MaxFileBytes)}
+		return &RefusalError{Path: p, Rule: ErrWriteTooLarge, Detail: fmt.Sprintf("%d bytes, cap %d", len(content), w.limits.MaxFileBytes)}
 	}
 	lower := strings.ToLower(p)
 	if prev, ok := w.folded[lower]; ok && prev != p {
-		return &WriteError{Path: p, Rule: ErrWriteCase, Detail: fmt.Sprintf("already wrote %q", prev)}
+		return &RefusalError{Path: p, Rule: ErrWriteCase, Detail: fmt.Sprintf("already wrote %q", prev)}
 	}
 	old, exists := w.sizes[p]
 	if !exists && len(w.sizes) >= w.limits.MaxFiles {
-		return &WriteError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d files", w.limits.MaxFiles)}
+		return &RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d files", w.limits.MaxFiles)}
 	}
 	if w.total-old+len(content) > w.limits.MaxTotalBytes {
-		return &WriteError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d bytes", w.limits.MaxTotalBytes)}
+		return &RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d bytes", w.limits.MaxTotalBytes)}
 	}
 	// A file may not stand where a directory was created, nor a directory
 	// (a parent of p) where a file was written.
 	if w.dirs[p] || w.dirs[lower] {
-		return &WriteError{Path: p, Rule: ErrWriteConflict, Detail: "a directory of that name exists"}
+		return &RefusalError{Path: p, Rule: ErrWriteConflict, Detail: "a directory of that name exists"}
 	}
 	segs := strings.Split(p, "/")
 	for i := 1; i < len(segs); i++ {
 		parent := strings.Join(segs[:i], "/")
 		if _, isFile := w.folded[strings.ToLower(parent)]; isFile {
-			return &WriteError{Path: p, Rule: ErrWriteConflict, Detail: fmt.Sprintf("%q is a file", parent)}
+			return &RefusalError{Path: p, Rule: ErrWriteConflict, Detail: fmt.Sprintf("%q is a file", parent)}
 		}
 	}
 	if err := w.writeBeneath(segs, content); err != nil {
-		return &WriteError{Path: p, Rule: ErrWriteConflict, Detail: err.Error()}
+		return &RefusalError{Path: p, Rule: ErrWriteConflict, Detail: err.Error()}
 	}
 	for i := 1; i < len(segs); i++ {
 		d := strings.Join(segs[:i], "/")
