@@ -9,7 +9,7 @@ import (
 var (
 	ErrMalformed     = errors.New("malformed SSHSIG signature")
 	ErrTooLarge      = errors.New("input larger than the cap")
-	ErrNamespace     = errors.New("signature namespace differs from the expected one")
+	ErrNamespace     = errors.New("signature namespace is empty or not the expected one")
 	ErrHashAlgorithm = errors.New("signature hash algorithm is not sha512")
 	ErrWrongKey      = errors.New("signature made by another key")
 	ErrBadSignature  = errors.New("signature does not verify")

@@ -262,7 +262,7 @@ func TestVerifyRefusals(t *testing.T) {
 
 func TestSignRefusesEmptyNamespace(t *testing.T) {
 	_, s := newKey(t)
-	if _, err := s.Sign("", []byte("x")); err == nil || !strings.Contains(err.Error(), "empty namespace") {
+	if _, err := s.Sign("", []byte("x")); !errors.Is(err, ErrNamespace) {
 		t.Fatalf("empty namespace: %v", err)
 	}
 }

@@ -44,7 +44,7 @@ func (s *Signer) Sign(namespace string, msg []byte) ([]byte, error) {
 	if namespace == "" {
 		// PROTOCOL.sshsig: the namespace is mandatory; an empty one would
 		// give a signature that is not bound to any purpose.
-		return nil, fmt.Errorf("signing: empty namespace")
+		return nil, fmt.Errorf("signing: %w: empty", ErrNamespace)
 	}
 	h := sha512.Sum512(msg)
 	sig, err := ssh.NewSignerFromKey(s.priv)
