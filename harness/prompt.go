@@ -1,12 +1,12 @@
 package harness
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
 // PromptPath is where the clean-room prompt sits inside the package. Every
@@ -16,21 +16,23 @@ const PromptPath = "experiment/CLEAN-ROOM-PROMPT-v1.md"
 // The tools the harness implements, in the order it serves them.
 var implementedTools = []string{"list_files", "read_file", "write_source"}
 
-// The rules a prompt file can break. Each is wrapped in a *RefusalError.
-var (
+// The rules a prompt file can break, as pkgwalk Rules: each refusal is a
+// *pkgwalk.RefusalError naming the prompt's path, like any other refusal of
+// a package file.
+const (
 	// ErrPromptAbsent: without the sealed prompt the harness would have to
 	// supply words of its own, which nothing authenticates.
-	ErrPromptAbsent = errors.New("prompt file absent from the package")
+	ErrPromptAbsent pkgwalk.Rule = "prompt file absent from the package"
 	// ErrPromptBlock: a block marker missing, or present twice — two
 	// readings of the instruction.
-	ErrPromptBlock = errors.New("block markers not exactly one ## NAME and one ## END NAME line")
+	ErrPromptBlock pkgwalk.Rule = "block markers not exactly one ## NAME and one ## END NAME line"
 	// ErrPromptToolsFence: the TOOLS block is not exactly one ```json fence.
-	ErrPromptToolsFence = errors.New("TOOLS block is not exactly one ```json fence")
+	ErrPromptToolsFence pkgwalk.Rule = "TOOLS block is not exactly one ```json fence"
 	// ErrPromptToolsJSON: the fence does not cross the strict reader.
-	ErrPromptToolsJSON = errors.New("TOOLS fence is not strict JSON")
+	ErrPromptToolsJSON pkgwalk.Rule = "TOOLS fence is not strict JSON"
 	// ErrPromptTools: the declared tools are not exactly the ones the harness
 	// implements, or declare parameters it does not take.
-	ErrPromptTools = errors.New("declared tools differ from the implemented list_files, read_file, write_source")
+	ErrPromptTools pkgwalk.Rule = "declared tools differ from the implemented list_files, read_file, write_source"
 )
 
 // ToolSpec is one declared tool: its name, description and input schema,
@@ -69,8 +71,8 @@ func (p *Prompt) Tool(name string) *ToolSpec {
 // exactly list_files, read_file and write_source with the parameters the
 // harness takes.
 func ParsePrompt(b []byte) (*Prompt, error) {
-	perr := func(rule error, format string, a ...any) error {
-		return &RefusalError{Path: PromptPath, Rule: rule, Detail: fmt.Sprintf(format, a...)}
+	perr := func(rule pkgwalk.Rule, format string, a ...any) error {
+		return &pkgwalk.RefusalError{Path: PromptPath, Rule: rule, Detail: fmt.Sprintf(format, a...)}
 	}
 	lines := strings.Split(string(b), "\n")
 	block := func(name string) (string, error) {
@@ -118,7 +120,7 @@ func ParsePrompt(b []byte) (*Prompt, error) {
 	}
 	v, err := evidence.Read([]byte(body))
 	if err != nil {
-		return nil, &RefusalError{Path: PromptPath, Rule: ErrPromptToolsJSON, Detail: err.Error()}
+		return nil, &pkgwalk.RefusalError{Path: PromptPath, Rule: ErrPromptToolsJSON, Detail: err.Error()}
 	}
 	arr, ok := v.([]any)
 	if !ok {

@@ -281,12 +281,11 @@ func readManifestFD(fd int) (*pkgwalk.Manifest, error) {
 }
 
 // refusalCode is 1 for a refusal of the input (package, pin, prompt,
-// workspace), 2 for anything else.
+// workspace: all *pkgwalk.RefusalError), 2 for anything else.
 func refusalCode(err error) int {
 	var re *pkgwalk.RefusalError
 	var probs pkgwalk.Problems
-	var he *RefusalError
-	if errors.As(err, &re) || errors.As(err, &probs) || errors.As(err, &he) {
+	if errors.As(err, &re) || errors.As(err, &probs) {
 		return 1
 	}
 	return 2

@@ -33,7 +33,7 @@ type Room struct {
 func LoadPrompt(v *pkgwalk.View) (*Prompt, string, error) {
 	f, ok := v.File(PromptPath)
 	if !ok {
-		return nil, "", &RefusalError{Path: PromptPath, Rule: ErrPromptAbsent}
+		return nil, "", &pkgwalk.RefusalError{Path: PromptPath, Rule: ErrPromptAbsent}
 	}
 	b := f.Data
 	p, err := ParsePrompt(b)
@@ -116,7 +116,7 @@ func (r *Room) readFile(_ context.Context, args map[string]string) *mcp.CallTool
 func (r *Room) writeSource(_ context.Context, args map[string]string) *mcp.CallToolResult {
 	p, content := args["path"], []byte(args["content"])
 	if err := r.Workspace.Write(p, content); err != nil {
-		var we *RefusalError
+		var we *pkgwalk.RefusalError
 		msg := err.Error()
 		if errors.As(err, &we) {
 			msg = fmt.Sprintf("%q: %v", p, we.Rule)

@@ -10,29 +10,30 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
 )
 
 // The rules write_source enforces. Each refusal wraps one of these in a
-// *RefusalError naming the path.
-var (
+// *pkgwalk.RefusalError naming the path.
+const (
 	// ErrWorkspaceExists: a workspace that existed before the run may hold
 	// anything (a planted file, a symlink out), so only a fresh one is used.
-	ErrWorkspaceExists = errors.New("workspace already exists")
+	ErrWorkspaceExists pkgwalk.Rule = "workspace already exists"
 	// ErrWorkspacePath: the workspace must be a clean absolute path.
-	ErrWorkspacePath = errors.New("workspace path is not a clean absolute path")
+	ErrWorkspacePath pkgwalk.Rule = "workspace path is not a clean absolute path"
 	// ErrWritePath: only portable relative paths: segments of
 	// [A-Za-z0-9._+-], no ".", "..", empty segment, leading "/" or NUL.
-	ErrWritePath = errors.New("not a portable relative path")
+	ErrWritePath pkgwalk.Rule = "not a portable relative path"
 	// ErrWriteCase: two paths differing only by ASCII case are one file on
 	// a case-insensitive filesystem.
-	ErrWriteCase = errors.New("path equals another written path after ASCII case-folding")
+	ErrWriteCase pkgwalk.Rule = "path equals another written path after ASCII case-folding"
 	// ErrWriteConflict: the path crosses a file, or names a directory.
-	ErrWriteConflict = errors.New("path conflicts with a file or directory already written")
+	ErrWriteConflict pkgwalk.Rule = "path conflicts with a file or directory already written"
 	// ErrWriteTooLarge: content over the per-file cap.
-	ErrWriteTooLarge = errors.New("content over the per-file size cap")
+	ErrWriteTooLarge pkgwalk.Rule = "content over the per-file size cap"
 	// ErrWorkspaceFull: the file-count, byte or call cap is reached.
-	ErrWorkspaceFull = errors.New("workspace cap reached")
+	ErrWorkspaceFull pkgwalk.Rule = "workspace cap reached"
 )
 
 // Limits bound what the implementer can write and send.
@@ -77,13 +78,13 @@ type Workspace struct {
 // exists — and opens it.
 func CreateWorkspace(dir string, limits Limits) (*Workspace, error) {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || strings.ContainsRune(dir, 0) {
-		return nil, &RefusalError{Path: dir, Rule: ErrWorkspacePath}
+		return nil, &pkgwalk.RefusalError{Path: dir, Rule: ErrWorkspacePath}
 	}
 	// mkdir is create-exclusive: an existing directory, file or symlink at
 	// dir fails with EEXIST, so nothing planted beforehand is adopted.
 	if err := unix.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, unix.EEXIST) {
-			return nil, &RefusalError{Path: dir, Rule: ErrWorkspaceExists}
+			return nil, &pkgwalk.RefusalError{Path: dir, Rule: ErrWorkspaceExists}
 		}
 		return nil, fmt.Errorf("creating workspace %s: %w", dir, err)
 	}
@@ -109,22 +110,22 @@ func (w *Workspace) Close() error {
 // CheckWritePath applies the portable-path rule to an implementer's path.
 func CheckWritePath(p string, limits Limits) error {
 	if p == "" || len(p) > limits.MaxPathBytes {
-		return &RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("length %d, allowed 1..%d", len(p), limits.MaxPathBytes)}
+		return &pkgwalk.RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("length %d, allowed 1..%d", len(p), limits.MaxPathBytes)}
 	}
 	segs := strings.Split(p, "/")
 	if len(segs) > limits.MaxDepth {
-		return &RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("%d segments, allowed %d", len(segs), limits.MaxDepth)}
+		return &pkgwalk.RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("%d segments, allowed %d", len(segs), limits.MaxDepth)}
 	}
 	for _, s := range segs {
 		// "" catches a leading "/" (absolute), "//" and a trailing "/".
 		if s == "" || s == "." || s == ".." {
-			return &RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("segment %q", s)}
+			return &pkgwalk.RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("segment %q", s)}
 		}
 		for i := 0; i < len(s); i++ {
 			c := s[i]
 			ok := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '+' || c == '-'
 			if !ok {
-				return &RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("byte %#02x in segment %q", c, s)}
+				return &pkgwalk.RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("byte %#02x in segment %q", c, s)}
 			}
 		}
 	}
@@ -138,39 +139,39 @@ func (w *Workspace) Write(p string, content []byte) error {
 	defer w.mu.Unlock()
 	w.writes++
 	if w.writes > w.limits.MaxWrites {
-		return &RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("more than %d write_source calls", w.limits.MaxWrites)}
+		return &pkgwalk.RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("more than %d write_source calls", w.limits.MaxWrites)}
 	}
 	if err := CheckWritePath(p, w.limits); err != nil {
 		return err
 	}
 	if len(content) > w.limits.MaxFileBytes {
-		return &RefusalError{Path: p, Rule: ErrWriteTooLarge, Detail: fmt.Sprintf("%d bytes, cap %d", len(content), w.limits.MaxFileBytes)}
+		return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteTooLarge, Detail: fmt.Sprintf("%d bytes, cap %d", len(content), w.limits.MaxFileBytes)}
 	}
 	lower := strings.ToLower(p)
 	if prev, ok := w.folded[lower]; ok && prev != p {
-		return &RefusalError{Path: p, Rule: ErrWriteCase, Detail: fmt.Sprintf("already wrote %q", prev)}
+		return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteCase, Detail: fmt.Sprintf("already wrote %q", prev)}
 	}
 	old, exists := w.sizes[p]
 	if !exists && len(w.sizes) >= w.limits.MaxFiles {
-		return &RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d files", w.limits.MaxFiles)}
+		return &pkgwalk.RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d files", w.limits.MaxFiles)}
 	}
 	if w.total-old+len(content) > w.limits.MaxTotalBytes {
-		return &RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d bytes", w.limits.MaxTotalBytes)}
+		return &pkgwalk.RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d bytes", w.limits.MaxTotalBytes)}
 	}
 	// A file may not stand where a directory was created, nor a directory
 	// (a parent of p) where a file was written.
 	if w.dirs[p] || w.dirs[lower] {
-		return &RefusalError{Path: p, Rule: ErrWriteConflict, Detail: "a directory of that name exists"}
+		return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteConflict, Detail: "a directory of that name exists"}
 	}
 	segs := strings.Split(p, "/")
 	for i := 1; i < len(segs); i++ {
 		parent := strings.Join(segs[:i], "/")
 		if _, isFile := w.folded[strings.ToLower(parent)]; isFile {
-			return &RefusalError{Path: p, Rule: ErrWriteConflict, Detail: fmt.Sprintf("%q is a file", parent)}
+			return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteConflict, Detail: fmt.Sprintf("%q is a file", parent)}
 		}
 	}
 	if err := w.writeBeneath(segs, content); err != nil {
-		return &RefusalError{Path: p, Rule: ErrWriteConflict, Detail: err.Error()}
+		return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteConflict, Detail: err.Error()}
 	}
 	for i := 1; i < len(segs); i++ {
 		d := strings.Join(segs[:i], "/")
