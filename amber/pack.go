@@ -2,6 +2,8 @@ package amber
 
 import (
 	"archive/tar"
+	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -100,14 +102,13 @@ func WritePack(dir string, w io.Writer) error {
 	tw := tar.NewWriter(w)
 	var total int64
 	for _, name := range names {
-		hdr := &tar.Header{Name: name, ModTime: packEpoch, Format: tar.FormatPAX}
 		if strings.HasSuffix(name, "/") {
-			hdr.Typeflag, hdr.Mode = tar.TypeDir, 0o755
-			if err := tw.WriteHeader(hdr); err != nil {
+			if err := tw.WriteHeader(packHeader(name, 0o755, 0)); err != nil {
 				return &PackError{Path: name, Err: err}
 			}
 			continue
 		}
+		hdr := packHeader(name, 0, 0)
 		n, err := packFile(root, tw, hdr, MaxPackBytes-total)
 		if err != nil {
 			return err
@@ -145,10 +146,11 @@ func packFile(root *os.Root, tw *tar.Writer, hdr *tar.Header, budget int64) (int
 	if fi.Size() > budget {
 		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w: over %d bytes in total", ErrPackTooLarge, MaxPackBytes)}
 	}
-	hdr.Typeflag, hdr.Size, hdr.Mode = tar.TypeReg, fi.Size(), 0o644
+	mode := int64(0o644)
 	if fi.Mode().Perm()&0o111 != 0 {
-		hdr.Mode = 0o755
+		mode = 0o755
 	}
+	*hdr = *packHeader(hdr.Name, mode, fi.Size())
 	if err := tw.WriteHeader(hdr); err != nil {
 		return 0, &PackError{Path: hdr.Name, Err: err}
 	}
@@ -157,6 +159,17 @@ func packFile(root *os.Root, tw *tar.Writer, hdr *tar.Header, budget int64) (int
 		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w: %v", ErrPackChanged, err)}
 	}
 	return n, nil
+}
+
+// packHeader is the one header form of a pack entry: directories end in
+// "/" (mode 0755), files have mode 0644 or 0755; uid/gid 0, no names,
+// mtime 0.
+func packHeader(name string, mode, size int64) *tar.Header {
+	h := &tar.Header{Name: name, Mode: mode, Size: size, ModTime: packEpoch, Format: tar.FormatPAX, Typeflag: tar.TypeReg}
+	if strings.HasSuffix(name, "/") {
+		h.Typeflag, h.Mode, h.Size = tar.TypeDir, 0o755, 0
+	}
+	return h
 }
 
 // PackEntry is one entry of an oracle pack.
@@ -171,6 +184,38 @@ type PackEntry struct {
 // have written: other types, absolute or dot-dot paths, names out of order
 // or repeated, owners, times or modes outside the fixed values.
 func ReadPack(r io.Reader) ([]PackEntry, error) {
+	in := sha256.New()
+	tee := io.TeeReader(r, in)
+	entries, err := readPackEntries(tee)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(io.Discard, tee); err != nil {
+		return nil, err
+	}
+	// The parser re-formats what it read and compares: anything a header
+	// can carry that the checks above missed (PAX records, a missing or
+	// extra end-of-archive block, trailing data) makes the bytes differ.
+	out := sha256.New()
+	tw := tar.NewWriter(out)
+	for _, e := range entries {
+		name, mode := e.Name, e.Mode
+		if e.Dir {
+			name += "/"
+		}
+		if err := tw.WriteHeader(packHeader(name, mode, int64(len(e.Data)))); err != nil {
+			return nil, &PackError{Path: e.Name, Err: err}
+		}
+		tw.Write(e.Data)
+	}
+	tw.Close()
+	if !bytes.Equal(in.Sum(nil), out.Sum(nil)) {
+		return nil, &PackError{Path: "", Err: fmt.Errorf("%w: the bytes are not the canonical encoding of their entries", ErrPackEntry)}
+	}
+	return entries, nil
+}
+
+func readPackEntries(r io.Reader) ([]PackEntry, error) {
 	tr := tar.NewReader(r)
 	var out []PackEntry
 	var total int64
