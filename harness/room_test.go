@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -429,5 +431,91 @@ func TestRoomProtocolVersions(t *testing.T) {
 				t.Errorf("read_file = %q", got)
 			}
 		})
+	}
+}
+
+// TestRoomUnprivileged runs the room as an unprivileged user (uid 65534):
+// the seal then happens in a user namespace that maps that uid to 0. It
+// needs root to switch users and a kernel that allows user namespaces.
+func TestRoomUnprivileged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching to an unprivileged uid needs root")
+	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err != nil || strings.TrimSpace(string(b)) == "0" {
+		t.Skipf("user namespaces are disabled here (%q, %v)", b, err)
+	}
+	// A directory the unprivileged user can traverse, holding a copy of
+	// this test binary and the package.
+	base, err := os.MkdirTemp("", "room-unpriv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.ReadFile("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(base, "harness.test")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := testFiles()
+	src, id := writePackage(t, files)
+	pkg := filepath.Join(base, "pkg")
+	if err := os.CopyFS(pkg, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir(pkg, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, tpath := filepath.Join(base, "ws"), filepath.Join(base, "t.jsonl")
+	cmd := exec.Command(bin, serveMarker, pkg, id, ws, tpath)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Skipf("the room could not start unprivileged here (%v): %s", err, stderr.String())
+	}
+	defer cs.Close()
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "spec/ADD.md"}})
+	if err != nil || r.IsError || r.Content[0].(*mcp.TextContent).Text != string(files["spec/ADD.md"]) {
+		t.Fatalf("read_file unprivileged: %v %v", r, err)
+	}
+	if r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_source", Arguments: map[string]any{"path": "a.go", "content": "package a\n"}}); err != nil || r.IsError {
+		t.Fatalf("write_source unprivileged: %v %v", r, err)
+	}
+	// The server: a user namespace mapping 65534 to 0, the view sealed.
+	s := &session{cmd: cmd}
+	pid := s.serverPID(t)
+	if m, _ := os.ReadFile(fmt.Sprintf("/proc/%d/uid_map", pid)); strings.Join(strings.Fields(string(m)), " ") != "0 65534 1" {
+		t.Errorf("server uid_map %q, want 0 65534 1", m)
+	}
+	mount := viewMount(t, pid)
+	table, err := sandbox.ReadMountInfo(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sandbox.CheckSealedEntry(mount, sandbox.MountsAt(table, mount)); err != nil {
+		t.Errorf("unprivileged view: %v", err)
+	}
+	fi, err := os.Stat(filepath.Join(ws, "a.go"))
+	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != 65534 {
+		t.Errorf("workspace file owner: %v %v", fi, err)
 	}
 }
