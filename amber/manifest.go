@@ -39,16 +39,21 @@ type Manifest struct {
 	Retirement                   Retirement     `yaml:"retirement" json:"retirement"`
 }
 
+// TimeToTopology is the rule mapping the cutoff instant to a point in the
+// source topology, and its evidence class (Distribution §3.2).
 type TimeToTopology struct {
 	Rule          string `yaml:"rule" json:"rule"`
 	EvidenceClass string `yaml:"evidence_class" json:"evidence_class"`
 }
 
+// CutoffRule is the preregistered cutoff rule and the sha256 of its
+// script output.
 type CutoffRule struct {
 	Rule               string `yaml:"rule" json:"rule"`
 	ScriptOutputSHA256 string `yaml:"script_output_sha256" json:"script_output_sha256"`
 }
 
+// Artifacts holds the sha256 of base.bundle and oracle.pack.
 type Artifacts struct {
 	BaseBundleSHA256 string `yaml:"base_bundle_sha256" json:"base_bundle_sha256"`
 	OraclePackSHA256 string `yaml:"oracle_pack_sha256" json:"oracle_pack_sha256"`
@@ -67,6 +72,7 @@ type Construction struct {
 // text.
 type FormatVersion string
 
+// MarshalYAML writes a numeric version as a YAML integer.
 func (v FormatVersion) MarshalYAML() (any, error) {
 	if i, err := strconv.Atoi(string(v)); err == nil {
 		return i, nil
@@ -74,6 +80,7 @@ func (v FormatVersion) MarshalYAML() (any, error) {
 	return string(v), nil
 }
 
+// UnmarshalJSON reads an integer or a string.
 func (v *FormatVersion) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
@@ -88,6 +95,7 @@ func (v *FormatVersion) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// MarshalJSON writes a numeric version as a JSON number.
 func (v FormatVersion) MarshalJSON() ([]byte, error) {
 	if i, err := strconv.Atoi(string(v)); err == nil {
 		return json.Marshal(i)
@@ -95,23 +103,29 @@ func (v FormatVersion) MarshalJSON() ([]byte, error) {
 	return json.Marshal(string(v))
 }
 
+// Eligibility is the isolation class, its evidence class and the egress
+// allowlist (empty under full_isolation).
 type Eligibility struct {
 	IsolationClass  string   `yaml:"isolation_class" json:"isolation_class"`
 	EvidenceClass   string   `yaml:"evidence_class" json:"evidence_class"`
 	EgressAllowlist []string `yaml:"egress_allowlist" json:"egress_allowlist"`
 }
 
+// Producer names the producer and the key that signs the manifest
+// (signing_key_id: the SHA256 fingerprint as ssh-keygen -l prints it).
 type Producer struct {
 	Identity     string `yaml:"identity" json:"identity"`
 	SigningKeyID string `yaml:"signing_key_id" json:"signing_key_id"`
 }
 
+// LeakCheck is the leak-check procedure, its last run date and result.
 type LeakCheck struct {
 	Procedure   string `yaml:"procedure" json:"procedure"`
 	LastRunDate string `yaml:"last_run_date" json:"last_run_date"`
 	Result      string `yaml:"result" json:"result"`
 }
 
+// Retirement is the retirement state and, once retired, its date.
 type Retirement struct {
 	State string  `yaml:"state" json:"state"`
 	Date  *string `yaml:"date" json:"date"`

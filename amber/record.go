@@ -80,16 +80,19 @@ type RunRecord struct {
 	Reason string `json:"reason"`
 }
 
+// RetirementCheck is the index state the runner saw before the run.
 type RetirementCheck struct {
 	State     string `json:"state"`
 	CheckedAt string `json:"checked_at"`
 }
 
+// Candidate names the system under evaluation.
 type Candidate struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
 }
 
+// Artifact is one file the run produced and its sha256.
 type Artifact struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
