@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -133,5 +136,78 @@ func TestRoomDriveCLI(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "room", "transcript", "--json", tpath)
 	if code != 0 || !strings.Contains(stdout, `"stop": "model_stopped"`) || !strings.Contains(stdout, `"complete": true`) {
 		t.Errorf("room transcript: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// TestRoomServeWorldPin serves a synthetic world: the package at
+// docs/spec/proof-wire, the pin read from governance/blind-run.json.
+func TestRoomServeWorldPin(t *testing.T) {
+	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
+		t.Skipf("cannot create mount+network namespaces here: %v", err)
+	}
+	bin := roomBinary(t)
+	world := t.TempDir()
+	pkg := filepath.Join(world, "docs", "spec", "proof-wire")
+	if err := os.MkdirAll(filepath.Dir(pkg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(pkg, os.DirFS(filepath.Join("..", "..", "harness", "testdata", "room-package"))); err != nil {
+		t.Fatal(err)
+	}
+	contract, _ := os.ReadFile(filepath.Join(pkg, "experiment", "CONTRACT.md"))
+	for _, c := range []struct {
+		name, pin string
+		code      int
+	}{
+		{"pinned", "bpkg-bf608ff8dd92dee2a27258aaed6d594ffcaea9b5975ae1728f5a772adaad86b4", 0},
+		{"other pin", "bpkg-" + strings.Repeat("0", 64), 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gov := filepath.Join(world, "governance")
+			os.MkdirAll(gov, 0o755)
+			if err := os.WriteFile(filepath.Join(gov, "blind-run.json"), []byte(`{"blind_package_id":"`+c.pin+`"}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, "room", "serve", "--world", world, "--workspace", filepath.Join(t.TempDir(), "ws"))
+			stdin, _ := cmd.StdinPipe()
+			out, _ := cmd.StdoutPipe()
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"experiment/CONTRACT.md"}}}
+`)
+			// Read until the call is answered (or the room exits), then end
+			// the session by closing stdin.
+			var stdout strings.Builder
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				stdout.WriteString(sc.Text() + "\n")
+				if strings.Contains(sc.Text(), `"id":2`) {
+					break
+				}
+			}
+			stdin.Close()
+			io.Copy(io.Discard, out)
+			err := cmd.Wait()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			}
+			if code != c.code {
+				t.Fatalf("exit %d, want %d; stderr %s", code, c.code, stderr.String())
+			}
+			want, _ := json.Marshal(string(contract))
+			if c.code == 0 && !strings.Contains(stdout.String(), string(want)) {
+				t.Errorf("the contract was not served: %s", stdout.String())
+			}
+			if c.code == 1 && !strings.Contains(stderr.String(), string(pkgwalk.ErrNotPinned)) {
+				t.Errorf("stderr does not name %q: %s", pkgwalk.ErrNotPinned, stderr.String())
+			}
+		})
 	}
 }
