@@ -107,6 +107,7 @@ func newAmberCaseBuildCmd() *cobra.Command {
 	var o amber.BuildOptions
 	var keyPath string
 	var provenance []string
+	var cutoffOutput string
 	c := &cobra.Command{
 		Use:   "build --repo DIR --cutoff-commit C --cutoff-utc T --oracle DIR --profile P --case-id ID --spec CORE.md --protocol DIST.md --key KEY --out CASEDIR",
 		Short: "Build and sign a case: base.bundle, oracle.pack, manifest.yaml, manifest.yaml.sig",
@@ -129,6 +130,11 @@ invalid UTF-8 are refused. Without --allow the case is full_isolation.`,
 				return usageErr(err)
 			}
 			o.Signer = s
+			if cutoffOutput != "" {
+				if o.CutoffRuleOutput, err = os.ReadFile(cutoffOutput); err != nil {
+					return usageErr(err)
+				}
+			}
 			if len(provenance) > 0 {
 				o.Provenance = map[string]any{}
 				for _, kv := range provenance {
@@ -177,6 +183,10 @@ invalid UTF-8 are refused. Without --allow the case is full_isolation.`,
 	f.StringVar(&o.TopologyRule, "topology-rule", "", "time-to-topology rule (default: "+amber.DefaultTopologyRule+")")
 	f.StringVar(&o.TopologyEvidence, "topology-evidence", "", "time-to-topology evidence class (default: "+amber.DefaultTopologyEvidence+")")
 	f.StringVar(&o.CutoffRule, "cutoff-rule", "", "preregistered cutoff rule")
+	f.StringVar(&cutoffOutput, "cutoff-rule-output", "", "file holding the cutoff-rule script's output (default: the commit id and a newline)")
+	f.StringVar(&o.CandidateInputBundle, "candidate-input", "", "the declared Candidate Input Bundle (default: "+amber.DefaultCandidateInputBundle+")")
+	f.StringVar(&o.AvailableInformation, "available-info", "", "the available-information manifest (default: "+amber.DefaultAvailableInformation+")")
+	f.StringVar(&o.EligibilityEvidence, "eligibility-evidence", "", "evidence class of the eligibility determination (default: "+amber.DefaultEligibilityEvidence+")")
 	f.StringVar(&o.LeakProcedure, "leak-check", "", "leak-check procedure")
 	f.StringVar(&o.LeakDate, "leak-check-date", "", "leak-check date (default: today, UTC)")
 	f.StringVar(&o.LeakResult, "leak-check-result", "", "leak-check result: passed or failed (default passed)")
