@@ -31,6 +31,10 @@ func serveExit(t *testing.T, o ServeOptions) (int, string) {
 	if errors.As(err, &ee) {
 		return ee.Code, stderr.String()
 	}
+	var re *pkgwalk.RefusalError
+	if errors.As(err, &re) {
+		return 1, err.Error() // refused before the room started
+	}
 	if err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
@@ -80,6 +84,10 @@ func TestRoomRefusals(t *testing.T) {
 			}
 			return pkg, id, ""
 		}, string(pkgwalk.ErrNotPinned)},
+		{"workspace inside the package", func(t *testing.T, files map[string][]byte) (string, string, string) {
+			pkg, id := writePackage(t, files)
+			return pkg, id, filepath.Join(pkg, "spec", "ws")
+		}, string(pkgwalk.ErrOutputInside)},
 		{"existing workspace", func(t *testing.T, files map[string][]byte) (string, string, string) {
 			pkg, id := writePackage(t, files)
 			ws := filepath.Join(t.TempDir(), "ws")

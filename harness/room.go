@@ -59,6 +59,9 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 	if err := o.check(); err != nil {
 		return err
 	}
+	if err := o.checkOutside(); err != nil {
+		return err
+	}
 	mount, err := os.MkdirTemp("", "cleanroom-view-")
 	if err != nil {
 		return fmt.Errorf("creating the view's mount point: %w", err)
@@ -126,6 +129,25 @@ func (o *ServeOptions) check() error {
 	return nil
 }
 
+// checkOutside refuses a workspace or transcript inside the package: writing
+// there would change the package on disk (the next emission would not be the
+// pinned bpkg), and the records of a run belong beside what it measured.
+func (o *ServeOptions) checkOutside() error {
+	for _, out := range []string{o.Workspace, o.Transcript} {
+		if out == "" {
+			continue
+		}
+		inside, err := pkgwalk.IsInside(o.PackageDir, out)
+		if err != nil {
+			return fmt.Errorf("checking %s against the package: %w", out, err)
+		}
+		if inside {
+			return &pkgwalk.RefusalError{Path: out, Rule: pkgwalk.ErrOutputInside}
+		}
+	}
+	return nil
+}
+
 func (o *ServeOptions) flags(mount string) []string {
 	return []string{
 		"--package", o.PackageDir, "--expect", o.Expect, "--root-label", o.RootLabel,
@@ -137,7 +159,6 @@ func (o *ServeOptions) flags(mount string) []string {
 		"--max-writes", strconv.Itoa(o.Limits.MaxWrites),
 		"--max-path-bytes", strconv.Itoa(o.Limits.MaxPathBytes),
 		"--max-depth", strconv.Itoa(o.Limits.MaxDepth),
-		"--stage-args", strconv.Itoa(len(o.StageArgs)),
 	}
 }
 
@@ -152,7 +173,6 @@ func parseStage(args []string) (*stageConfig, error) {
 	fs := flag.NewFlagSet("sealed-stage", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c := &stageConfig{}
-	var nStage int
 	fs.StringVar(&c.PackageDir, "package", "", "")
 	fs.StringVar(&c.Expect, "expect", "", "")
 	fs.StringVar(&c.RootLabel, "root-label", "", "")
@@ -166,7 +186,6 @@ func parseStage(args []string) (*stageConfig, error) {
 	fs.IntVar(&c.Limits.MaxWrites, "max-writes", 0, "")
 	fs.IntVar(&c.Limits.MaxPathBytes, "max-path-bytes", 0, "")
 	fs.IntVar(&c.Limits.MaxDepth, "max-depth", 0, "")
-	fs.IntVar(&nStage, "stage-args", 0, "")
 	fs.IntVar(&c.manifestFD, "manifest-fd", -1, "")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("sealed stage arguments: %w", err)

@@ -27,6 +27,7 @@ type Room struct {
 	Workspace  *Workspace
 	Transcript *Transcript // may be nil
 	Limits     Limits
+	listing    string
 }
 
 // LoadPrompt reads the prompt out of the verified view (never from disk).
@@ -54,6 +55,8 @@ func NewServer(r *Room) *mcp.Server {
 		// No logging capability: nothing but tools and the prompt.
 		Capabilities: &mcp.ServerCapabilities{},
 	})
+	// The listing never changes: the view is sealed and held in memory.
+	r.listing = listing(r.View)
 	handlers := map[string]func(context.Context, map[string]string) *mcp.CallToolResult{
 		"list_files":   r.listFiles,
 		"read_file":    r.readFile,
@@ -89,7 +92,7 @@ func refusal(text string) *mcp.CallToolResult {
 
 func (r *Room) listFiles(context.Context, map[string]string) *mcp.CallToolResult {
 	r.Transcript.call("list_files", "listed", map[string]any{"files": len(r.View.Files)})
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: listing(r.View)}}}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.listing}}}
 }
 
 // readFile is the exact dictionary lookup. The refusal names the key as

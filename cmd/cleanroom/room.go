@@ -11,6 +11,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/harness"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
 
@@ -139,6 +140,10 @@ the prompt was refused; exit 2: the seal could not be established here.`,
 			if errors.As(err, &ee) {
 				// The sealed server already said why on stderr.
 				return &exitError{code: ee.Code}
+			}
+			var re *pkgwalk.RefusalError
+			if errors.As(err, &re) {
+				return refusedErr(err)
 			}
 			if err != nil {
 				return usageErr(err)
