@@ -8,3 +8,10 @@ import "embed"
 //
 //go:embed testdata/demo
 var Demo embed.FS
+
+// World holds testdata/world: the synthetic, TRVM-shaped world (a release
+// package of the toy protocol TOY-TALLY-v1, its committed holdout, the
+// reference adapter and the candidate the scripted implementer writes).
+//
+//go:embed all:testdata/world
+var World embed.FS

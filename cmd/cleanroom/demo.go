@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom"
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
@@ -19,9 +21,13 @@ func init() { commands = append(commands, newDemoCmd) }
 // demoEnv is what the demo's stages share: the output directory and the
 // identities earlier stages produced.
 type demoEnv struct {
-	out string
-	ids map[string]string
+	out   string
+	world string // the demo's copy of the synthetic world
+	ids   map[string]string
 }
+
+func (env *demoEnv) pkg() string     { return filepath.Join(env.world, "docs", "spec", "proof-wire") }
+func (env *demoEnv) holdout() string { return filepath.Join(env.world, "governance", "holdout") }
 
 // demoStage is one step of the demo: it returns a one-line result (an
 // identity or a count) or an error that stops the demo.
@@ -99,7 +105,119 @@ func demoStages() []demoStage {
 	return []demoStage{
 		{"evidence self-test", demoEvidenceSelfTest},
 		{"canonicalise a bundled document", demoCanonicalise},
+		{"copy the synthetic world", demoCopyWorld},
+		{"issue and verify the release", func(_ context.Context, env *demoEnv) (string, error) {
+			return demoIssueRelease(env, env.pkg(), env.holdout())
+		}},
+		{"package walk, emit, verify", func(ctx context.Context, env *demoEnv) (string, error) {
+			return demoPackage(ctx, env.pkg(), env.holdout(), env.out)
+		}},
+		{"pin the run", demoPin},
+		{"freeze the candidate", demoFreeze},
+		{"reveal the holdout", demoReveal},
+		{"verify the run", demoVerifyRun},
+		{"candidate sandbox", demoSandbox},
+		{"AMBER case (build, index, run, record)", demoAmberStage},
 	}
+}
+
+// demoExecutables are the world's files that must be executable: embed.FS
+// keeps no mode bits.
+var demoExecutables = []string{"implementer/tally-candidate"}
+
+func demoCopyWorld(_ context.Context, env *demoEnv) (string, error) {
+	sub, err := fs.Sub(cleanroom.World, "testdata/world")
+	if err != nil {
+		return "", err
+	}
+	env.world = filepath.Join(env.out, "world")
+	if err := os.CopyFS(env.world, sub); err != nil {
+		return "", fmt.Errorf("copying the synthetic world: %w", err)
+	}
+	for _, p := range demoExecutables {
+		if err := os.Chmod(filepath.Join(env.world, p), 0o755); err != nil {
+			return "", err
+		}
+	}
+	files := 0
+	if err := fs.WalkDir(sub, ".", func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files++
+		}
+		return err
+	}); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d files in %s", files, env.world), nil
+}
+
+func demoOpenWorld(env *demoEnv) (*experiment.World, error) {
+	return experiment.OpenWorld(env.world)
+}
+
+func demoPin(ctx context.Context, env *demoEnv) (string, error) {
+	w, err := demoOpenWorld(env)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(filepath.Join(w.StateDir(), "reference-adapter.json"))
+	if err != nil {
+		return "", err
+	}
+	ref, err := experiment.ParseAdapterSpec(b, "governance/reference-adapter.json")
+	if err != nil {
+		return "", err
+	}
+	t, err := experiment.Pin(ctx, w, experiment.PinOptions{Reference: ref})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s PINNED (reference %s)", t.RunID, ref.Implementation), nil
+}
+
+func demoFreeze(ctx context.Context, env *demoEnv) (string, error) {
+	w, err := demoOpenWorld(env)
+	if err != nil {
+		return "", err
+	}
+	cand := env.ids["candidate_binary"]
+	if cand == "" {
+		cand = "implementer/tally-candidate"
+	}
+	t, err := experiment.Freeze(ctx, w, experiment.FreezeOptions{Implementation: "candidate",
+		Files: []string{cand}, Binary: cand,
+		Toolchain: "node", Model: "scripted-implementer", ToolVersion: "cleanroom-demo"})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s CANDIDATE_FROZEN (%s)", t.RunID, cand), nil
+}
+
+func demoReveal(ctx context.Context, env *demoEnv) (string, error) {
+	w, err := demoOpenWorld(env)
+	if err != nil {
+		return "", err
+	}
+	t, err := experiment.Reveal(ctx, w, experiment.RevealOptions{})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s REVEALED", t.RunID), nil
+}
+
+func demoVerifyRun(ctx context.Context, env *demoEnv) (string, error) {
+	w, err := demoOpenWorld(env)
+	if err != nil {
+		return "", err
+	}
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{})
+	if err != nil {
+		return "", err
+	}
+	if err := rep.Err(); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s %s: every check passed", rep.RunID, rep.Status), nil
 }
 
 func demoEvidenceSelfTest(context.Context, *demoEnv) (string, error) {

@@ -345,21 +345,27 @@ func demoReleaseStage(src fs.FS) func(context.Context, *demoEnv) (string, error)
 		}
 		pkg := filepath.Join(world, "docs", "spec", "proof-wire")
 		holdout := filepath.Join(world, "governance", "holdout")
-		is, err := experiment.IssueRelease(pkg, experiment.IssueOptions{
-			SpecRevision: 1, ExperimentRevision: 1, PublicCorpusRevision: 1, HoldoutDir: holdout,
-		})
-		if err != nil {
-			return "", err
-		}
-		rep, err := experiment.VerifyRelease(pkg, holdout)
-		if err != nil {
-			return "", err
-		}
-		if !rep.OK {
-			return "", fmt.Errorf("issued release does not verify: %s", strings.Join(rep.Failed(), ", "))
-		}
-		env.ids["srel"] = is.ID
-		env.ids["release_package"] = pkg
-		return fmt.Sprintf("%s issued, %d checks verified", is.ID, len(rep.Checks)), nil
+		return demoIssueRelease(env, pkg, holdout)
 	}
+}
+
+// demoIssueRelease issues the release of the package at pkg (revisions
+// 1/1/1, committing the holdout) and verifies every check of what it wrote.
+func demoIssueRelease(env *demoEnv, pkg, holdout string) (string, error) {
+	is, err := experiment.IssueRelease(pkg, experiment.IssueOptions{
+		SpecRevision: 1, ExperimentRevision: 1, PublicCorpusRevision: 1, HoldoutDir: holdout,
+	})
+	if err != nil {
+		return "", err
+	}
+	rep, err := experiment.VerifyRelease(pkg, holdout)
+	if err != nil {
+		return "", err
+	}
+	if !rep.OK {
+		return "", fmt.Errorf("issued release does not verify: %s", strings.Join(rep.Failed(), ", "))
+	}
+	env.ids["srel"] = is.ID
+	env.ids["release_package"] = pkg
+	return fmt.Sprintf("%s issued, %d checks verified", is.ID, len(rep.Checks)), nil
 }
