@@ -80,19 +80,33 @@ func TestInspectorCLI(t *testing.T) {
 			t.Errorf("tools %v, want %v", got, want)
 		}
 	})
-	t.Run("read", func(t *testing.T) {
-		ws := filepath.Join(t.TempDir(), "ws")
-		code, out, stderr := run(t, ws, append(server(ws), "--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path=spec/ADD.md")...)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr)
-		}
-		var doc struct {
-			Result struct {
-				Content []struct{ Text string } `json:"content"`
-			} `json:"result"`
-		}
-		if err := json.Unmarshal(out, &doc); err != nil || len(doc.Result.Content) != 1 || doc.Result.Content[0].Text != string(files["spec/ADD.md"]) {
-			t.Errorf("read_file via inspector: %s (%v)", out, err)
+	t.Run("read every file", func(t *testing.T) {
+		for p, b := range files {
+			ws := filepath.Join(t.TempDir(), "ws")
+			code, out, stderr := run(t, ws, append(server(ws), "--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path="+p)...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", p, code, stderr)
+			}
+			var doc struct {
+				Result struct {
+					Content []struct {
+						Type     string
+						Text     string
+						Resource struct{ Blob []byte }
+					} `json:"content"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(out, &doc); err != nil || len(doc.Result.Content) != 1 {
+				t.Fatalf("%s: %s (%v)", p, out, err)
+			}
+			c := doc.Result.Content[0]
+			got := []byte(c.Text)
+			if c.Type == "resource" {
+				got = c.Resource.Blob // base64 on the wire, decoded by encoding/json
+			}
+			if sha(got) != sha(b) {
+				t.Errorf("%s via the inspector: sha256 %s, want %s", p, sha(got), sha(b))
+			}
 		}
 	})
 	t.Run("refused traversal", func(t *testing.T) {
