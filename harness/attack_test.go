@@ -162,7 +162,7 @@ func init() {
 		if err != nil {
 			return fmt.Errorf("seal: %w", err)
 		}
-		_, err = OpenRoom(mount, m, id, filepath.Join(filepath.Dir(mount), "ws-ac4"), "", DefaultLimits)
+		_, err = OpenRoom(RoomConfig{View: mount, Manifest: m, Expect: id, Workspace: filepath.Join(filepath.Dir(mount), "ws-ac4"), Limits: DefaultLimits})
 		if !errors.Is(err, pkgwalk.ErrHardLink) {
 			return fmt.Errorf("OpenRoom on a view with a hard link: %v, want %v", err, pkgwalk.ErrHardLink)
 		}
@@ -185,7 +185,7 @@ func TestWorkspaceBadInput(t *testing.T) {
 	ws := filepath.Join(base, "ws")
 	limits := DefaultLimits
 	limits.MaxFileBytes = 1000
-	room, err := OpenRoom(pkg, m, id, ws, "", limits)
+	room, err := OpenRoom(RoomConfig{View: pkg, Manifest: m, Expect: id, Workspace: ws, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,7 +163,7 @@ func checkTranscriptDocument(t *testing.T, tpath, id, addSHA string) {
 		t.Fatalf("ReadTranscript: %v", err)
 	}
 	want := []string{"type", "blind_package_id", "seal_digest", "served_file_count", "instruction_path", "instruction_sha256",
-		"model", "seed", "turns", "stop", "usage", "files_read", "refused_reads", "files_written", "access", "messages", "complete"}
+		"model", "seed", "turns", "stop", "usage", "files_read", "refused_reads", "files_written", "access", "messages", "view_mountinfo", "complete"}
 	if got := doc.Names(); !slices.Equal(got, want) {
 		t.Errorf("document members %v, want %v", got, want)
 	}

@@ -326,10 +326,12 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	if err := sandbox.AssertNoNetwork(); err != nil {
 		return fail(2, err)
 	}
-	if _, err := sandbox.AssertSealed(c.mount); err != nil {
+	seal, err := sandbox.AssertSealed(c.mount)
+	if err != nil {
 		return fail(2, err)
 	}
-	room, err := OpenRoom(c.mount, m, c.Expect, c.Workspace, c.Transcript, c.Limits)
+	room, err := OpenRoom(RoomConfig{View: c.mount, Manifest: m, Expect: c.Expect, Workspace: c.Workspace,
+		Transcript: c.Transcript, Limits: c.Limits, Seal: seal})
 	if err != nil {
 		return fail(refusalCode(err), err)
 	}
@@ -345,18 +347,29 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	return 0
 }
 
-// OpenRoom verifies the view at mount against the pinned manifest (its
-// identity must be expect), reads the prompt out of the verified bytes, and
-// creates the workspace and the transcript.
-func OpenRoom(mount string, m *pkgwalk.Manifest, expect, workspace, transcript string, limits Limits) (*Room, error) {
-	id, err := m.ID()
+// RoomConfig says what OpenRoom opens.
+type RoomConfig struct {
+	View       string            // the sealed view's mount point
+	Manifest   *pkgwalk.Manifest // the pinned manifest
+	Expect     string            // the pinned bpkg
+	Workspace  string            // created here; must not exist
+	Transcript string            // "" for none
+	Limits     Limits
+	Seal       *sandbox.Assertion // what the kernel said of the view, recorded in the transcript
+}
+
+// OpenRoom verifies the view against the pinned manifest (its identity must
+// be Expect), reads the prompt out of the verified bytes, and creates the
+// workspace and the transcript.
+func OpenRoom(c RoomConfig) (*Room, error) {
+	id, err := c.Manifest.ID()
 	if err != nil {
 		return nil, err
 	}
-	if id != expect {
-		return nil, &pkgwalk.RefusalError{Path: ".", Rule: pkgwalk.ErrNotPinned, Detail: fmt.Sprintf("view manifest is %s, pinned %s", id, expect)}
+	if id != c.Expect {
+		return nil, &pkgwalk.RefusalError{Path: ".", Rule: pkgwalk.ErrNotPinned, Detail: fmt.Sprintf("view manifest is %s, pinned %s", id, c.Expect)}
 	}
-	view, err := pkgwalk.VerifyView(mount, m)
+	view, err := pkgwalk.VerifyView(c.View, c.Manifest)
 	if err != nil {
 		return nil, err
 	}
@@ -364,16 +377,20 @@ func OpenRoom(mount string, m *pkgwalk.Manifest, expect, workspace, transcript s
 	if err != nil {
 		return nil, err
 	}
-	ws, err := CreateWorkspace(workspace, limits)
+	ws, err := CreateWorkspace(c.Workspace, c.Limits)
 	if err != nil {
 		return nil, err
 	}
-	r := &Room{View: view, Prompt: prompt, Workspace: ws, Limits: limits}
-	if transcript != "" {
-		r.Transcript, err = CreateTranscript(transcript, TranscriptHeader{
+	r := &Room{View: view, Prompt: prompt, Workspace: ws, Limits: c.Limits}
+	if c.Transcript != "" {
+		h := TranscriptHeader{
 			BlindPackageID: view.ID, SealDigest: view.SealDigest(), ServedFileCount: len(view.Files),
-			InstructionPath: PromptPath, InstructionSHA256: promptSHA, Workspace: workspace,
-		})
+			InstructionPath: PromptPath, InstructionSHA256: promptSHA, Workspace: c.Workspace,
+		}
+		if c.Seal != nil {
+			h.ViewMountInfo = c.Seal.MountInfo
+		}
+		r.Transcript, err = CreateTranscript(c.Transcript, h)
 		if err != nil {
 			ws.Close()
 			return nil, err

@@ -294,6 +294,9 @@ func TestRoomSession(t *testing.T) {
 				t.Errorf("start %s = %v, want %v", k, got, want)
 			}
 		}
+		if mi, _ := start.Get("view_mountinfo"); !strings.Contains(fmt.Sprint(mi), " ro,") || !strings.Contains(fmt.Sprint(mi), "tmpfs cleanroom-view ro,") {
+			t.Errorf("view_mountinfo %q does not show ro per mount and at the superblock", mi)
+		}
 		if sd, _ := start.Get("seal_digest"); sd != sealDigestOf(files) {
 			t.Errorf("seal_digest = %v, want %s", sd, sealDigestOf(files))
 		}

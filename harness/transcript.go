@@ -61,6 +61,9 @@ type TranscriptHeader struct {
 	InstructionPath   string
 	InstructionSHA256 string
 	Workspace         string
+	// ViewMountInfo is the view's /proc/self/mountinfo line as the serving
+	// process saw it (ro per mount and at the superblock, no peer group).
+	ViewMountInfo string
 }
 
 // CreateTranscript creates path exclusively (an existing file is never
@@ -81,6 +84,7 @@ func CreateTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 		"instruction_path":   h.InstructionPath,
 		"instruction_sha256": h.InstructionSHA256,
 		"workspace":          h.Workspace,
+		"view_mountinfo":     h.ViewMountInfo,
 		"time":               t.stamp(),
 	})
 	if err != nil {
@@ -189,8 +193,9 @@ var ErrTranscript = errors.New("malformed transcript")
 // refused_reads, files_written, access (every call line) and messages.
 // files_read, refused_reads and files_written are derived from the call
 // lines; an end line that disagrees with them is refused. The model fields
-// are null when no relay line was written (an external MCP client), and
-// "complete" says whether the room wrote its end line.
+// are null when no relay line was written (an external MCP client);
+// view_mountinfo (the kernel's line for the sealed view) and complete
+// (whether the room wrote its end line) go beyond the reference's fields.
 func ReadTranscript(b []byte) (*evidence.Object, error) {
 	bad := func(line int, format string, a ...any) error {
 		return fmt.Errorf("%w: line %d: %s", ErrTranscript, line, fmt.Sprintf(format, a...))
@@ -283,6 +288,8 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 	doc.Set("files_written", filesWritten)
 	doc.Set("access", access)
 	doc.Set("messages", messages)
+	mi, _ := start.Get("view_mountinfo")
+	doc.Set("view_mountinfo", mi)
 	doc.Set("complete", end != nil)
 	return doc, nil
 }
