@@ -1,0 +1,92 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/cleanroom-dev/cleanroom/report"
+	"github.com/spf13/cobra"
+)
+
+func init() { runSubcommands = append(runSubcommands, newRunReportCmd) }
+
+func newRunReportCmd() *cobra.Command {
+	var htmlFile, mdFile, transcript string
+	var replace bool
+	c := &cobra.Command{
+		Use:   "report [--html FILE] [--md FILE] [--transcript FILE]",
+		Short: "Render the run as a self-contained HTML page and a Markdown twin",
+		Long: `report reads the world's run — the record and its verification, the receipt
+timeline, the RESULT, every archived observation re-scored by the frozen
+scorer, the interop differences, the findings register and, with
+--transcript, the clean-room transcript — and renders it for people.
+
+--html FILE writes one self-contained page (inline CSS, no script, a
+Content-Security-Policy that forbids every fetch); --md FILE writes the
+Markdown twin. Without either, the Markdown is printed on stdout (--json
+prints the gathered report as JSON). Output files are created exclusively
+and never overwritten, unless --replace (then atomically renamed into
+place). Nothing is written into the world.
+
+A part of the run that cannot be read is named in the report's notes; the
+rest is still rendered. Exit status: 0 rendered (whatever the run's state),
+1 the world has no readable run record, 2 unusable arguments or an output
+file that exists.`,
+		Args: cobra.NoArgs,
+	}
+	c.Flags().StringVar(&htmlFile, "html", "", "write the HTML page here (must not exist unless --replace)")
+	c.Flags().StringVar(&mdFile, "md", "", "write the Markdown twin here (must not exist unless --replace)")
+	c.Flags().StringVar(&transcript, "transcript", "", "a clean-room transcript (room serve --transcript) to summarise")
+	c.Flags().BoolVar(&replace, "replace", false, "replace existing output files atomically")
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		w, err := openWorld(cmd)
+		if err != nil {
+			return err
+		}
+		rep, err := report.Gather(cmd.Context(), w, report.Options{Transcript: transcript})
+		if err != nil {
+			return runFailure(err)
+		}
+		written := []string{}
+		for _, out := range []struct {
+			file   string
+			render func(io.Writer) error
+		}{{htmlFile, rep.HTML}, {mdFile, rep.Markdown}} {
+			if out.file == "" {
+				continue
+			}
+			if err := report.WriteFile(out.file, replace, out.render); err != nil {
+				if errors.Is(err, fs.ErrExist) {
+					return usageErr(fmt.Errorf("%w (give --replace to overwrite it)", err))
+				}
+				return usageErr(err)
+			}
+			written = append(written, out.file)
+		}
+		if len(written) == 0 && !jsonOutput(cmd) {
+			return rep.Markdown(cmd.OutOrStdout())
+		}
+		v := map[string]any{"run_id": rep.RunID, "status": rep.Status, "verified": rep.Verified, "written": written, "notes": orEmpty(rep.Notes)}
+		if len(written) == 0 {
+			v["report"] = rep
+		}
+		return printResult(cmd, v, func(o io.Writer) {
+			for _, f := range written {
+				fmt.Fprintf(o, "wrote %s\n", f)
+			}
+			for _, n := range rep.Notes {
+				fmt.Fprintf(o, "note: %s\n", n)
+			}
+		})
+	}
+	return c
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

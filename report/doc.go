@@ -1,0 +1,30 @@
+// Package report renders what a world's run witnessed as a page a person
+// can read: a self-contained HTML document and its Markdown twin.
+//
+// Gather reads everything through the owning packages' APIs and computes
+// nothing of its own: the run record and its verification
+// (experiment.Verify, with the holdout's replay for a COMPLETE run), the
+// receipt timeline (experiment.Timeline), the RESULT (experiment.ParseResult),
+// every archived observation re-scored by the frozen scorer
+// (holdout.LoadCommitted, holdout.NewScorer), the interop comparison of the
+// archived documents (holdout.CompareAll), the findings register
+// (holdout.OpenRegister) and, when given, a clean-room transcript
+// (harness.ReadTranscript). A part that cannot be read becomes a note in the
+// report naming the file and the reason; the rest is still rendered, so a
+// broken run can be looked at.
+//
+// It owns no record and writes nothing into the world. It refuses to
+// overwrite an output file unless asked to replace it (then atomically: a
+// reader sees the old page or the new one, never half of one).
+//
+// # Security Considerations
+//
+// Every string shown comes from files an implementer or a model may have
+// written (observation values, transcript paths, rulings). The HTML is
+// produced by html/template, which escapes every value for its context, and
+// carries a Content-Security-Policy that forbids scripts, frames and every
+// fetch (default-src 'none'; only the inline style sheet is allowed), so a
+// hostile value can neither run code nor make the reader's browser call
+// out. The Markdown escapes the characters that would start markup or break
+// a table cell, and renders raw values in code spans.
+package report

@@ -1,0 +1,506 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/harness"
+	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+)
+
+// Outcomes of one predicate for one implementation.
+const (
+	Pass       = "pass"
+	Fail       = "fail"
+	Unresolved = "UNRESOLVED"
+	Missing    = "missing"
+	NotScored  = "not scored"
+)
+
+// Options selects what Gather reads besides the world.
+type Options struct {
+	// Transcript is a clean-room transcript (JSON Lines written by
+	// "room serve --transcript"); "" means none is shown.
+	Transcript string
+	// Now is the time stamped on the report (default time.Now).
+	Now func() time.Time
+}
+
+// Report is everything a run report shows, gathered from the world.
+type Report struct {
+	World     string
+	Generated time.Time
+
+	RunID, PreviousRunID string
+	Status               string
+	SpecReleaseID        string
+	BlindPackageID       string
+	InstrumentDigest     string
+	HoldoutCommitment    string
+	HoldoutEntries       int
+
+	Verified bool
+	Checks   []Check
+	Timeline []Event
+
+	Subjects   []Subject
+	Challenges []ChallengeRow
+	Predicates []PredicateRow
+	Interop    *InteropView
+	Findings   []Finding
+	Room       *Room
+
+	// Notes say what could not be read or shown, and why.
+	Notes []string
+}
+
+// Check is one verification check.
+type Check struct {
+	Name, Skipped string
+	OK            bool
+	Problems      []string
+}
+
+// Event is one receipt of the chain, oldest first.
+type Event struct {
+	Status, RunID, Receipt, SHA256, Note string
+	Time                                 time.Time
+	Admitted                             []string
+}
+
+// Subject is one frozen implementation and its score.
+type Subject struct {
+	Implementation, Role   string
+	PackageDigest          string
+	BinaryDigest, Binary   string
+	Toolchain, Model, Tool string
+	Observation            string // receipts-relative archive file, "" if none
+	ObservationSHA256      string
+	Scored                 bool
+	Refused                string // the scorer's refusal of the document
+	Total, Pass, Fail, Unr int
+	Missing                []string
+	Verdict                string
+	ResultPredicates       *experiment.Predicates // as the RESULT records them
+	resultsByChallenge     map[string][]holdout.Result
+	missingSet             map[string]bool
+}
+
+// ChallengeRow is one challenge's tally per implementation (Subjects order).
+type ChallengeRow struct {
+	ID    string
+	Cells []string
+	Class []string // outcome class of each cell (pass, fail, unresolved, missing)
+}
+
+// PredicateRow is one predicate's outcome per implementation.
+type PredicateRow struct {
+	Challenge string
+	Index     int
+	Op, Path  string
+	Outcomes  []string
+	Details   []string
+}
+
+// InteropView is the interop comparison of the archived documents.
+type InteropView struct {
+	Measured     bool
+	Verdict      string
+	Unclassified int
+	Pairs        []Pair
+}
+
+// Pair is the differences between two implementations, side by side.
+type Pair struct {
+	A, B        string
+	Differences []Difference
+}
+
+// Difference is one path where two documents disagree.
+type Difference struct {
+	Path, A, B    string
+	FindingID     string
+	Class, Ruling string
+}
+
+// Finding is one entry of the findings register with its classification.
+type Finding struct {
+	ID, RunID, Path        string
+	A, AValue, B, BValue   string
+	Class, Ruling          string
+	OpenedIn, ClassifiedIn string
+}
+
+// Room is the clean-room transcript summary.
+type Room struct {
+	File           string
+	BlindPackageID string
+	SealDigest     string
+	ServedFiles    any
+	Calls          int
+	FilesRead      []string
+	RefusedReads   []string
+	FilesWritten   []Written
+	Model, Stop    any
+	Turns          any
+}
+
+// Written is one file the implementer wrote.
+type Written struct {
+	Path   string
+	Size   any
+	SHA256 string
+}
+
+// Gather reads the run of w and everything it witnessed. It fails only when
+// the world has no readable run record; every other unreadable part is a
+// note.
+func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, error) {
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	r := &Report{World: w.Root, Generated: now().UTC()}
+	rec, err := w.ReadRecord()
+	if err != nil {
+		return nil, fmt.Errorf("reading the run record: %w", err)
+	}
+	r.RunID, r.Status = rec.RunID, string(rec.Status)
+	r.SpecReleaseID, r.BlindPackageID, r.InstrumentDigest = rec.SpecReleaseID, rec.BlindPackageID, rec.InstrumentDigest
+
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
+	if err != nil {
+		return nil, fmt.Errorf("verifying the run: %w", err)
+	}
+	r.Verified = rep.OK()
+	for _, c := range rep.Checks {
+		r.Checks = append(r.Checks, Check{Name: c.Name, OK: c.OK, Skipped: c.Skipped, Problems: c.Details})
+	}
+	r.gatherTimeline(ctx, w)
+	r.gatherSubjects(w, rec)
+	if rec.Status == experiment.StatusComplete {
+		r.gatherResult(w, rec, rep.Release)
+	} else {
+		r.note("the run is %s: per-predicate results come from the archived observations, which exist once the run is COMPLETE (cleanroom run complete)", rec.Status)
+	}
+	r.gatherFindings(w)
+	r.joinFindings()
+	if opt.Transcript != "" {
+		r.gatherRoom(opt.Transcript)
+	}
+	return r, nil
+}
+
+func (r *Report) note(format string, a ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, a...)) }
+
+func (r *Report) gatherTimeline(ctx context.Context, w *experiment.World) {
+	_, entries, err := experiment.Timeline(ctx, w)
+	if err != nil {
+		r.note("receipt timeline: %v", err)
+		return
+	}
+	for _, e := range entries {
+		ev := Event{Status: string(e.Status), RunID: e.RunID, Receipt: e.Receipt, SHA256: e.ReceiptSHA256, Note: e.Note, Time: e.Time.UTC()}
+		for _, a := range e.Admitted {
+			s := fmt.Sprintf("%s (%s) package %s", a.Implementation, a.Role, a.PackageDigest)
+			if a.BinaryDigest != nil {
+				s += ", binary " + *a.BinaryDigest
+			}
+			if a.Environment != nil {
+				s += fmt.Sprintf(", toolchain %q, model %q, tool %q", a.Environment.Toolchain, a.Environment.Model, a.Environment.ToolVersion)
+			}
+			ev.Admitted = append(ev.Admitted, s)
+		}
+		r.Timeline = append(r.Timeline, ev)
+	}
+}
+
+func (r *Report) gatherSubjects(w *experiment.World, rec *experiment.Record) {
+	for _, a := range rec.Adapters {
+		s := Subject{Implementation: a.Implementation, Role: a.Role, PackageDigest: a.PackageDigest}
+		if a.BinaryDigest != nil {
+			s.BinaryDigest = *a.BinaryDigest
+		}
+		if a.BinaryPath != nil {
+			s.Binary = *a.BinaryPath
+		}
+		if a.Environment != nil {
+			s.Toolchain, s.Model, s.Tool = a.Environment.Toolchain, a.Environment.Model, a.Environment.ToolVersion
+		}
+		s.Verdict = "NOT MEASURED"
+		r.Subjects = append(r.Subjects, s)
+	}
+}
+
+// gatherResult reads the RESULT and re-scores every archived observation
+// with the frozen scorer over the committed challenge set.
+func (r *Report) gatherResult(w *experiment.World, rec *experiment.Record, rel *experiment.Release) {
+	file := experiment.ResultFile(rec.RunID)
+	b, err := os.ReadFile(filepath.Join(w.ReceiptsDir(), file))
+	if err != nil {
+		r.note("RESULT governance/receipts/%s: %v", file, err)
+		return
+	}
+	res, err := experiment.ParseResult(b, "governance/receipts/"+file)
+	if err != nil {
+		r.note("RESULT governance/receipts/%s: %v", file, err)
+		return
+	}
+	r.PreviousRunID = res.PreviousRunID
+	r.HoldoutCommitment, r.HoldoutEntries = res.HoldoutCommitment, res.HoldoutEntries
+	for _, rs := range res.Subjects {
+		if s := r.subject(rs.Implementation); s != nil {
+			p := rs.Predicates
+			s.ResultPredicates = &p
+			s.ObservationSHA256 = rs.ObservationSHA256
+		}
+	}
+	if rel == nil {
+		r.note("the run's release could not be read: the observations are not re-scored")
+		return
+	}
+	pkg := w.PackageDir()
+	schemas, err := holdout.LoadPackageSchemas(pkg)
+	if err != nil {
+		r.note("the package's schemas: %v", err)
+		return
+	}
+	h, err := holdout.LoadCommitted(pkg, w.HoldoutDir(), rel, schemas)
+	if err != nil {
+		r.note("the committed challenge set: %v", err)
+		return
+	}
+	sc, err := holdout.NewScorer(schemas, h.Challenges)
+	if err != nil {
+		r.note("the scorer: %v", err)
+		return
+	}
+	var docs []holdout.Document
+	for _, o := range res.Observations {
+		s := r.subject(o.Implementation)
+		if s == nil {
+			r.note("RESULT names an observation of %q, which the record does not freeze", o.Implementation)
+			continue
+		}
+		s.Observation = o.File
+		b, err := os.ReadFile(filepath.Join(w.ReceiptsDir(), filepath.FromSlash(o.File)))
+		if err != nil {
+			r.note("observation governance/receipts/%s: %v", o.File, err)
+			continue
+		}
+		if got := pkgwalk.SHA256Hex(b); got != o.SHA256 {
+			r.note("observation governance/receipts/%s: sha256 %s, the RESULT records %s", o.File, got, o.SHA256)
+			continue
+		}
+		doc, err := evidence.Read(b)
+		if err != nil {
+			r.note("observation governance/receipts/%s: %v", o.File, err)
+			continue
+		}
+		rp, err := sc.Score(doc, holdout.Options{ExpectRelease: rec.SpecReleaseID, ExpectImplementation: o.Implementation})
+		if err != nil {
+			s.Refused = err.Error()
+			s.Verdict = "REFUSED"
+			continue
+		}
+		s.Scored = true
+		s.Total, s.Pass, s.Fail, s.Unr, s.Missing, s.Verdict = rp.Total, rp.Pass, rp.Fail, rp.Unresolved, rp.Missing, rp.Verdict()
+		s.resultsByChallenge = map[string][]holdout.Result{}
+		for _, x := range rp.Results {
+			s.resultsByChallenge[x.ID] = append(s.resultsByChallenge[x.ID], x)
+		}
+		s.missingSet = map[string]bool{}
+		for _, m := range rp.Missing {
+			s.missingSet[m] = true
+		}
+		docs = append(docs, holdout.Document{Implementation: o.Implementation, Value: doc})
+	}
+	r.tabulate(h.Challenges)
+	io, err := holdout.CompareAll(docs)
+	if err != nil {
+		r.note("interop: %v", err)
+		return
+	}
+	v := &InteropView{Measured: io.Measured, Verdict: io.Verdict()}
+	for _, p := range io.Pairs {
+		pv := Pair{A: p.A, B: p.B}
+		for _, f := range p.Findings {
+			pv.Differences = append(pv.Differences, Difference{Path: f.Path, A: f.A, B: f.B, FindingID: f.ID(rec.SpecReleaseID, p.A, p.B)})
+		}
+		v.Pairs = append(v.Pairs, pv)
+	}
+	r.Interop = v
+}
+
+// tabulate builds the per-challenge and per-predicate tables.
+func (r *Report) tabulate(chs []*holdout.Challenge) {
+	for _, c := range chs {
+		row := ChallengeRow{ID: c.ID}
+		for i := range r.Subjects {
+			s := &r.Subjects[i]
+			cell, class := NotScored, "none"
+			switch {
+			case !s.Scored:
+			case s.missingSet[c.ID]:
+				cell, class = Missing, "missing"
+			default:
+				var n holdout.Counts
+				for _, x := range s.resultsByChallenge[c.ID] {
+					switch x.Outcome() {
+					case "PASS":
+						n.Pass++
+					case "FAIL":
+						n.Fail++
+					default:
+						n.Unresolved++
+					}
+				}
+				cell = fmt.Sprintf("%d pass, %d fail, %d unresolved", n.Pass, n.Fail, n.Unresolved)
+				switch {
+				case n.Fail > 0:
+					class = "fail"
+				case n.Unresolved > 0:
+					class = "unresolved"
+				default:
+					class = "pass"
+				}
+			}
+			row.Cells, row.Class = append(row.Cells, cell), append(row.Class, class)
+		}
+		r.Challenges = append(r.Challenges, row)
+		for k, p := range c.Predicates() {
+			op, _ := p.Get("op")
+			path, _ := p.Get("path")
+			pr := PredicateRow{Challenge: c.ID, Index: k + 1, Op: str(op), Path: str(path)}
+			for i := range r.Subjects {
+				s := &r.Subjects[i]
+				out, detail := NotScored, ""
+				switch {
+				case !s.Scored:
+				case s.missingSet[c.ID]:
+					out = Missing
+				case k < len(s.resultsByChallenge[c.ID]):
+					x := s.resultsByChallenge[c.ID][k]
+					detail = x.Detail
+					switch x.Outcome() {
+					case "PASS":
+						out = Pass
+					case "FAIL":
+						out = Fail
+					default:
+						out = Unresolved
+					}
+				}
+				pr.Outcomes, pr.Details = append(pr.Outcomes, out), append(pr.Details, detail)
+			}
+			r.Predicates = append(r.Predicates, pr)
+		}
+	}
+}
+
+func (r *Report) gatherFindings(w *experiment.World) {
+	fs, err := holdout.OpenRegister(w.StateDir()).Findings()
+	if err != nil {
+		r.note("findings register governance/%s: %v", holdout.FindingsDirName, err)
+		return
+	}
+	for _, f := range fs {
+		r.Findings = append(r.Findings, Finding{ID: f.ID, RunID: f.RunID, Path: f.Path, A: f.A, AValue: f.AValue,
+			B: f.B, BValue: f.BValue, Class: f.Class, Ruling: f.Ruling, OpenedIn: f.OpenedIn, ClassifiedIn: f.ClassifiedIn})
+	}
+}
+
+// joinFindings puts the register's classification beside each interop
+// difference.
+func (r *Report) joinFindings() {
+	if r.Interop == nil {
+		return
+	}
+	byID := map[string]Finding{}
+	for _, f := range r.Findings {
+		byID[f.ID] = f
+	}
+	for i := range r.Interop.Pairs {
+		for j := range r.Interop.Pairs[i].Differences {
+			d := &r.Interop.Pairs[i].Differences[j]
+			if f, ok := byID[d.FindingID]; ok {
+				d.Class, d.Ruling = f.Class, f.Ruling
+			}
+			if d.Class == "" {
+				d.Class = holdout.Unclassified
+				r.Interop.Unclassified++
+			}
+		}
+	}
+	if r.Interop.Measured && r.Interop.Verdict == holdout.Unclassified && r.Interop.Unclassified == 0 {
+		r.Interop.Verdict = "ALL FINDINGS CLASSIFIED"
+	}
+}
+
+func (r *Report) gatherRoom(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		r.note("clean-room transcript %s: %v", path, err)
+		return
+	}
+	doc, err := harness.ReadTranscript(b)
+	if err != nil {
+		r.note("clean-room transcript %s: %v", path, err)
+		return
+	}
+	get := func(k string) any { v, _ := doc.Get(k); return v }
+	strs := func(k string) []string {
+		a, _ := get(k).([]any)
+		out := []string{}
+		for _, x := range a {
+			out = append(out, str(x))
+		}
+		return out
+	}
+	room := &Room{File: path, BlindPackageID: str(get("blind_package_id")), SealDigest: str(get("seal_digest")),
+		ServedFiles: get("served_file_count"), FilesRead: strs("files_read"), RefusedReads: strs("refused_reads"),
+		Model: get("model"), Stop: get("stop"), Turns: get("turns")}
+	if a, ok := get("access").([]any); ok {
+		room.Calls = len(a)
+	}
+	fw, _ := get("files_written").([]any)
+	for _, x := range fw {
+		o, ok := x.(*evidence.Object)
+		if !ok {
+			continue
+		}
+		p, _ := o.Get("path")
+		sz, _ := o.Get("size")
+		sum, _ := o.Get("sha256")
+		room.FilesWritten = append(room.FilesWritten, Written{Path: str(p), Size: sz, SHA256: str(sum)})
+	}
+	if room.BlindPackageID != "" && room.BlindPackageID != r.BlindPackageID {
+		r.note("the transcript served %s, but the run pins %s", room.BlindPackageID, r.BlindPackageID)
+	}
+	r.Room = room
+}
+
+func (r *Report) subject(impl string) *Subject {
+	i := slices.IndexFunc(r.Subjects, func(s Subject) bool { return s.Implementation == impl })
+	if i < 0 {
+		return nil
+	}
+	return &r.Subjects[i]
+}
+
+func str(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,70 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+	"time"
+)
+
+//go:embed report.html.tmpl
+var htmlSource string
+
+// CSP is the page's Content-Security-Policy: nothing may be fetched,
+// framed or run; only the inline style sheet applies. It closes the page
+// to a hostile value that html/template's escaping would somehow miss.
+const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; script-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+	"short": short,
+	"time":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"outcomeClass": func(s string) string {
+		switch s {
+		case Pass:
+			return "pass"
+		case Fail:
+			return "fail"
+		case Unresolved:
+			return "unresolved"
+		case Missing:
+			return "missing"
+		}
+		return "none"
+	},
+	"verdictClass": func(s string) string {
+		switch s {
+		case "PASS", "COMPLETE", "ALL FINDINGS CLASSIFIED", "NO DIFFERENCES":
+			return "pass"
+		case "NOT MEASURED":
+			return "none"
+		}
+		return "fail"
+	},
+	"csp": func() string { return CSP },
+	"val": func(v any) string {
+		if v == nil {
+			return "—"
+		}
+		return fmt.Sprint(v)
+	},
+}).Parse(htmlSource))
+
+// HTML writes the report as one self-contained HTML page: inline CSS, no
+// script, no external reference.
+func (r *Report) HTML(w io.Writer) error {
+	return htmlTmpl.Execute(w, r)
+}
+
+// short abbreviates an identity for a table cell; the full value is kept
+// in the title attribute by the template.
+func short(s string) string {
+	if i := strings.IndexByte(s, '-'); i > 0 && i < 6 && len(s) > i+17 {
+		return s[:i+17] + "…"
+	}
+	if len(s) > 20 {
+		return s[:16] + "…"
+	}
+	return s
+}
