@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // ReadFileBytes reads the bytes of the regular file at path for [Read],
@@ -12,7 +13,10 @@ import (
 // without being read. Errors name the file; a refusal is an *Error (so
 // [ClassOf] and errors.Is work), anything else is an I/O problem.
 func ReadFileBytes(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a FIFO for reading would otherwise block until a
+	// writer appears, before the fstat below could refuse it. It changes
+	// nothing for a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,64 @@
+package evidence_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+)
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.json", `{"a":[1]}`)
+	dup := write("dup.json", `{"a":1,"a":2}`)
+	big := write("big.json", strings.Repeat(" ", evidence.MaxSize)+"0")
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	if v, err := evidence.ReadFile(good); err != nil || v.(*evidence.Object).Len() != 1 {
+		t.Errorf("ReadFile(good) = %v, %v", v, err)
+	}
+	tests := []struct {
+		name    string
+		path    string
+		class   evidence.Class // "" for an I/O problem, not a refusal
+		message string
+	}{
+		{"refused", dup, evidence.ClassDuplicateName, "dup.json: evidence: duplicate-name at offset 7"},
+		{"too-large-by-fstat", big, evidence.ClassTooLarge, "big.json: evidence: too-large at offset 8388608"},
+		// A FIFO is refused without blocking on open.
+		{"fifo", fifo, "", "fifo: not a regular file"},
+		{"directory", dir, "", "not a regular file"},
+		{"missing", filepath.Join(dir, "absent.json"), "", "absent.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := evidence.ReadFile(tt.path)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if tt.class != "" && !errors.Is(err, tt.class) {
+				t.Errorf("err %v is not %s", err, tt.class)
+			}
+			if evidence.IsRefusal(err) != (tt.class != "") {
+				t.Errorf("IsRefusal(%v) = %v", err, evidence.IsRefusal(err))
+			}
+			if !strings.Contains(err.Error(), tt.message) {
+				t.Errorf("message %q lacks %q", err, tt.message)
+			}
+		})
+	}
+}
