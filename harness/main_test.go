@@ -212,19 +212,31 @@ func textOf(t testing.TB, r *mcp.CallToolResult) string {
 	return tc.Text
 }
 
-// serverPID finds the sealed server: the child of the Serve process.
+// serverPID finds the sealed server: the child of the Serve process (of
+// whichever of its threads started it: children are listed per thread).
 func (s *session) serverPID(t testing.TB) int {
 	t.Helper()
 	ppid := s.cmd.Process.Pid
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", ppid, ppid))
-	if err != nil {
-		t.Fatalf("reading children of %d: %v", ppid, err)
+	var kids []string
+	for range 100 {
+		kids = nil
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", ppid))
+		if err != nil {
+			t.Fatalf("listing threads of %d: %v", ppid, err)
+		}
+		for _, task := range tasks {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", ppid, task.Name()))
+			kids = append(kids, strings.Fields(string(b))...)
+		}
+		if len(kids) > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	f := strings.Fields(string(b))
-	if len(f) != 1 {
-		t.Fatalf("Serve process %d has children %q, want exactly one", ppid, f)
+	if len(kids) != 1 {
+		t.Fatalf("Serve process %d has children %q, want exactly one", ppid, kids)
 	}
-	pid, _ := strconv.Atoi(f[0])
+	pid, _ := strconv.Atoi(kids[0])
 	return pid
 }
 

@@ -69,6 +69,12 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 	defer os.Remove(mount)
 	args := append(append([]string{}, o.StageArgs...), "seal")
 	args = append(args, o.flags(mount)...)
+	// A signal to this process is passed on to the room, which ends its
+	// session cleanly (transcript end line), so that this process lives to
+	// remove the mount point.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	done := make(chan error, 1)
 	go func() {
 		// Pdeathsig fires when the creating thread exits: keep this thread
@@ -82,13 +88,19 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		}
 		waited := make(chan error, 1)
 		go func() { waited <- cmd.Wait() }()
-		select {
-		case err := <-waited:
-			done <- exitErr(err)
-		case <-ctx.Done():
-			_ = cmd.Process.Kill()
-			<-waited
-			done <- ctx.Err()
+		for {
+			select {
+			case err := <-waited:
+				done <- exitErr(err)
+				return
+			case sig := <-sigs:
+				_ = cmd.Process.Signal(sig)
+			case <-ctx.Done():
+				_ = cmd.Process.Kill()
+				<-waited
+				done <- ctx.Err()
+				return
+			}
 		}
 	}()
 	return <-done

@@ -522,3 +522,39 @@ func TestRoomUnprivileged(t *testing.T) {
 		t.Errorf("workspace file owner: %v %v", fi, err)
 	}
 }
+
+// TestRoomSignal: a SIGTERM to `room serve` ends the session cleanly — the
+// transcript gets its end line and the mount point is removed.
+func TestRoomSignal(t *testing.T) {
+	needSeal(t)
+	pkg, id := writePackage(t, testFiles())
+	s := startSession(t, pkg, id)
+	s.call(t, "read_file", map[string]any{"path": "spec/ADD.md"})
+	mount := viewMount(t, s.serverPID(t))
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { s.cs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the room did not end on SIGTERM")
+	}
+	// The session's end is the server's exit; wait for the Serve process.
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(mount); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(mount); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("mount point %s left behind: %v", mount, err)
+	}
+	doc := readTranscript(t, s.tpath)
+	if ev, _ := doc[len(doc)-1].Get("event"); ev != "end" {
+		t.Errorf("transcript's last event %v, want end", ev)
+	}
+}
