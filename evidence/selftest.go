@@ -134,6 +134,11 @@ func Vectors() []Vector {
 		ref("duplicate-__proto__", `{"__proto__":1,"__proto__":2}`, ClassDuplicateName, 15, true),
 		ref("depth-65", string(nest(65, "0")), ClassTooDeep, 65, true),
 		ref("depth-65-container", string(nest(66, "")), ClassTooDeep, 65, true),
+		// Grammar first: a text that is not RFC 8259 is never refused in
+		// an ambiguous class, even when the ambiguity comes first.
+		ref("lone-surrogate-then-bad-escape", `["\ud800\x"]`, ClassBadEscape, 8, false),
+		ref("duplicate-then-trailing-comma", `{"a":1,"a":2,}`, ClassSyntax, 13, false),
+		ref("overflow-then-unterminated", `[1e400`, ClassSyntax, 6, false),
 		ref("second-document", `{} {}`, ClassTrailingData, 3, false),
 		ref("trailing-garbage", `[1]x`, ClassTrailingData, 3, false),
 		ref("trailing-nul", "{}\x00", ClassTrailingData, 2, false),
