@@ -1,0 +1,374 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"html"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cleanroom-dev/cleanroom/adapter"
+	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+)
+
+// hostile is written wherever a person or a model supplies text (a ruling,
+// a transcript path): it must reach the page as text, never as markup.
+const hostile = `<script>alert(1)</script><img src="http://127.0.0.1:9/x.png">| **bold** ` + "`tick`"
+
+// revealedWorld copies the synthetic world, issues its release and drives
+// it through the real run API to REVEALED: pinned with the world's
+// reference adapter, the candidate implementer/tally-candidate frozen.
+func revealedWorld(t *testing.T) *experiment.World {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "world")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
+		t.Fatal(err)
+	}
+	// CopyFS keeps no permission bits; the candidate must stay executable.
+	if err := os.Chmod(filepath.Join(dir, "implementer", "tally-candidate"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := experiment.OpenWorld(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.IssueRelease(w.PackageDir(), experiment.IssueOptions{SpecRevision: 1, ExperimentRevision: 1,
+		PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(w.StateDir(), "reference-adapter.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := experiment.ParseAdapterSpec(b, "governance/reference-adapter.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := experiment.Pin(ctx, w, experiment.PinOptions{Reference: ref}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.Freeze(ctx, w, experiment.FreezeOptions{Implementation: "candidate",
+		Files: []string{"implementer/tally-candidate"}, Binary: "implementer/tally-candidate",
+		Toolchain: "node", Model: "scripted-implementer", ToolVersion: "report-test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.Reveal(ctx, w, experiment.RevealOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// completeWorld takes a revealed world to COMPLETE through the adapter
+// package: measure (which opens the deliberate interop findings), classify
+// them with the given ruling, complete. The adapters run unsandboxed: the
+// sandboxed path is the adapter package's to test.
+func completeWorld(t *testing.T, w *experiment.World, ruling string) []*holdout.FindingRecord {
+	t.Helper()
+	if _, err := adapter.ResolveInterpreter("node"); err != nil {
+		t.Skipf("node is not installed (the synthetic adapters are node scripts): %v", err)
+	}
+	ctx := context.Background()
+	opt := adapter.RunOptions{Runner: adapter.UnsandboxedRunner{}, Timeout: time.Minute, Scratch: t.TempDir()}
+	if _, err := adapter.MeasureRun(ctx, w, opt); err != nil && !errors.Is(err, adapter.ErrNotComplete) {
+		t.Logf("measure: %v", err)
+	}
+	reg := holdout.OpenRegister(w.StateDir())
+	open, err := reg.Findings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(open) == 0 {
+		t.Fatal("the synthetic world's candidate must disagree with the reference (the deliberate interop finding)")
+	}
+	for _, f := range open {
+		if _, err := reg.Classify(f.ID, "GO_PRODUCER_DEFECT", ruling); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, _, err := adapter.CompleteRun(ctx, w, opt); err != nil {
+		t.Fatalf("complete: %v", err)
+	}
+	fs, err := reg.Findings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// writeTranscript writes a clean-room transcript in the room's JSON Lines
+// format: one served read, one refused read of a hostile path, one write.
+func writeTranscript(t *testing.T, bpkg string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "room.jsonl")
+	sum := strings.Repeat("ab", 32)
+	esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(hostile)
+	lines := []string{
+		`{"blind_package_id":"` + bpkg + `","event":"start","instruction_path":"experiment/CLEAN-ROOM-PROMPT-v1.md","instruction_sha256":"` + sum + `","seal_digest":"` + sum + `","served_file_count":30,"time":"2026-01-01T00:00:00Z","type":"TRVM-CLEAN-ROOM-TRANSCRIPT-v1","view_mountinfo":"","workspace":"/ws"}`,
+		`{"event":"call","outcome":"served","path":"TOY-TALLY-v1.md","seq":1,"time":"2026-01-01T00:00:01Z","tool":"read_file"}`,
+		`{"event":"call","outcome":"refused","path":"` + esc + `","seq":2,"time":"2026-01-01T00:00:02Z","tool":"read_file"}`,
+		`{"bytes":13,"event":"call","outcome":"written","path":"tally/main.go","seq":3,"sha256":"` + sum + `","time":"2026-01-01T00:00:03Z","tool":"write_source"}`,
+		`{"calls":3,"event":"end","files_read":["TOY-TALLY-v1.md"],"files_written":[{"path":"tally/main.go","sha256":"` + sum + `","size":13}],"refused_reads":["` + esc + `"],"time":"2026-01-01T00:00:04Z"}`,
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func render(t *testing.T, r *Report) (html, md string) {
+	t.Helper()
+	var h, m bytes.Buffer
+	if err := r.HTML(&h); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Markdown(&m); err != nil {
+		t.Fatal(err)
+	}
+	return h.String(), m.String()
+}
+
+// A revealed run has a timeline and its subjects but nothing scored: the
+// report says so rather than showing zeros.
+func TestReportRevealed(t *testing.T) {
+	w := revealedWorld(t)
+	r, err := Gather(context.Background(), w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "REVEALED" || !r.Verified {
+		t.Errorf("status %s verified %v, want REVEALED verified", r.Status, r.Verified)
+	}
+	var states []string
+	for _, e := range r.Timeline {
+		states = append(states, e.Status)
+	}
+	if got := strings.Join(states, " "); got != "PINNED CANDIDATE_FROZEN REVEALED" {
+		t.Errorf("timeline %q", got)
+	}
+	if len(r.Subjects) != 2 || r.Subjects[0].Implementation != "javascript" || r.Subjects[1].Implementation != "candidate" {
+		t.Fatalf("subjects %+v", r.Subjects)
+	}
+	for _, s := range r.Subjects {
+		if s.Scored || s.Verdict != "NOT MEASURED" {
+			t.Errorf("%s: scored %v verdict %q before completion", s.Implementation, s.Scored, s.Verdict)
+		}
+	}
+	if len(r.Predicates) != 0 || r.Interop != nil {
+		t.Errorf("a revealed run shows no results: %d predicates, interop %v", len(r.Predicates), r.Interop)
+	}
+	html, md := render(t, r)
+	for _, want := range []string{r.RunID, r.SpecReleaseID, r.BlindPackageID, r.InstrumentDigest, "CANDIDATE_FROZEN", "scripted-implementer", "cleanroom run complete"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+		if !strings.Contains(strings.ReplaceAll(md, `\_`, "_"), want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+}
+
+// A COMPLETE run: every predicate of both implementations, the deliberate
+// interop difference side by side with its class and ruling, the register
+// and the transcript summary — and every hostile string escaped.
+func TestReportComplete(t *testing.T) {
+	w := revealedWorld(t)
+	findings := completeWorld(t, w, hostile)
+	rec, err := w.ReadRecord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Gather(context.Background(), w, Options{Transcript: writeTranscript(t, rec.BlindPackageID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "COMPLETE" || !r.Verified || len(r.Notes) != 0 {
+		t.Fatalf("status %s verified %v notes %q", r.Status, r.Verified, r.Notes)
+	}
+	if r.HoldoutEntries != 7 || len(r.Challenges) != 7 {
+		t.Errorf("holdout entries %d, challenge rows %d; the synthetic holdout has 7 (H1–H7)", r.HoldoutEntries, len(r.Challenges))
+	}
+	// The synthetic holdout has 20 predicates; both adapters satisfy all.
+	if len(r.Predicates) != 20 {
+		t.Errorf("%d predicate rows, want 20", len(r.Predicates))
+	}
+	for _, p := range r.Predicates {
+		if strings.Join(p.Outcomes, ",") != "pass,pass" {
+			t.Errorf("%s #%d: %v", p.Challenge, p.Index, p.Outcomes)
+		}
+	}
+	for _, s := range r.Subjects {
+		if !s.Scored || s.Total != 20 || s.Pass != 20 || s.Verdict != "PASS" || s.ResultPredicates == nil || s.ResultPredicates.Satisfied != 20 {
+			t.Errorf("%s: %+v", s.Implementation, s)
+		}
+	}
+	if r.Interop == nil || len(r.Interop.Pairs) != 1 || r.Interop.Verdict != "ALL FINDINGS CLASSIFIED" {
+		t.Fatalf("interop %+v", r.Interop)
+	}
+	diffs := r.Interop.Pairs[0].Differences
+	paths := map[string]Difference{}
+	for _, d := range diffs {
+		paths[d.Path] = d
+	}
+	if d, ok := paths["H4.candidate"]; !ok || d.B != "ABSENT" || d.Class != "GO_PRODUCER_DEFECT" || d.Ruling != hostile {
+		t.Errorf("H4.candidate difference %+v (all: %+v)", d, diffs)
+	}
+	if len(r.Findings) != len(findings) {
+		t.Errorf("%d findings shown, the register has %d", len(r.Findings), len(findings))
+	}
+	if r.Room == nil || len(r.Room.FilesRead) != 1 || len(r.Room.RefusedReads) != 1 || len(r.Room.FilesWritten) != 1 || r.Room.Calls != 3 {
+		t.Fatalf("room %+v", r.Room)
+	}
+
+	page, md := render(t, r)
+	for _, want := range []string{"H4.candidate", "GO_PRODUCER_DEFECT", "TOY-TALLY-v1.md", "tally/main.go", "RESULT verifies and replays", html.EscapeString(CSP)} {
+		if !strings.Contains(page, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	// html/template escapes the hostile text: no tag, no fetch survives.
+	for _, bad := range []string{"<script", "<img", "http://127.0.0.1:9/x.png\">"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("HTML carries %q from a hostile value", bad)
+		}
+	}
+	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("the hostile ruling is not shown as text")
+	}
+	// Markdown: the hostile ruling cannot open a tag or split a table row.
+	for _, line := range strings.Split(md, "\n") {
+		if strings.Contains(line, "alert(1)") {
+			if out := outsideCode(line); strings.Contains(out, "<script") || strings.Contains(out, "<img") {
+				t.Errorf("Markdown line carries raw markup: %s", line)
+			}
+			if strings.HasPrefix(line, "|") && strings.Count(line, "|")-strings.Count(line, `\|`) != 7 {
+				t.Errorf("a hostile value changed the table's cells: %s", line)
+			}
+		}
+	}
+	for _, want := range []string{"## Interop differences", "`H4.candidate`", "## Clean room", "**Refused reads (1)**", "| `H1` | 1 | `HOLDS` | `D.nested_claim_sem_id` | pass | pass |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+}
+
+// A world with no run record is refused; a broken part of a run becomes a
+// note naming the file, and the rest is still rendered.
+func TestReportBrokenParts(t *testing.T) {
+	w := revealedWorld(t)
+	r, err := Gather(context.Background(), w, Options{Transcript: filepath.Join(t.TempDir(), "absent.jsonl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Notes) != 2 || !strings.Contains(r.Notes[1], "absent.jsonl") || !strings.Contains(r.Notes[1], "no such file") {
+		t.Errorf("notes %q: want the run state and the absent transcript named", r.Notes)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"event":"start"}`+"\n"), 0o644)
+	r, err = Gather(context.Background(), w, Options{Transcript: bad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Room != nil || !strings.Contains(strings.Join(r.Notes, "\n"), "malformed transcript") {
+		t.Errorf("a malformed transcript: room %v notes %q", r.Room, r.Notes)
+	}
+	if err := os.Remove(w.RecordPath()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Gather(context.Background(), w, Options{}); !errors.Is(err, experiment.ErrNoRecord) {
+		t.Errorf("no record: %v, want experiment.ErrNoRecord", err)
+	}
+}
+
+// Output files are created exclusively; --replace swaps them atomically;
+// a failed render writes nothing.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.html")
+	page := func(s string) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
+	}
+	cases := []struct {
+		name    string
+		replace bool
+		render  func(io.Writer) error
+		wantErr error
+		want    string
+	}{
+		{"create", false, page("one"), nil, "one"},
+		{"exists", false, page("two"), fs.ErrExist, "one"},
+		{"replace", true, page("three"), nil, "three"},
+		{"render fails", true, func(io.Writer) error { return errors.New("boom") }, nil, "three"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := WriteFile(p, c.replace, c.render)
+			switch {
+			case c.wantErr != nil && !errors.Is(err, c.wantErr):
+				t.Errorf("err %v, want %v", err, c.wantErr)
+			case c.name == "render fails" && err == nil:
+				t.Errorf("a failed render must be an error")
+			case c.wantErr == nil && c.name != "render fails" && err != nil:
+				t.Errorf("err %v", err)
+			}
+			b, _ := os.ReadFile(p)
+			if string(b) != c.want {
+				t.Errorf("file holds %q, want %q", b, c.want)
+			}
+		})
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".r.html.tmp-*"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left behind: %v", left)
+	}
+}
+
+// outsideCode removes the code spans of a Markdown line (a run of n
+// backticks up to the next run of exactly n), where markup is inert.
+func outsideCode(line string) string {
+	var b strings.Builder
+	for i := 0; i < len(line); {
+		if line[i] != '`' {
+			b.WriteByte(line[i])
+			i++
+			continue
+		}
+		n := 0
+		for i+n < len(line) && line[i+n] == '`' {
+			n++
+		}
+		fence := strings.Repeat("`", n)
+		end := -1
+		for k := i + n; k < len(line); {
+			j := strings.Index(line[k:], fence)
+			if j < 0 {
+				break
+			}
+			j += k
+			m := 0
+			for j+m < len(line) && line[j+m] == '`' {
+				m++
+			}
+			if m == n {
+				end = j
+				break
+			}
+			k = j + m
+		}
+		if end < 0 {
+			b.WriteString(line[i:])
+			break
+		}
+		i = end + n
+	}
+	return b.String()
+}
