@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/spf13/cobra"
 )
@@ -346,19 +347,38 @@ func newHoldoutCheckCmd() *cobra.Command {
 		Long: `check reads a holdout directory (INDEX.json and exactly the files it names)
 through the strict reader and validates every challenge against the recipe
 schema of --package. An unknown recipe operator, an unknown member or a
-challenge that disagrees with its index entry is refused (exit 1).`,
+challenge that disagrees with its index entry is refused (exit 1). When the
+package holds SPEC-RELEASE.json, the directory must also recompute the
+release's holdout_commitment and holdout_entries (paths relative to the
+package root), or it is refused: a set altered after the commitment is not
+the committed set.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := holdout.LoadPackageSchemas(pkg)
 			if err != nil {
 				return usageErr(err)
 			}
-			h, err := holdout.LoadDir(args[0])
-			if err != nil {
-				return refusedErr(err)
-			}
-			if probs := holdout.ValidateChallenges(s, h.Challenges); len(probs) > 0 {
-				return refusedErr(&holdout.RefusedError{Problems: probs})
+			// With the package's SPEC-RELEASE.json the set must also be the
+			// one the release committed to.
+			committed := "no SPEC-RELEASE.json in the package: commitment not checked"
+			var h *holdout.Holdout
+			relPath := filepath.Join(pkg, "SPEC-RELEASE.json")
+			if _, statErr := os.Stat(relPath); statErr == nil {
+				rel, err := experiment.ReadRelease(relPath)
+				if err != nil {
+					return refusedErr(err)
+				}
+				if h, err = holdout.LoadCommitted(pkg, args[0], rel, s); err != nil {
+					return refusedErr(err)
+				}
+				committed = fmt.Sprintf("matches the release's holdout_commitment %s", rel.HoldoutCommitment)
+			} else {
+				if h, err = holdout.LoadDir(args[0]); err != nil {
+					return refusedErr(err)
+				}
+				if probs := holdout.ValidateChallenges(s, h.Challenges); len(probs) > 0 {
+					return refusedErr(&holdout.RefusedError{Problems: probs})
+				}
 			}
 			preds := 0
 			for _, c := range h.Challenges {
@@ -368,9 +388,10 @@ challenge that disagrees with its index entry is refused (exit 1).`,
 				evidence.Member{Name: "holdout", Value: args[0]},
 				evidence.Member{Name: "entries", Value: len(h.Entries)},
 				evidence.Member{Name: "predicates", Value: preds},
-				evidence.Member{Name: "valid", Value: true})
+				evidence.Member{Name: "valid", Value: true},
+				evidence.Member{Name: "commitment", Value: committed})
 			return printResult(cmd, out, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %d challenges, %d predicates, every challenge valid against %s\n", args[0], len(h.Entries), preds, holdout.RecipeSchemaFile)
+				fmt.Fprintf(w, "%s: %d challenges, %d predicates, every challenge valid against %s\n%s\n", args[0], len(h.Entries), preds, holdout.RecipeSchemaFile, committed)
 			})
 		},
 	}

@@ -96,4 +96,37 @@ func TestHoldoutCheckAndCommitmentCLI(t *testing.T) {
 	if code != 0 || out != "86d437fcbd9efee21c5cf27e25564d478592731ae8d2a9e2b9f472a592630071 10\n" {
 		t.Errorf("commitment: exit %d %q %s", code, out, errs)
 	}
+	// check against the reference release: committed; a copy with one
+	// byte changed (same layout, same release): refused.
+	code, out, errs = runCLI(t, "holdout", "check", "--package", filepath.Join(w, "docs", "spec", "proof-wire"), filepath.Join(w, "governance", "holdout"))
+	if code != 0 || !strings.Contains(out, "matches the release's holdout_commitment 86d437fc") {
+		t.Errorf("check TRVM: exit %d %s%s", code, out, errs)
+	}
+	root := t.TempDir()
+	pkg := filepath.Join(root, "docs", "spec", "proof-wire")
+	os.MkdirAll(pkg, 0o755)
+	rb, _ := os.ReadFile(filepath.Join(w, "docs", "spec", "proof-wire", "SPEC-RELEASE.json"))
+	os.WriteFile(filepath.Join(pkg, "SPEC-RELEASE.json"), rb, 0o644)
+	os.MkdirAll(filepath.Join(pkg, "experiment"), 0o755)
+	for _, f := range []string{"holdout-recipe-v1.schema.json", "holdout-observation-v1.schema.json"} {
+		b, _ := os.ReadFile(filepath.Join(w, "docs", "spec", "proof-wire", "experiment", f))
+		os.WriteFile(filepath.Join(pkg, "experiment", f), b, 0o644)
+	}
+	hd := filepath.Join(root, "governance", "holdout")
+	if err := os.CopyFS(hd, os.DirFS(filepath.Join(w, "governance", "holdout"))); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = runCLI(t, "holdout", "check", "--package", pkg, hd)
+	if code != 0 {
+		t.Fatalf("unchanged copy: exit %d %s", code, errs)
+	}
+	p := filepath.Join(hd, "H8-policy-weakening.json")
+	os.Chmod(p, 0o644)
+	b, _ := os.ReadFile(p)
+	b[10] ^= 0x20
+	os.WriteFile(p, b, 0o644)
+	code, _, errs = runCLI(t, "holdout", "check", "--package", pkg, hd)
+	if code != 1 || !strings.Contains(errs, "does not match the release's holdout_commitment") {
+		t.Errorf("one byte changed: exit %d %s", code, errs)
+	}
 }
