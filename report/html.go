@@ -15,7 +15,7 @@ var htmlSource string
 // CSP is the page's Content-Security-Policy: nothing may be fetched,
 // framed or run; only the inline style sheet applies. It closes the page
 // to a hostile value that html/template's escaping would somehow miss.
-const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; script-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; script-src 'none'; form-action 'none'; base-uri 'none'"
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"short": short,
@@ -41,6 +41,15 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 			return "none"
 		}
 		return "fail"
+	},
+	"statusClass": func(s string) string {
+		switch s {
+		case "COMPLETE":
+			return "pass"
+		case "ABORTED":
+			return "fail"
+		}
+		return "none"
 	},
 	"csp": func() string { return CSP },
 	"val": func(v any) string {

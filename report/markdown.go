@@ -38,21 +38,6 @@ func (r *Report) Markdown(w io.Writer) error {
 		p("\n")
 	}
 
-	p("## Receipt timeline\n\n")
-	if len(r.Timeline) == 0 {
-		p("No receipt is reachable from the record.\n\n")
-	} else {
-		p("| written | state | run_id | receipt | sha256 | note |\n|---|---|---|---|---|---|\n")
-		for _, e := range r.Timeline {
-			note := text(e.Note)
-			for _, a := range e.Admitted {
-				note += "<br>admits " + text(a)
-			}
-			p("| %s | %s | %s | %s | %s | %s |\n", e.Time.UTC().Format(time.RFC3339), text(e.Status), code(short(e.RunID)), code(e.Receipt), code(e.SHA256), note)
-		}
-		p("\nTimes are the receipt files' modification times; the receipts' digests are the identity.\n\n")
-	}
-
 	p("## Implementations\n\n| implementation | role | verdict | predicates | missing challenges | package | binary | environment |\n|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.Subjects {
 		preds, missing := "—", "—"
@@ -78,6 +63,44 @@ func (r *Report) Markdown(w io.Writer) error {
 		p("| **%s** | %s | %s | %s | %s | %s | %s | %s |\n", text(s.Implementation), text(s.Role), verdict, preds, missing, code(short(s.PackageDigest)), bin, env)
 	}
 	p("\n")
+
+	p("## Interop differences\n\n")
+	if r.Interop == nil {
+		p("Not compared: no archived observations.\n\n")
+	} else {
+		p("%s: %d pair(s), %d unclassified\n\n", text(r.Interop.Verdict), len(r.Interop.Pairs), r.Interop.Unclassified)
+		for _, pair := range r.Interop.Pairs {
+			p("### %s vs %s\n\n", text(pair.A), text(pair.B))
+			if len(pair.Differences) == 0 {
+				p("No differences.\n\n")
+				continue
+			}
+			p("| path | %s | %s | finding | class | ruling |\n|---|---|---|---|---|---|\n", text(pair.A), text(pair.B))
+			for _, d := range pair.Differences {
+				p("| %s | %s | %s | %s | %s | %s |\n", code(d.Path), code(d.A), code(d.B), code(short(d.FindingID)), text(d.Class), text(d.Ruling))
+			}
+			p("\n")
+		}
+	}
+
+	p("## Findings register\n\n")
+	if len(r.Findings) == 0 {
+		p("The register is empty.\n\n")
+	} else {
+		p("| finding | path | sides | class | ruling | entries |\n|---|---|---|---|---|---|\n")
+		for _, f := range r.Findings {
+			class := f.Class
+			if class == "" {
+				class = "UNCLASSIFIED_FINDING"
+			}
+			entries := "opened " + code(f.OpenedIn)
+			if f.ClassifiedIn != "" {
+				entries += ", classified " + code(f.ClassifiedIn)
+			}
+			p("| %s | %s | %s: %s<br>%s: %s | %s | %s | %s |\n", code(f.ID), code(f.Path), text(f.A), code(f.AValue), text(f.B), code(f.BValue), text(class), text(f.Ruling), entries)
+		}
+		p("\n")
+	}
 
 	header := func(lead string) {
 		p("%s", lead)
@@ -116,42 +139,19 @@ func (r *Report) Markdown(w io.Writer) error {
 		p("\n")
 	}
 
-	p("## Interop differences\n\n")
-	if r.Interop == nil {
-		p("Not compared: no archived observations.\n\n")
+	p("## Receipt timeline\n\n")
+	if len(r.Timeline) == 0 {
+		p("No receipt is reachable from the record.\n\n")
 	} else {
-		p("%s: %d pair(s), %d unclassified\n\n", text(r.Interop.Verdict), len(r.Interop.Pairs), r.Interop.Unclassified)
-		for _, pair := range r.Interop.Pairs {
-			p("### %s vs %s\n\n", text(pair.A), text(pair.B))
-			if len(pair.Differences) == 0 {
-				p("No differences.\n\n")
-				continue
+		p("| written | state | run_id | receipt | sha256 | note |\n|---|---|---|---|---|---|\n")
+		for _, e := range r.Timeline {
+			note := text(e.Note)
+			for _, a := range e.Admitted {
+				note += "<br>admits " + text(a)
 			}
-			p("| path | %s | %s | finding | class | ruling |\n|---|---|---|---|---|---|\n", text(pair.A), text(pair.B))
-			for _, d := range pair.Differences {
-				p("| %s | %s | %s | %s | %s | %s |\n", code(d.Path), code(d.A), code(d.B), code(short(d.FindingID)), text(d.Class), text(d.Ruling))
-			}
-			p("\n")
+			p("| %s | %s | %s | %s | %s | %s |\n", e.Time.UTC().Format(time.RFC3339), text(e.Status), code(short(e.RunID)), code(e.Receipt), code(e.SHA256), note)
 		}
-	}
-
-	p("## Findings register\n\n")
-	if len(r.Findings) == 0 {
-		p("The register is empty.\n\n")
-	} else {
-		p("| finding | path | sides | class | ruling | entries |\n|---|---|---|---|---|---|\n")
-		for _, f := range r.Findings {
-			class := f.Class
-			if class == "" {
-				class = "UNCLASSIFIED_FINDING"
-			}
-			entries := "opened " + code(f.OpenedIn)
-			if f.ClassifiedIn != "" {
-				entries += ", classified " + code(f.ClassifiedIn)
-			}
-			p("| %s | %s | %s: %s<br>%s: %s | %s | %s | %s |\n", code(f.ID), code(f.Path), text(f.A), code(f.AValue), text(f.B), code(f.BValue), text(class), text(f.Ruling), entries)
-		}
-		p("\n")
+		p("\nTimes are the receipt files' modification times; the receipts' digests are the identity.\n\n")
 	}
 
 	p("## Clean room\n\n")
