@@ -349,6 +349,9 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if stdin == io.Reader(os.Stdin) && stdout == io.Writer(os.Stdout) {
+		stdin, stdout = pollableStdio()
+	}
 	err = room.Serve(ctx, stdin, stdout)
 	if cerr := room.Close(); err == nil {
 		err = cerr
@@ -428,6 +431,41 @@ func (r *Room) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		return nil
 	}
 	return err
+}
+
+// pollableStdio returns stdin and stdout as files the Go runtime polls
+// (O_NONBLOCK, parked in the netpoller) when they are pipes or sockets.
+//
+// Why: a blocking read(2) on stdin is a long system call, and Go 1.26's
+// stop-the-world can miss a goroutine that enters one at the wrong instant.
+// reentersyscall checks sched.gcwaiting before it marks the goroutine
+// _Gsyscall; stopTheWorldWithSema sets gcwaiting and then tries, once, to
+// take each P whose goroutine is already _Gsyscall. A goroutine between the
+// two steps is missed, then blocks in read(2); the stop-the-world loop only
+// re-preempts (a signal the restarted read ignores), and sysmon, seeing
+// gcwaiting, sleeps forcegcperiod/2 = 60 s before it retakes the P. The
+// client waits for the answer the stopped world owes it, so it sends nothing
+// to end the read: the call stalls for 60 s (seen here about once in 2e5
+// calls, and in research/mcp.md). With the descriptor non-blocking the
+// reader parks in the poller instead of a system call, and the window is
+// gone. A terminal or regular file stays as it is (O_NONBLOCK on a shared
+// terminal would leak to the shell).
+func pollableStdio() (io.Reader, io.Writer) {
+	pollable := func(fd int, name string, std *os.File) *os.File {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return std
+		}
+		if t := st.Mode & unix.S_IFMT; t != unix.S_IFIFO && t != unix.S_IFSOCK {
+			return std
+		}
+		if err := unix.SetNonblock(fd, true); err != nil {
+			return std
+		}
+		// NewFile of a non-blocking descriptor registers it with the poller.
+		return os.NewFile(uintptr(fd), name)
+	}
+	return pollable(0, "stdin", os.Stdin), pollable(1, "stdout", os.Stdout)
 }
 
 type nopWriteCloser struct{ io.Writer }
