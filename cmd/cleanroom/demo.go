@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom"
+	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
@@ -24,6 +28,8 @@ type demoEnv struct {
 	out   string
 	world string // the demo's copy of the synthetic world
 	ids   map[string]string
+	// findings are the interop findings the measurement opened.
+	findings []*holdout.FindingRecord
 }
 
 func (env *demoEnv) pkg() string     { return filepath.Join(env.world, "docs", "spec", "proof-wire") }
@@ -115,7 +121,10 @@ func demoStages() []demoStage {
 		{"pin the run", demoPin},
 		{"freeze the candidate", demoFreeze},
 		{"reveal the holdout", demoReveal},
-		{"verify the run", demoVerifyRun},
+		{"score both adapters in the sandbox", demoMeasure},
+		{"classify the interop findings", demoClassify},
+		{"complete the run", demoComplete},
+		{"verify the run from its archive", demoVerifyRun},
 		{"candidate sandbox", demoSandbox},
 		{"AMBER case (build, index, run, record)", demoAmberStage},
 	}
@@ -205,12 +214,72 @@ func demoReveal(ctx context.Context, env *demoEnv) (string, error) {
 	return fmt.Sprintf("%s REVEALED", t.RunID), nil
 }
 
+// demoRunOptions runs the frozen adapters in the candidate sandbox.
+func demoRunOptions() adapter.RunOptions {
+	return adapter.RunOptions{Runner: adapter.SandboxRunner{}}
+}
+
+// demoMeasure runs the reference and the candidate adapters, scores both and
+// compares them. The world's two implementations disagree in one deliberate
+// place, so the first attempt to complete must be refused for unclassified
+// findings: that refusal is the stage's success.
+func demoMeasure(ctx context.Context, env *demoEnv) (string, error) {
+	w, err := demoOpenWorld(env)
+	if err != nil {
+		return "", err
+	}
+	m, _, _, err := adapter.CompleteRun(ctx, w, demoRunOptions())
+	if !errors.Is(err, adapter.ErrUnclassified) {
+		if err == nil {
+			return "", fmt.Errorf("the run completed although the two implementations disagree")
+		}
+		return "", err
+	}
+	var scores []string
+	for _, s := range m.Subjects {
+		scores = append(scores, fmt.Sprintf("%s %d/%d", s.Implementation, s.Report.Pass, s.Report.Total))
+	}
+	var paths []string
+	for _, f := range m.Findings {
+		paths = append(paths, f.Path)
+	}
+	env.findings = m.Findings
+	return fmt.Sprintf("%s; %d interop finding(s) at %s block completion", strings.Join(scores, ", "), len(m.Findings), strings.Join(paths, ", ")), nil
+}
+
+// demoClassify plays the person who rules on each finding.
+func demoClassify(_ context.Context, env *demoEnv) (string, error) {
+	w, err := demoOpenWorld(env)
+	if err != nil {
+		return "", err
+	}
+	reg := holdout.OpenRegister(w.StateDir())
+	for _, f := range env.findings {
+		if _, err := reg.Classify(f.ID, "SPEC_GAP", "the recipe grammar does not say whether a wire challenge also verifies its fixture"); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("%d finding(s) classified SPEC_GAP with a ruling", len(env.findings)), nil
+}
+
+func demoComplete(ctx context.Context, env *demoEnv) (string, error) {
+	w, err := demoOpenWorld(env)
+	if err != nil {
+		return "", err
+	}
+	_, t, res, err := adapter.CompleteRun(ctx, w, demoRunOptions())
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s COMPLETE; RESULT: %d subjects, interop pairs %d, outstanding findings %d", t.RunID, len(res.Subjects), res.Interop.Pairs, res.Interop.Findings), nil
+}
+
 func demoVerifyRun(ctx context.Context, env *demoEnv) (string, error) {
 	w, err := demoOpenWorld(env)
 	if err != nil {
 		return "", err
 	}
-	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{})
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
 	if err != nil {
 		return "", err
 	}
