@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+)
+
+// cliBinary builds the cleanroom binary with the VCS stamp (this machine's
+// go env sets -buildvcs=false; the flag on the command line overrides it)
+// into dir as "cleanroom", so a completion script can call it by name.
+func cliBinary(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "cleanroom")
+	cmd := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		// Outside a git checkout (a source tarball) there is nothing to stamp.
+		cmd = exec.Command("go", "build", "-buildvcs=false", "-o", bin, ".")
+		if out2, err2 := cmd.CombinedOutput(); err2 != nil {
+			t.Fatalf("go build: %v\n%s\n%s", err2, out, out2)
+		}
+	}
+	return bin
+}
+
+// TestVersion: the revision printed is the checkout's HEAD as git itself
+// reports it.
+func TestVersion(t *testing.T) {
+	bin := cliBinary(t, t.TempDir())
+	out, err := exec.Command(bin, "version", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Module, Version, Revision string
+		GoVersion                 string `json:"go_version"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("version --json: %v\n%s", err, out)
+	}
+	if v.Module != "github.com/cleanroom-dev/cleanroom" || v.Version == "" || !strings.HasPrefix(v.GoVersion, "go") {
+		t.Errorf("version %+v", v)
+	}
+	head, err := exec.Command("git", "-C", testshared.RepoRoot(t), "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout (%v): no revision to compare", err)
+	}
+	if want := strings.TrimSpace(string(head)); v.Revision != want {
+		// HEAD can move while another commit lands during the build; the
+		// stamp is then an ancestor, never an unrelated string.
+		if exec.Command("git", "-C", testshared.RepoRoot(t), "merge-base", "--is-ancestor", v.Revision, want).Run() != nil {
+			t.Errorf("revision %q, git HEAD %s", v.Revision, want)
+		}
+	}
+	text, err := exec.Command(bin, "version").Output()
+	if err != nil || !strings.Contains(string(text), "revision "+v.Revision) {
+		t.Errorf("version text %q (%v)", text, err)
+	}
+}
+
+// TestCompletion: each shell's script is valid for that shell, and bash
+// and fish, asked to complete "cleanroom run re", offer exactly report and
+// reveal (the names come from the command tree through the binary).
+func TestCompletion(t *testing.T) {
+	dir := t.TempDir()
+	bin := cliBinary(t, dir)
+	env := append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+	script := func(shell string) string {
+		p := filepath.Join(dir, "cleanroom."+shell)
+		out, err := exec.Command(bin, "completion", shell).Output()
+		if err != nil || len(out) == 0 {
+			t.Fatalf("completion %s: %v", shell, err)
+		}
+		os.WriteFile(p, out, 0o644)
+		return p
+	}
+	cases := []struct {
+		shell  string
+		syntax []string // the shell's parse-only check
+		query  string   // a script that prints the completions of "cleanroom run re"; "" if none here
+		setup  string   // a file the shell's completion framework needs
+	}{
+		{"bash", []string{"bash", "-n"}, `source /usr/share/bash-completion/bash_completion
+source SCRIPT
+COMP_WORDS=(cleanroom run re); COMP_CWORD=2; COMP_LINE="cleanroom run re"; COMP_POINT=${#COMP_LINE}
+__start_cleanroom cleanroom re run 2>/dev/null
+printf '%s\n' "${COMPREPLY[@]}"`, "/usr/share/bash-completion/bash_completion"},
+		{"zsh", []string{"zsh", "-n"}, "", ""},
+		{"fish", []string{"fish", "--no-execute"}, `source SCRIPT; complete -C "cleanroom run re" | cut -f1`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.shell, func(t *testing.T) {
+			p := script(c.shell)
+			if _, err := exec.LookPath(c.shell); err != nil {
+				t.Skipf("%s is not installed (Debian package %s)", c.shell, c.shell)
+			}
+			if out, err := exec.Command(c.syntax[0], append(c.syntax[1:], p)...).CombinedOutput(); err != nil {
+				t.Fatalf("%s rejects its completion script: %v\n%s", c.shell, err, out)
+			}
+			if c.query == "" {
+				return
+			}
+			if c.setup != "" {
+				if _, err := os.Stat(c.setup); err != nil {
+					t.Skipf("%s is absent (Debian package bash-completion)", c.setup)
+				}
+			}
+			q := exec.Command(c.shell, "-c", strings.ReplaceAll(c.query, "SCRIPT", p))
+			q.Env = env
+			out, err := q.Output()
+			if err != nil {
+				t.Fatalf("%s completion: %v", c.shell, err)
+			}
+			got := strings.Fields(string(out))
+			if strings.Join(got, " ") != "report reveal" {
+				t.Errorf("%s completes \"cleanroom run re\" to %q, want report reveal", c.shell, got)
+			}
+		})
+	}
+}
+
+// TestManPages: one page per visible command, none for hidden ones, and
+// each page carries the command's own synopsis and flags.
+func TestManPages(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "man")
+	t.Setenv("SOURCE_DATE_EPOCH", "1767225600") // 2026-01-01
+	code, out, errs := runCLI(t, "man", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("man: %d %s%s", code, out, errs)
+	}
+	cases := []struct {
+		page string
+		want []string
+	}{
+		{"cleanroom.1", []string{".TH \"CLEANROOM\" \"1\" \"Jan 2026\"", "cleanroom-run(1)", "cleanroom-version(1)"}},
+		{"cleanroom-run-report.1", []string{"--html", "--replace", "self-contained"}},
+		{"cleanroom-completion-bash.1", []string{"bash"}},
+	}
+	for _, c := range cases {
+		b, err := os.ReadFile(filepath.Join(dir, c.page))
+		if err != nil {
+			t.Errorf("%s: %v", c.page, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !bytes.Contains(b, []byte(w)) {
+				t.Errorf("%s lacks %q", c.page, w)
+			}
+		}
+	}
+	for _, hidden := range []string{"cleanroom-man.1", "cleanroom-room-sealed-stage.1"} {
+		if _, err := os.Stat(filepath.Join(dir, hidden)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a hidden command has a page: %s", hidden)
+		}
+	}
+	if code, _, _ := runCLI(t, "man"); code != 2 {
+		t.Errorf("man without --dir: exit %d, want 2", code)
+	}
+}
+
+// TestRunReportCLI: the report of a revealed run, on stdout and into
+// files; an existing file is refused unless --replace; no record is exit 1.
+func TestRunReportCLI(t *testing.T) {
+	w := runWorld(t)
+	if code, _, errs := runCLI(t, "run", "report", "--world", w); code != 1 || !strings.Contains(errs, "no run record") {
+		t.Errorf("report without a run: exit %d %q, want 1 naming the rule", code, errs)
+	}
+	for _, step := range [][]string{
+		{"run", "pin", "--world", w, "--reference", filepath.Join(w, "governance/reference-adapter.json")},
+		{"run", "freeze", "--world", w, "--implementation", "candidate", "--files", "implementer/tally-candidate",
+			"--binary", "implementer/tally-candidate", "--toolchain", "node", "--model", "m", "--tool-version", "t"},
+		{"run", "reveal", "--world", w},
+	} {
+		if code, _, errs := runCLI(t, step...); code != 0 {
+			t.Fatalf("%v: %d %s", step, code, errs)
+		}
+	}
+	code, md, errs := runCLI(t, "run", "report", "--world", w)
+	if code != 0 || !strings.HasPrefix(md, "# cleanroom run report") || !strings.Contains(md, "REVEALED") {
+		t.Fatalf("report on stdout: %d %s\n%s", code, errs, md)
+	}
+	out := t.TempDir()
+	html, mdf := filepath.Join(out, "r.html"), filepath.Join(out, "r.md")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"write both", []string{"--html", html, "--md", mdf}, 0, "wrote " + html},
+		{"exists", []string{"--html", html}, 2, "--replace"},
+		{"replace", []string{"--html", html, "--replace"}, 0, "wrote " + html},
+		{"bad flag", []string{"--htm", html}, 2, "unknown flag"},
+		{"no world", []string{"--world", filepath.Join(out, "nowhere")}, 2, "nowhere"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"run", "report", "--world", w}, c.args...)
+			code, stdout, stderr := runCLI(t, args...)
+			if code != c.code || !strings.Contains(stdout+stderr, c.want) {
+				t.Errorf("exit %d %q%q, want %d naming %q", code, stdout, stderr, c.code, c.want)
+			}
+		})
+	}
+	b, err := os.ReadFile(html)
+	if err != nil || !bytes.HasPrefix(b, []byte("<!DOCTYPE html>")) {
+		t.Errorf("html file: %v %.40q", err, b)
+	}
+	code, js, _ := runCLI(t, "run", "report", "--world", w, "--json")
+	var v struct {
+		Status string `json:"status"`
+		Report struct{ RunID string }
+	}
+	if code != 0 || json.Unmarshal([]byte(js), &v) != nil || v.Status != "REVEALED" || !strings.HasPrefix(v.Report.RunID, "brun-") {
+		t.Errorf("--json: %d %+v\n%s", code, v, js)
+	}
+}
