@@ -161,6 +161,8 @@ func descendants(pid int) []int {
 func ms(d time.Duration) string {
 	f := float64(d) / 1e6
 	switch {
+	case f >= 1000:
+		return fmt.Sprintf("%.2f s", f/1000)
 	case f >= 100:
 		return fmt.Sprintf("%.0f ms", f)
 	case f >= 10:

@@ -129,5 +129,3 @@ func packageRows(c *config) []Row {
 		Target: "≤ 1.2× cp -a", Verdict: verdict(float64(te) <= 1.2*float64(tcp)),
 		Note: "emit on tmpfs with --no-sync (a tmpfs needs no fsync), as cp -a does none"})
 }
-
-
