@@ -18,9 +18,11 @@ test: lint
 demo: build
 	./$(BIN) demo
 
+# Not part of test/CI: installs its peers, runs every package's Go benchmarks
+# (-count 5, benchstat) and the side-by-side driver, writes BENCHMARKS.md.
+# CLEANROOM_BENCH_LARGE=1 for the issues' full sizes.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS) | tee bench/go-bench.txt
-	@if [ -x bench/compare.sh ]; then bench/compare.sh; fi
+	GO=$(GO) bench/compare.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
