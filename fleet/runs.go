@@ -17,18 +17,18 @@ import (
 
 // The rules a run list can break; every refusal wraps one of them.
 var (
-	ErrRunShape     = errors.New("run list shape")          // not an array of closed run objects
-	ErrName         = errors.New("run name")                // not a DNS-1123 label of at most 63 characters
-	ErrDuplicateRun = errors.New("duplicate run name")      // two runs would be one Job
-	ErrKind         = errors.New("run kind")                // neither blind nor amber, or the other kind's identities
-	ErrIdentity     = errors.New("pinned identity")         // srel, bpkg or the case manifest sha256 is not 64 lowercase hex
-	ErrCandidate    = errors.New("candidate")               // empty or not a label
-	ErrImage        = errors.New("image not pinned")        // the image is not named by digest
-	ErrCommand      = errors.New("command")                 // empty, or an empty argv[0]
-	ErrRuntimeClass = errors.New("runtime class")           // neither runc nor gvisor
-	ErrAllowlist    = errors.New("allowlist entry")         // not IP:PORT of a unicast address
-	ErrLimits       = errors.New("resource limits")         // missing, unparsable or not positive
-	ErrClaim        = errors.New("results claim")           // not a DNS-1123 subdomain
+	ErrRunShape     = errors.New("run list shape")     // not an array of closed run objects
+	ErrName         = errors.New("run name")           // not a DNS-1123 label of at most 63 characters
+	ErrDuplicateRun = errors.New("duplicate run name") // two runs would be one Job
+	ErrKind         = errors.New("run kind")           // neither blind nor amber, or the other kind's identities
+	ErrIdentity     = errors.New("pinned identity")    // srel, bpkg or the case manifest sha256 is not 64 lowercase hex
+	ErrCandidate    = errors.New("candidate")          // empty or not a label
+	ErrImage        = errors.New("image not pinned")   // the image is not named by digest
+	ErrCommand      = errors.New("command")            // empty, or an empty argv[0]
+	ErrRuntimeClass = errors.New("runtime class")      // neither runc nor gvisor
+	ErrAllowlist    = errors.New("allowlist entry")    // not IP:PORT of a unicast address
+	ErrLimits       = errors.New("resource limits")    // missing, unparsable or not positive
+	ErrClaim        = errors.New("results claim")      // not a DNS-1123 subdomain
 )
 
 // Kinds of run.

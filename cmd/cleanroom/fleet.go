@@ -1,0 +1,158 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/fleet"
+	"github.com/cleanroom-dev/cleanroom/sign"
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newFleetCmd) }
+
+func newFleetCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "fleet",
+		Short: "Many runs on an existing orchestrator: Kubernetes manifests out, verified records back",
+	}
+	c.AddCommand(newFleetPlanCmd(), newFleetCollectCmd())
+	return c
+}
+
+// readRuns reads and checks a run list; a broken rule is exit 1, an
+// unreadable file exit 2.
+func readRuns(path string) ([]fleet.Run, []byte, error) {
+	if path == "" {
+		return nil, nil, usageErr(errors.New("--runs is required"))
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	runs, err := fleet.ParseRuns(b, path)
+	if err != nil {
+		return nil, nil, refusedErr(err)
+	}
+	return runs, b, nil
+}
+
+func newFleetPlanCmd() *cobra.Command {
+	var runsPath, out string
+	c := &cobra.Command{
+		Use:   "plan --runs FILE --out DIR",
+		Short: "Render a run list as Kubernetes manifests: a Job and a NetworkPolicy per run",
+		Long: `plan reads a run list (a JSON array; each run: name, kind "blind" with srel
+and bpkg or "amber" with case_manifest_sha256, candidate, image pinned by
+digest, command, runtime_class runc|gvisor, allow [IP:PORT…], limits {cpu,
+memory, ephemeral_storage, deadline_seconds}, optional results_claim) through
+the strict reader, refuses it at the first broken rule, and writes DIR (which
+must not exist) whole: <name>.yaml per run (the NetworkPolicy denying all
+ingress and all egress but the allowlist, then the Job: the runtime class,
+no host namespaces, no service-account token, read-only root filesystem, no
+privilege escalation, all capabilities dropped, seccomp RuntimeDefault,
+requests = limits, never retried, the pinned identities as annotations) and
+runs.json, the list as given. Apply with kubectl apply -f DIR.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usageErr(errors.New("--out is required"))
+			}
+			runs, raw, err := readRuns(runsPath)
+			if err != nil {
+				return err
+			}
+			plan, err := fleet.WritePlan(runs, raw, out)
+			if err != nil {
+				return usageErr(err)
+			}
+			return printResult(cmd, plan, func(w io.Writer) {
+				for _, p := range plan.Runs {
+					fmt.Fprintf(w, "%-6s %-24s %s  runtime %s, %d egress rule(s)\n", p.Kind, p.Name, p.File, p.RuntimeClass, p.Allow)
+				}
+				fmt.Fprintf(w, "%d run(s) planned in %s\n", len(plan.Runs), plan.Dir)
+			})
+		},
+	}
+	c.Flags().StringVar(&runsPath, "runs", "", "the run list (JSON array)")
+	c.Flags().StringVar(&out, "out", "", "the plan directory to create")
+	return c
+}
+
+func newFleetCollectCmd() *cobra.Command {
+	var runsPath, from, into, pub, signer string
+	c := &cobra.Command{
+		Use:   "collect --runs FILE --from DIR --into DIR [--pub KEY.pub] [--signer-key KEY.pub]",
+		Short: "Copy what the Jobs wrote into the local results layout and verify each run",
+		Long: `collect takes, for every run of the list, FROM/<name> (what the run's Job left
+under /results: a world root for a blind run, run.json and run.json.sig for an
+AMBER run), copies it to INTO/<name> (refusing symbolic links and special
+files; an existing INTO/<name> is never replaced) and verifies it there: a
+blind run as run verify does (with --signer-key, receipt signatures are
+required) and its record must pin the planned srel, bpkg and candidate; an
+AMBER record as amber record verify does against --pub, and must name the
+planned case manifest and candidate (provider/model). Every run is reported;
+the exit is 1 unless every run verified.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from == "" || into == "" {
+				return usageErr(errors.New("--from and --into are required"))
+			}
+			runs, _, err := readRuns(runsPath)
+			if err != nil {
+				return err
+			}
+			opt := fleet.CollectOptions{Verify: experiment.VerifyOptions{Replay: runReplay}}
+			if pub != "" {
+				if opt.AmberPub, err = sign.LoadPublicKey(pub); err != nil {
+					return usageErr(err)
+				}
+			}
+			if signer != "" {
+				if opt.Verify.SignerKey, err = sign.LoadPublicKey(signer); err != nil {
+					return usageErr(err)
+				}
+			}
+			rep, err := fleet.Collect(cmd.Context(), runs, from, into, opt)
+			if err != nil {
+				return usageErr(err)
+			}
+			if err := printResult(cmd, rep, func(w io.Writer) { printCollect(w, rep) }); err != nil {
+				return err
+			}
+			if !rep.OK() {
+				bad := 0
+				for _, r := range rep.Runs {
+					if r.Verdict != fleet.Verified {
+						bad++
+					}
+				}
+				return refusedErr(fmt.Errorf("%d of %d run(s) did not verify", bad, len(rep.Runs)))
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&runsPath, "runs", "", "the run list the plan was made from")
+	c.Flags().StringVar(&from, "from", "", "the results the Jobs wrote, one directory per run name")
+	c.Flags().StringVar(&into, "into", "", "the local results directory")
+	c.Flags().StringVar(&pub, "pub", "", "producer's public key for AMBER run records")
+	c.Flags().StringVar(&signer, "signer-key", "", "OpenSSH public key whose receipt signatures blind runs must carry")
+	return c
+}
+
+func printCollect(w io.Writer, rep *fleet.CollectReport) {
+	for _, r := range rep.Runs {
+		fmt.Fprintf(w, "%-8s %-6s %-24s %s", r.Verdict, r.Kind, r.Name, r.Status)
+		if len(r.Passed) > 0 {
+			fmt.Fprintf(w, " (%d checks passed)", len(r.Passed))
+		}
+		fmt.Fprintln(w)
+		for _, p := range r.Problems {
+			fmt.Fprintf(w, "         %s\n", strings.ReplaceAll(p, "\n", "\n         "))
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/cleanroom-dev/cleanroom/amber"
+	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
+)
+
+// The rules a collected run can break (Collected.Errs wrap them).
+var (
+	ErrMissingResult    = errors.New("no result for the run")        // the Job left nothing under its name
+	ErrResultTree       = errors.New("result tree")                  // a symlink, special file or unreadable entry
+	ErrCollected        = errors.New("already collected")            // the destination exists: never merged into
+	ErrNotVerified      = errors.New("record does not verify")       // run verify / amber record verify failed
+	ErrIdentityMismatch = errors.New("record pins another identity") // verified, but not the planned run
+	ErrNoKey            = errors.New("no producer key")              // an AMBER record cannot be verified without one
+)
+
+// Verdicts of a collected run.
+const (
+	Verified = "verified"
+	Refused  = "refused"
+	Missing  = "missing"
+)
+
+// CollectOptions are what the verifiers need.
+type CollectOptions struct {
+	// Verify is passed to experiment.Verify for blind runs (Replay for a
+	// COMPLETE run's RESULT, SignerKey for receipt signatures).
+	Verify experiment.VerifyOptions
+	// AmberPub is the producer's key that signs AMBER run records.
+	AmberPub ssh.PublicKey
+}
+
+// Collected is one run's outcome.
+type Collected struct {
+	Name     string   `json:"name"`
+	Kind     string   `json:"kind"`
+	Verdict  string   `json:"verdict"`
+	Dir      string   `json:"dir,omitempty"`    // where the result now is (into/<name>)
+	Files    int      `json:"files"`            // files copied
+	Status   string   `json:"status,omitempty"` // the run's status (blind) or terminal state (amber)
+	Passed   []string `json:"passed,omitempty"` // the verifier's checks that passed
+	Problems []string `json:"problems,omitempty"`
+	Errs     []error  `json:"-"`
+}
+
+// CollectReport is the outcome of Collect, run by run in list order.
+type CollectReport struct {
+	From string      `json:"from"`
+	Into string      `json:"into"`
+	Runs []Collected `json:"runs"`
+}
+
+// OK reports whether every run verified.
+func (r *CollectReport) OK() bool {
+	for _, c := range r.Runs {
+		if c.Verdict != Verified {
+			return false
+		}
+	}
+	return true
+}
+
+// Collect copies each run's result directory from/<name> (what its Job
+// left under /results: a world root for a blind run, run.json and
+// run.json.sig for an AMBER run) to into/<name>, then verifies it there —
+// experiment.Verify for a blind run, amber.VerifyRecordSignature for an
+// AMBER run — and checks the verified record pins the planned identities
+// and candidate. A run that fails is reported, never skipped; the error
+// return is for what stops the whole collection (into unusable, ctx).
+func Collect(ctx context.Context, runs []Run, from, into string, opt CollectOptions) (*CollectReport, error) {
+	if err := os.MkdirAll(into, 0o755); err != nil {
+		return nil, fmt.Errorf("results dir: %w", err)
+	}
+	rep := &CollectReport{From: from, Into: into}
+	for _, r := range runs {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		c := Collected{Name: r.Name, Kind: r.Kind, Verdict: Verified}
+		fail := func(verdict string, err error) {
+			c.Verdict = verdict
+			c.Errs = append(c.Errs, err)
+			c.Problems = append(c.Problems, err.Error())
+		}
+		dst := filepath.Join(into, r.Name)
+		n, err := copyResult(filepath.Join(from, r.Name), dst)
+		c.Files = n
+		switch {
+		case errors.Is(err, ErrMissingResult):
+			fail(Missing, err)
+		case err != nil:
+			fail(Refused, err)
+		default:
+			c.Dir = dst
+			switch r.Kind {
+			case KindBlind:
+				verifyBlind(ctx, r, dst, opt, &c, fail)
+			case KindAmber:
+				verifyAmber(r, dst, opt, &c, fail)
+			}
+		}
+		rep.Runs = append(rep.Runs, c)
+	}
+	return rep, nil
+}
+
+func verifyBlind(ctx context.Context, r Run, dst string, opt CollectOptions, c *Collected, fail func(string, error)) {
+	w, err := experiment.OpenWorld(dst)
+	if err != nil {
+		fail(Refused, fmt.Errorf("%w: %v", ErrNotVerified, err))
+		return
+	}
+	v, err := experiment.Verify(ctx, w, opt.Verify)
+	if err != nil {
+		fail(Refused, fmt.Errorf("%w: %w", ErrNotVerified, err))
+		return
+	}
+	c.Status = string(v.Status)
+	for _, ch := range v.Checks {
+		if ch.OK && ch.Skipped == "" {
+			c.Passed = append(c.Passed, ch.Name)
+		}
+	}
+	for _, p := range v.Problems() {
+		fail(Refused, fmt.Errorf("%w: %w", ErrNotVerified, p))
+	}
+	rec := v.Record
+	if rec == nil {
+		return
+	}
+	// A record that verifies but is pinned elsewhere is another run's
+	// result under this run's name: a Job fed the wrong release or package.
+	if rec.SpecReleaseID != r.Srel {
+		fail(Refused, fmt.Errorf("%w: srel %s, planned %s", ErrIdentityMismatch, rec.SpecReleaseID, r.Srel))
+	}
+	if rec.BlindPackageID != r.Bpkg {
+		fail(Refused, fmt.Errorf("%w: bpkg %s, planned %s", ErrIdentityMismatch, rec.BlindPackageID, r.Bpkg))
+	}
+	if _, ok := rec.Adapter(r.Candidate); !ok {
+		fail(Refused, fmt.Errorf("%w: no subject %q in the run (status %s)", ErrIdentityMismatch, r.Candidate, rec.Status))
+	}
+}
+
+func verifyAmber(r Run, dst string, opt CollectOptions, c *Collected, fail func(string, error)) {
+	if opt.AmberPub == nil {
+		fail(Refused, fmt.Errorf("%w: an AMBER record is verified against its producer's key (--pub)", ErrNoKey))
+		return
+	}
+	rec, err := amber.VerifyRecordSignature(filepath.Join(dst, amber.RecordFile), opt.AmberPub)
+	if err != nil {
+		fail(Refused, fmt.Errorf("%w: %w", ErrNotVerified, err))
+		return
+	}
+	c.Status = rec.TerminalState
+	c.Passed = []string{amber.CheckRecordSignature, amber.CheckRecordRules}
+	if rec.ManifestSHA256 != r.CaseManifestSHA256 {
+		fail(Refused, fmt.Errorf("%w: case manifest %s, planned %s", ErrIdentityMismatch, rec.ManifestSHA256, r.CaseManifestSHA256))
+	}
+	if got := rec.Candidate.Provider + "/" + rec.Candidate.Model; got != r.Candidate {
+		fail(Refused, fmt.Errorf("%w: candidate %s, planned %s", ErrIdentityMismatch, got, r.Candidate))
+	}
+}
+
+// copyResult copies the regular files under src into dst (which must not
+// exist), publishing dst with one atomic rename; it returns the number of
+// files copied.
+func copyResult(src, dst string) (int, error) {
+	fi, err := os.Lstat(src)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return 0, fmt.Errorf("%w: %s", ErrMissingResult, src)
+	case err != nil:
+		return 0, fmt.Errorf("%w: %v", ErrResultTree, err)
+	case !fi.IsDir():
+		// A symlink here could point the copy at any directory on this host.
+		return 0, fmt.Errorf("%w: %s is a %v, not a directory", ErrResultTree, src, fi.Mode().Type())
+	}
+	if _, err := os.Lstat(dst); err == nil {
+		return 0, fmt.Errorf("%w: %s", ErrCollected, dst)
+	}
+	// The descriptor walk refuses symlinks, FIFOs, devices and mounts
+	// anywhere below src: every file it lists was a regular file.
+	files, err := pkgwalk.ListRegularFiles(src)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrResultTree, err)
+	}
+	root, err := os.OpenFile(src, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrResultTree, err)
+	}
+	defer root.Close()
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-")
+	if err != nil {
+		return 0, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	for _, f := range files {
+		if err := copyOne(int(root.Fd()), f, tmp); err != nil {
+			return 0, err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return 0, err
+	}
+	if err := syncDir(tmp); err != nil {
+		return 0, err
+	}
+	// RENAME_NOREPLACE: a result collected meanwhile is not replaced.
+	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return 0, fmt.Errorf("%w: %s", ErrCollected, dst)
+		}
+		return 0, err
+	}
+	done = true
+	return len(files), syncDir(filepath.Dir(dst))
+}
+
+// copyOne copies one listed file, opened beneath the source root without
+// following any link, and checks its bytes hash to what the walk saw.
+func copyOne(rootfd int, f pkgwalk.File, tmp string) error {
+	fd, err := unix.Openat2(rootfd, f.Path, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrResultTree, f.Path, err)
+	}
+	in := os.NewFile(uintptr(fd), f.Path)
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrResultTree, f.Path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s became a %v", ErrResultTree, f.Path, st.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(in, f.Size+1))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrResultTree, f.Path, err)
+	}
+	// A file swapped between the walk and the copy is refused.
+	if pkgwalk.SHA256Hex(b) != f.SHA256 {
+		return fmt.Errorf("%w: %s changed while it was collected", ErrResultTree, f.Path)
+	}
+	out := filepath.Join(tmp, filepath.FromSlash(f.Path))
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := writeNew(out, b); err != nil {
+		return err
+	}
+	// Keep the executable bit (a frozen candidate binary is executed by
+	// verify's checks); nothing else of the mode is carried over.
+	if st.Mode()&0o111 != 0 {
+		return os.Chmod(out, 0o755)
+	}
+	return nil
+}
