@@ -63,7 +63,7 @@ func schemaCheckers(t *testing.T) map[string]managedfields.TypeConverter {
 		t.Fatal(err)
 	}
 	return map[string]managedfields.TypeConverter{
-		"client-go schema":     applyconfigurations.NewTypeConverter(scheme),
+		"client-go schema":      applyconfigurations.NewTypeConverter(scheme),
 		"OpenAPI v3 (batch/v1)": v3,
 	}
 }
