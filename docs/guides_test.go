@@ -1,0 +1,218 @@
+// Package docs holds the guides; its test runs them. Every fenced block
+// whose info string is "sh run" is executed, in order, as one bash script
+// per guide, in a fresh empty directory, with the cleanroom binary built
+// from this tree first on PATH and CLEANROOM_SRC naming the repository
+// (where the synthetic world lives). A block may say what it needs —
+// "```sh run needs=namespaces,node" — and when this machine cannot provide
+// it, the blocks before it still run and must pass, and the rest of the
+// guide is skipped with the reason. So a guide cannot rot: a command that
+// changes, a flag that disappears or an output a step relies on fails here.
+package docs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// binDir holds the cleanroom binary built once for all guides.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cleanroom-guides-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "cleanroom"), "./cmd/cleanroom")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building cleanroom: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// block is one runnable fenced block of a guide.
+type block struct {
+	line  int // 1-based line of the opening fence
+	needs []string
+	body  string
+}
+
+// parseGuide returns the runnable blocks of a Markdown guide. An unclosed
+// fence is an error, so a block cannot silently swallow the rest.
+func parseGuide(b []byte) ([]block, error) {
+	var out []block
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	var cur *block
+	var body strings.Builder
+	other := 0 // the fence length of an open non-runnable block
+	for n := 1; sc.Scan(); n++ {
+		l := sc.Text()
+		trim := strings.TrimSpace(l)
+		switch {
+		case cur != nil && trim == "```":
+			cur.body = body.String()
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			body.WriteString(l + "\n")
+		case other > 0 && len(trim) >= other && strings.Trim(trim, "`") == "":
+			other = 0 // a closing fence: only backticks, at least as many
+		case other > 0:
+		case strings.HasPrefix(trim, "```sh run"):
+			cur = &block{line: n}
+			body.Reset()
+			for _, f := range strings.Fields(strings.TrimPrefix(trim, "```sh run")) {
+				if v, ok := strings.CutPrefix(f, "needs="); ok {
+					cur.needs = strings.Split(v, ",")
+				} else {
+					return nil, fmt.Errorf("line %d: unknown block attribute %q", n, f)
+				}
+			}
+		case strings.HasPrefix(trim, "```"):
+			other = len(trim) - len(strings.TrimLeft(trim, "`"))
+		}
+	}
+	if cur != nil {
+		return nil, fmt.Errorf("line %d: runnable block never closed", cur.line)
+	}
+	return out, sc.Err()
+}
+
+// requirement probes one need; "" means this machine provides it.
+func requirement(need string) string {
+	switch need {
+	case "namespaces":
+		if err := exec.Command("unshare", "-m", "-n", "-p", "-f", "true").Run(); err != nil {
+			return "cannot create mount, network and pid namespaces here (" + err.Error() + ")"
+		}
+	case "root":
+		if os.Geteuid() != 0 {
+			return "needs root"
+		}
+	case "node", "git", "ssh-keygen":
+		if _, err := exec.LookPath(need); err != nil {
+			return need + " is not installed"
+		}
+	default:
+		return "unknown requirement " + need
+	}
+	return ""
+}
+
+// The guides the issue asks for; each must exist and have runnable steps.
+var guides = []string{"operator", "implementer", "scorer", "amber-producer", "evaluation-host"}
+
+func TestGuides(t *testing.T) {
+	src, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range guides {
+		t.Run(g, func(t *testing.T) {
+			file := filepath.Join("guides", g+".md")
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocks, err := parseGuide(b)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if len(blocks) == 0 {
+				t.Fatalf("%s has no runnable block", file)
+			}
+			skip := ""
+			var script strings.Builder
+			script.WriteString("set -euo pipefail\n")
+			for _, bl := range blocks {
+				for _, n := range bl.needs {
+					if r := requirement(n); r != "" && skip == "" {
+						skip = fmt.Sprintf("%s:%d and after: %s", file, bl.line, r)
+					}
+				}
+				if skip != "" {
+					break
+				}
+				fmt.Fprintf(&script, "echo '>>> %s:%d' >&2\n%s", file, bl.line, bl.body)
+			}
+			dir := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "PATH="+binDir+":"+os.Getenv("PATH"), "CLEANROOM_SRC="+src, "HOME="+dir)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v (the last '>>>' line is the failing block)\n%s", file, err, tail(out, 60))
+			}
+			t.Logf("%s ran %d block(s)", file, len(blocks))
+			if skip != "" {
+				t.Skip(skip)
+			}
+		})
+	}
+}
+
+// TestParseGuide: the block parser keeps only "sh run" blocks, reads
+// their needs, and refuses an unclosed fence or an unknown attribute.
+func TestParseGuide(t *testing.T) {
+	cases := []struct {
+		name    string
+		md      string
+		want    []string // bodies
+		needs   string
+		wantErr string
+	}{
+		{"plain and runnable", "x\n```sh\nnot run\n```\n```sh run\necho a\n```\n", []string{"echo a\n"}, "", ""},
+		{"needs", "```sh run needs=node,namespaces\necho b\n```\n", []string{"echo b\n"}, "node,namespaces", ""},
+		{"fence inside other block", "````md\n```sh run\necho c\n```\n````\n", nil, "", ""},
+		{"unclosed", "```sh run\necho d\n", nil, "", "never closed"},
+		{"unknown attribute", "```sh run fast\necho e\n```\n", nil, "", "unknown block attribute"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bs, err := parseGuide([]byte(c.md))
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, b := range bs {
+				got = append(got, b.body)
+				if c.needs != "" && strings.Join(b.needs, ",") != c.needs {
+					t.Errorf("needs %v, want %s", b.needs, c.needs)
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(c.want, "|") {
+				t.Errorf("blocks %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func tail(b []byte, lines int) string {
+	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
