@@ -33,7 +33,7 @@ const (
 // allowlisted endpoints (one IPv6) and a results claim, and an AMBER run
 // on runc with no egress at all.
 var runList = `[
- {"name": "blind-model-a", "kind": "blind", "srel": "` + hexA + `", "bpkg": "` + hexB + `",
+ {"name": "blind-model-a", "kind": "blind", "srel": "srel-` + hexA + `", "bpkg": "bpkg-` + hexB + `",
   "candidate": "candidate", "image": "` + image + `", "command": ["cleanroom", "room", "drive"],
   "runtime_class": "gvisor", "allow": ["203.0.113.7:443", "[2001:db8::1]:8443"],
   "limits": {"cpu": "2", "memory": "4Gi", "ephemeral_storage": "2Gi", "deadline_seconds": 3600},
@@ -186,7 +186,7 @@ func TestPlanJobAndPolicy(t *testing.T) {
 		claim               string
 	}{
 		{"blind-model-a.yaml", "gvisor", "blind",
-			map[string]string{AnnotationSrel: hexA, AnnotationBpkg: hexB, AnnotationCandidate: "candidate"},
+			map[string]string{AnnotationSrel: "srel-" + hexA, AnnotationBpkg: "bpkg-" + hexB, AnnotationCandidate: "candidate"},
 			[]string{"203.0.113.7/32 443", "2001:db8::1/128 8443"}, "2", "4Gi", 3600, "cleanroom-results"},
 		{"amber-case-1.yaml", "runc", "amber",
 			map[string]string{AnnotationCaseManifest: hexC, AnnotationCandidate: "acme/model-7"},
@@ -307,7 +307,7 @@ func TestPlanJobAndPolicy(t *testing.T) {
 // breaks it.
 func TestParseRunsRefusals(t *testing.T) {
 	good := func() *evidence.Object {
-		o, err := evidence.ReadObject([]byte(`{"name": "r1", "kind": "blind", "srel": "` + hexA + `", "bpkg": "` + hexB + `",
+		o, err := evidence.ReadObject([]byte(`{"name": "r1", "kind": "blind", "srel": "srel-` + hexA + `", "bpkg": "bpkg-` + hexB + `",
  "candidate": "c", "image": "` + image + `", "command": ["x"], "runtime_class": "runc", "allow": [],
  "limits": {"cpu": "1", "memory": "1Gi", "ephemeral_storage": "1Gi", "deadline_seconds": 60}}`))
 		if err != nil {
@@ -338,8 +338,10 @@ func TestParseRunsRefusals(t *testing.T) {
 		{name: "long name", edit: func(o *evidence.Object) { o.Set("name", strings.Repeat("a", 64)) }, rule: ErrName, pointer: "/0/name"},
 		{name: "unknown kind", edit: func(o *evidence.Object) { o.Set("kind", "green") }, rule: ErrKind, pointer: "/0/kind"},
 		{name: "blind with a case", edit: func(o *evidence.Object) { o.Set("case_manifest_sha256", hexC) }, rule: ErrKind, pointer: "/0/case_manifest_sha256"},
-		{name: "short srel", edit: func(o *evidence.Object) { o.Set("srel", hexA[:63]) }, rule: ErrIdentity, pointer: "/0/srel"},
-		{name: "uppercase bpkg", edit: func(o *evidence.Object) { o.Set("bpkg", strings.ToUpper(hexB)) }, rule: ErrIdentity, pointer: "/0/bpkg"},
+		{name: "short srel", edit: func(o *evidence.Object) { o.Set("srel", "srel-"+hexA[:63]) }, rule: ErrIdentity, pointer: "/0/srel"},
+		{name: "uppercase bpkg", edit: func(o *evidence.Object) { o.Set("bpkg", "bpkg-"+strings.ToUpper(hexB)) }, rule: ErrIdentity, pointer: "/0/bpkg"},
+		{name: "bare srel", edit: func(o *evidence.Object) { o.Set("srel", hexA) }, rule: ErrIdentity, pointer: "/0/srel"},
+		{name: "srel as bpkg", edit: func(o *evidence.Object) { o.Set("bpkg", "srel-"+hexB) }, rule: ErrIdentity, pointer: "/0/bpkg"},
 		{name: "image by tag", edit: func(o *evidence.Object) { o.Set("image", "registry.example/cleanroom:latest") }, rule: ErrImage, pointer: "/0/image"},
 		{name: "empty command", edit: func(o *evidence.Object) { o.Set("command", []any{}) }, rule: ErrCommand, pointer: "/0/command"},
 		{name: "runtime class", edit: func(o *evidence.Object) { o.Set("runtime_class", "kata") }, rule: ErrRuntimeClass, pointer: "/0/runtime_class"},

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -113,6 +114,7 @@ var (
 	requiredMembers = []string{"name", "kind", "candidate", "image", "command", "runtime_class", "limits"}
 	limitMembers    = []string{"cpu", "memory", "ephemeral_storage", "deadline_seconds"}
 	kindMembers     = map[string][]string{KindBlind: {"srel", "bpkg"}, KindAmber: {"case_manifest_sha256"}}
+	identityPrefix  = map[string]string{"srel": experiment.SrelPrefix, "bpkg": pkgwalk.IDPrefix, "case_manifest_sha256": ""}
 )
 
 // ParseRuns reads a run list (a JSON array of run objects) through the
@@ -203,8 +205,11 @@ func parseRun(v any, file, ptr string) (Run, error) {
 		if err != nil {
 			return Run{}, err
 		}
-		if !reHex64.MatchString(s) {
-			return refuse(n, ErrIdentity, "%q is not 64 lowercase hex digits", s)
+		// The identities as their records write them: srel-<hex>,
+		// bpkg-<hex>, and the case manifest's bare sha256.
+		prefix := identityPrefix[n]
+		if !strings.HasPrefix(s, prefix) || !reHex64.MatchString(s[len(prefix):]) {
+			return refuse(n, ErrIdentity, "%q: want %q followed by 64 lowercase hex digits", s, prefix)
 		}
 		switch n {
 		case "srel":

@@ -1,0 +1,263 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom"
+	"github.com/cleanroom-dev/cleanroom/amber"
+	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/sign"
+	"golang.org/x/crypto/ssh"
+)
+
+// revealedWorld makes, with the experiment API, what a blind run's Job
+// leaves under /results: the project's synthetic world with a release
+// issued and a run pinned, frozen and revealed. It returns the world root
+// and the run's srel and bpkg as the record holds them.
+func revealedWorld(t *testing.T, dir string) (srel, bpkg string) {
+	t.Helper()
+	ctx := context.Background()
+	sub, err := fs.Sub(cleanroom.World, "testdata/world")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(dir, sub); err != nil {
+		t.Fatal(err)
+	}
+	// embed.FS keeps no mode bits; the candidate is executed.
+	if err := os.Chmod(filepath.Join(dir, "implementer/tally-candidate"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := experiment.OpenWorld(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is, err := experiment.IssueRelease(w.PackageDir(), experiment.IssueOptions{
+		SpecRevision: 1, ExperimentRevision: 1, PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(w.StateDir(), "reference-adapter.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := experiment.ParseAdapterSpec(b, "governance/reference-adapter.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin, err := experiment.Pin(ctx, w, experiment.PinOptions{Reference: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.Freeze(ctx, w, experiment.FreezeOptions{Implementation: "candidate",
+		Files: []string{"implementer/tally-candidate"}, Binary: "implementer/tally-candidate",
+		Toolchain: "node", Model: "scripted-implementer", ToolVersion: "fleet-test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.Reveal(ctx, w, experiment.RevealOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if pin.Record.SpecReleaseID != is.ID {
+		t.Fatalf("pinned srel %s, issued %s", pin.Record.SpecReleaseID, is.ID)
+	}
+	return is.ID, pin.Record.BlindPackageID
+}
+
+// signedRecord writes what an AMBER run's Job leaves under /results: a run
+// record signed with the producer key (amber.WriteRecord).
+func signedRecord(t *testing.T, dir string, signer *sign.Signer, manifest string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &amber.RunRecord{
+		Type: amber.RecordType, CaseID: "A-fleet-0001", ManifestSHA256: manifest,
+		IndexVersion: 1, IndexRoot: strings.Repeat("A", 43) + "=",
+		RetirementCheck: amber.RetirementCheck{State: "active", CheckedAt: "2026-01-10T00:00:00Z"},
+		Candidate:       amber.Candidate{Provider: "acme", Model: "model-7"},
+		Scores:          map[string]float64{"pass": 1},
+		TerminalState:   amber.StateValidSuccess,
+		Artifacts:       []amber.Artifact{},
+		StartedUTC:      "2026-01-10T00:00:00Z", FinishedUTC: "2026-01-10T00:01:00Z",
+		Comparability: amber.Comparability{SpecSHA256: hexA, CutoffUTC: "2026-01-01T00:00:00Z", BaseBundleSHA256: hexB,
+			OraclePackSHA256: hexC, GitVersion: "2.47", BundleFormatVersion: "v2", HashAlgorithm: "sha1"},
+		IndexProof: amber.ProofHeader + "\nindex 0\n",
+		Reason:     "scripted",
+	}
+	if _, err := amber.WriteRecord(dir, r, signer); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func keyPair(t *testing.T, dir, name string) (*sign.Signer, ssh.PublicKey) {
+	t.Helper()
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("ssh-keygen is not installed (Debian package openssh-client)")
+	}
+	p := filepath.Join(dir, name)
+	if err := sign.GenerateKeyWithComment(p, name); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sign.LoadSigner(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, s.PublicKey()
+}
+
+// copyTree copies a results tree as a cluster volume would hand it back.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dst, "implementer/tally-candidate"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Collect on a synthetic results tree: the honest runs verify, every other
+// one is refused by the rule it breaks, and nothing is collected twice.
+func TestCollect(t *testing.T) {
+	tmp := t.TempDir()
+	from := filepath.Join(tmp, "from")
+	world := filepath.Join(from, "blind-good")
+	if err := os.MkdirAll(from, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srel, bpkg := revealedWorld(t, world)
+	signer, _ := keyPair(t, tmp, "producer")
+	other, _ := keyPair(t, tmp, "other")
+
+	// Results as the Jobs would leave them.
+	copyTree(t, world, filepath.Join(from, "blind-other-release"))
+	copyTree(t, world, filepath.Join(from, "blind-tampered"))
+	rec := filepath.Join(from, "blind-tampered", "governance", "blind-run.json")
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rec, []byte(strings.Replace(string(b), `"REVEALED"`, `"COMPLETE"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, world, filepath.Join(from, "blind-linked-file"))
+	if err := os.Symlink("/etc/passwd", filepath.Join(from, "blind-linked-file", "governance", "notes")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(world, filepath.Join(from, "blind-linked-dir")); err != nil {
+		t.Fatal(err)
+	}
+	signedRecord(t, filepath.Join(from, "amber-good"), signer, hexC)
+	signedRecord(t, filepath.Join(from, "amber-other-case"), signer, hexA)
+	signedRecord(t, filepath.Join(from, "amber-other-key"), other, hexC)
+
+	blind := func(name, srel string) Run {
+		return Run{Name: name, Kind: KindBlind, Srel: srel, Bpkg: bpkg, Candidate: "candidate"}
+	}
+	am := func(name string) Run {
+		return Run{Name: name, Kind: KindAmber, CaseManifestSHA256: hexC, Candidate: "acme/model-7"}
+	}
+	cases := []struct {
+		run     Run
+		verdict string
+		rule    error
+		status  string
+	}{
+		{blind("blind-good", srel), Verified, nil, "REVEALED"},
+		{blind("blind-other-release", "srel-"+hexA), Refused, ErrIdentityMismatch, "REVEALED"},
+		{blind("blind-tampered", srel), Refused, ErrNotVerified, ""},
+		{blind("blind-linked-file", srel), Refused, ErrResultTree, ""},
+		{blind("blind-linked-dir", srel), Refused, ErrResultTree, ""},
+		{blind("blind-missing", srel), Missing, ErrMissingResult, ""},
+		{am("amber-good"), Verified, nil, amber.StateValidSuccess},
+		{am("amber-other-case"), Refused, ErrIdentityMismatch, amber.StateValidSuccess},
+		{am("amber-other-key"), Refused, ErrNotVerified, ""},
+	}
+	var runs []Run
+	for _, c := range cases {
+		runs = append(runs, c.run)
+	}
+	into := filepath.Join(tmp, "results")
+	rep, err := Collect(context.Background(), runs, from, into, CollectOptions{AmberPub: signer.PublicKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != len(cases) {
+		t.Fatalf("%d runs reported, want %d", len(rep.Runs), len(cases))
+	}
+	for i, c := range cases {
+		got := rep.Runs[i]
+		t.Run(c.run.Name, func(t *testing.T) {
+			t.Logf("%s %s %v", got.Verdict, got.Status, got.Problems)
+			if got.Name != c.run.Name || got.Verdict != c.verdict {
+				t.Errorf("%s: verdict %s, want %s; problems %v", got.Name, got.Verdict, c.verdict, got.Problems)
+			}
+			if c.rule == nil && len(got.Errs) != 0 {
+				t.Errorf("problems %v", got.Problems)
+			}
+			if c.rule != nil && !errorsAny(got.Errs, c.rule) {
+				t.Errorf("problems %v, want %v", got.Problems, c.rule)
+			}
+			if c.status != "" && got.Status != c.status {
+				t.Errorf("status %q, want %q", got.Status, c.status)
+			}
+			_, err := os.Lstat(filepath.Join(into, c.run.Name))
+			copied := c.rule == nil || errors.Is(c.rule, ErrIdentityMismatch) || errors.Is(c.rule, ErrNotVerified)
+			if copied != (err == nil) {
+				t.Errorf("collected dir present = %v, want %v", err == nil, copied)
+			}
+		})
+	}
+	if rep.OK() {
+		t.Error("the report is OK with refused runs in it")
+	}
+	// The collected world verifies as run verify sees it: from its new place.
+	if w, err := experiment.OpenWorld(filepath.Join(into, "blind-good")); err != nil {
+		t.Error(err)
+	} else if v, err := experiment.Verify(context.Background(), w, experiment.VerifyOptions{}); err != nil || !v.OK() {
+		t.Errorf("collected world: %v %v", err, v.Problems())
+	}
+	// Nothing is collected twice or merged into.
+	again, err := Collect(context.Background(), runs[:1], from, into, CollectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errorsAny(again.Runs[0].Errs, ErrCollected) {
+		t.Errorf("second collection: %v", again.Runs[0].Problems)
+	}
+	// Without the producer key an AMBER record is not taken on trust.
+	into2 := filepath.Join(tmp, "results2")
+	nokey, err := Collect(context.Background(), []Run{am("amber-good")}, from, into2, CollectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errorsAny(nokey.Runs[0].Errs, ErrNoKey) {
+		t.Errorf("no key: %v", nokey.Runs[0].Problems)
+	}
+	ents, _ := os.ReadDir(into)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	want := []string{"amber-good", "amber-other-case", "amber-other-key", "blind-good", "blind-other-release", "blind-tampered"}
+	if !slices.Equal(names, want) {
+		t.Errorf("results dir holds %v, want %v (a refused tree copied, or a temporary directory left?)", names, want)
+	}
+}
+
+func errorsAny(errs []error, rule error) bool {
+	for _, e := range errs {
+		if errors.Is(e, rule) {
+			return true
+		}
+	}
+	return false
+}
