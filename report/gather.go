@@ -35,128 +35,154 @@ type Options struct {
 
 // Report is everything a run report shows, gathered from the world.
 type Report struct {
-	World     string
-	Generated time.Time
+	World     string    `json:"world"`
+	Generated time.Time `json:"generated"`
 
-	RunID, PreviousRunID string
-	Status               string
-	SpecReleaseID        string
-	BlindPackageID       string
-	InstrumentDigest     string
-	HoldoutCommitment    string
-	HoldoutEntries       int
+	RunID             string `json:"run_id"`
+	PreviousRunID     string `json:"previous_run_id"`
+	Status            string `json:"status"`
+	SpecReleaseID     string `json:"spec_release_id"`
+	BlindPackageID    string `json:"blind_package_id"`
+	InstrumentDigest  string `json:"instrument_digest"`
+	HoldoutCommitment string `json:"holdout_commitment"`
+	HoldoutEntries    int    `json:"holdout_entries"`
 
-	Verified bool
-	Checks   []Check
-	Timeline []Event
+	Verified bool    `json:"verified"`
+	Checks   []Check `json:"checks"`
+	Timeline []Event `json:"timeline"`
 
-	Subjects   []Subject
-	Challenges []ChallengeRow
-	Predicates []PredicateRow
-	Interop    *InteropView
-	Findings   []Finding
-	Room       *Room
+	Subjects   []Subject      `json:"subjects"`
+	Challenges []ChallengeRow `json:"challenges"`
+	Predicates []PredicateRow `json:"predicates"`
+	Interop    *InteropView   `json:"interop"`
+	Findings   []Finding      `json:"findings"`
+	Room       *Room          `json:"room"`
 
 	// Notes say what could not be read or shown, and why.
-	Notes []string
+	Notes []string `json:"notes"`
 }
 
 // Check is one verification check.
 type Check struct {
-	Name, Skipped string
-	OK            bool
-	Problems      []string
+	Name     string   `json:"name"`
+	Skipped  string   `json:"skipped"`
+	OK       bool     `json:"ok"`
+	Problems []string `json:"problems"`
 }
 
 // Event is one receipt of the chain, oldest first.
 type Event struct {
-	Status, RunID, Receipt, SHA256, Note string
-	Time                                 time.Time
-	Admitted                             []string
+	Status   string    `json:"status"`
+	RunID    string    `json:"run_id"`
+	Receipt  string    `json:"receipt"`
+	SHA256   string    `json:"sha256"`
+	Note     string    `json:"note"`
+	Time     time.Time `json:"time"`
+	Admitted []string  `json:"admitted"`
 }
 
 // Subject is one frozen implementation and its score.
 type Subject struct {
-	Implementation, Role   string
-	PackageDigest          string
-	BinaryDigest, Binary   string
-	Toolchain, Model, Tool string
-	Observation            string // receipts-relative archive file, "" if none
-	ObservationSHA256      string
-	Scored                 bool
-	Refused                string // the scorer's refusal of the document
-	Total, Pass, Fail, Unr int
-	Missing                []string
-	Verdict                string
-	ResultPredicates       *experiment.Predicates // as the RESULT records them
-	resultsByChallenge     map[string][]holdout.Result
-	missingSet             map[string]bool
+	Implementation     string                 `json:"implementation"`
+	Role               string                 `json:"role"`
+	PackageDigest      string                 `json:"package_digest"`
+	BinaryDigest       string                 `json:"binary_digest"`
+	Binary             string                 `json:"binary"`
+	Toolchain          string                 `json:"toolchain"`
+	Model              string                 `json:"model"`
+	Tool               string                 `json:"tool"`
+	Observation        string                 `json:"observation"` // receipts-relative archive file, "" if none
+	ObservationSHA256  string                 `json:"observation_sha256"`
+	Scored             bool                   `json:"scored"`
+	Refused            string                 `json:"refused"` // the scorer's refusal of the document
+	Total              int                    `json:"total"`
+	Pass               int                    `json:"pass"`
+	Fail               int                    `json:"fail"`
+	Unr                int                    `json:"unresolved"`
+	Missing            []string               `json:"missing"`
+	Verdict            string                 `json:"verdict"`
+	ResultPredicates   *experiment.Predicates `json:"result_predicates"` // as the RESULT records them
+	resultsByChallenge map[string][]holdout.Result
+	missingSet         map[string]bool
 }
 
 // ChallengeRow is one challenge's tally per implementation (Subjects order).
 type ChallengeRow struct {
-	ID    string
-	Cells []string
-	Class []string // outcome class of each cell (pass, fail, unresolved, missing)
+	ID    string   `json:"id"`
+	Cells []string `json:"cells"`
+	Class []string `json:"class"` // outcome class of each cell (pass, fail, unresolved, missing)
 }
 
 // PredicateRow is one predicate's outcome per implementation.
 type PredicateRow struct {
-	Challenge string
-	Index     int
-	Op, Path  string
-	Outcomes  []string
-	Details   []string
+	Challenge string   `json:"challenge"`
+	Index     int      `json:"index"`
+	Op        string   `json:"op"`
+	Path      string   `json:"path"`
+	Outcomes  []string `json:"outcomes"`
+	Details   []string `json:"details"`
 }
 
 // InteropView is the interop comparison of the archived documents.
 type InteropView struct {
-	Measured     bool
-	Verdict      string
-	Unclassified int
-	Pairs        []Pair
+	Measured     bool   `json:"measured"`
+	Verdict      string `json:"verdict"`
+	Unclassified int    `json:"unclassified"`
+	Pairs        []Pair `json:"pairs"`
 }
 
 // Pair is the differences between two implementations, side by side.
 type Pair struct {
-	A, B        string
-	Differences []Difference
+	A           string       `json:"a"`
+	B           string       `json:"b"`
+	Differences []Difference `json:"differences"`
 }
 
 // Difference is one path where two documents disagree.
 type Difference struct {
-	Path, A, B    string
-	FindingID     string
-	Class, Ruling string
+	Path      string `json:"path"`
+	A         string `json:"a"`
+	B         string `json:"b"`
+	FindingID string `json:"finding_id"`
+	Class     string `json:"class"`
+	Ruling    string `json:"ruling"`
 }
 
 // Finding is one entry of the findings register with its classification.
 type Finding struct {
-	ID, RunID, Path        string
-	A, AValue, B, BValue   string
-	Class, Ruling          string
-	OpenedIn, ClassifiedIn string
+	ID           string `json:"id"`
+	RunID        string `json:"run_id"`
+	Path         string `json:"path"`
+	A            string `json:"a"`
+	AValue       string `json:"a_value"`
+	B            string `json:"b"`
+	BValue       string `json:"b_value"`
+	Class        string `json:"class"`
+	Ruling       string `json:"ruling"`
+	OpenedIn     string `json:"opened_in"`
+	ClassifiedIn string `json:"classified_in"`
 }
 
 // Room is the clean-room transcript summary.
 type Room struct {
-	File           string
-	BlindPackageID string
-	SealDigest     string
-	ServedFiles    any
-	Calls          int
-	FilesRead      []string
-	RefusedReads   []string
-	FilesWritten   []Written
-	Model, Stop    any
-	Turns          any
+	File           string    `json:"file"`
+	BlindPackageID string    `json:"blind_package_id"`
+	SealDigest     string    `json:"seal_digest"`
+	ServedFiles    any       `json:"served_files"`
+	Calls          int       `json:"calls"`
+	FilesRead      []string  `json:"files_read"`
+	RefusedReads   []string  `json:"refused_reads"`
+	FilesWritten   []Written `json:"files_written"`
+	Model          any       `json:"model"`
+	Stop           any       `json:"stop"`
+	Turns          any       `json:"turns"`
 }
 
 // Written is one file the implementer wrote.
 type Written struct {
-	Path   string
-	Size   any
-	SHA256 string
+	Path   string `json:"path"`
+	Size   any    `json:"size"`
+	SHA256 string `json:"sha256"`
 }
 
 // Gather reads the run of w and everything it witnessed. It fails only when

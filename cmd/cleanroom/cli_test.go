@@ -216,7 +216,9 @@ func TestRunReportCLI(t *testing.T) {
 	code, js, _ := runCLI(t, "run", "report", "--world", w, "--json")
 	var v struct {
 		Status string `json:"status"`
-		Report struct{ RunID string }
+		Report struct {
+			RunID string `json:"run_id"`
+		} `json:"report"`
 	}
 	if code != 0 || json.Unmarshal([]byte(js), &v) != nil || v.Status != "REVEALED" || !strings.HasPrefix(v.Report.RunID, "brun-") {
 		t.Errorf("--json: %d %+v\n%s", code, v, js)
