@@ -224,3 +224,40 @@ func TestRunReportCLI(t *testing.T) {
 		t.Errorf("--json: %d %+v\n%s", code, v, js)
 	}
 }
+
+// TestExitCodes pins the table of docs/exit-codes.md with one invocation
+// per row that needs no namespaces.
+func TestExitCodes(t *testing.T) {
+	w := runWorld(t)
+	out := filepath.Join(t.TempDir(), "exists.md")
+	os.WriteFile(out, []byte("x"), 0o644)
+	rec := filepath.Join(t.TempDir(), "blind-run.json")
+	os.WriteFile(rec, []byte(`{"type":"TRVM-BLIND-IMPLEMENTATION-RUN-v3","type":"x"}`), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"ok", []string{"version"}, 0},
+		{"ok: a check that passes", []string{"release", "verify", filepath.Join(w, "docs/spec/proof-wire"), "--holdout", filepath.Join(w, "governance/holdout")}, 0},
+		{"refused: no run record", []string{"run", "report", "--world", w}, 1},
+		{"refused: a record that breaks the strict reader", []string{"run", "id", rec}, 1},
+		{"unusable: unknown flag", []string{"version", "--frobnicate"}, 2},
+		{"unusable: wrong argument count", []string{"run", "id"}, 2},
+		{"unusable: no such world", []string{"run", "verify", "--world", filepath.Join(w, "absent")}, 2},
+		{"unusable: output exists", []string{"run", "report", "--world", w, "--md", out}, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.name == "unusable: output exists" {
+				if code, _, errs := runCLI(t, "run", "pin", "--world", w, "--reference", filepath.Join(w, "governance/reference-adapter.json")); code != 0 {
+					t.Fatalf("pin: %d %s", code, errs)
+				}
+			}
+			code, stdout, stderr := runCLI(t, c.args...)
+			if code != c.code {
+				t.Errorf("%v: exit %d, want %d\n%s%s", c.args, code, c.code, stdout, stderr)
+			}
+		})
+	}
+}
