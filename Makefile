@@ -18,6 +18,11 @@ test: lint
 demo: build
 	./$(BIN) demo
 
+# Man pages from the command tree (generated, not committed): man/*.1
+.PHONY: man
+man: build
+	rm -rf man && ./$(BIN) man --dir man
+
 # Not part of test/CI: installs its peers, runs every package's Go benchmarks
 # (-count 5, benchstat) and the side-by-side driver, writes BENCHMARKS.md.
 # CLEANROOM_BENCH_LARGE=1 for the issues' full sizes.
