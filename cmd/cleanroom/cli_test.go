@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
 
@@ -259,5 +261,28 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("%v: exit %d, want %d\n%s%s", c.args, code, c.code, stdout, stderr)
 			}
 		})
+	}
+}
+
+// TestDemoReport: the function the demo calls writes both files of the
+// run it is given, and never over existing ones.
+func TestDemoReport(t *testing.T) {
+	w := runWorld(t)
+	var log bytes.Buffer
+	if _, err := runDemoCycle(context.Background(), w, experiment.Environment{Toolchain: "node", Model: "scripted", ToolVersion: "test"}, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	out := t.TempDir()
+	line, err := demoReport(context.Background(), w, out)
+	if err != nil || !strings.HasPrefix(line, "REVEALED brun-") {
+		t.Fatalf("demoReport: %q %v", line, err)
+	}
+	for _, f := range []string{"report.html", "report.md"} {
+		if b, err := os.ReadFile(filepath.Join(out, f)); err != nil || !bytes.Contains(b, []byte("CANDIDATE_FROZEN")) {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if _, err := demoReport(context.Background(), w, out); !errors.Is(err, os.ErrExist) {
+		t.Errorf("a second report into the same directory: %v, want os.ErrExist", err)
 	}
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 
+	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/report"
 	"github.com/spf13/cobra"
 )
@@ -89,4 +92,30 @@ func orEmpty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// demoReport renders the run of the world at worldDir into
+// outDir/report.html and outDir/report.md (created exclusively) and returns
+// the demo's one-line result. The demo calls it after `run complete`.
+func demoReport(ctx context.Context, worldDir, outDir string) (string, error) {
+	w, err := experiment.OpenWorld(worldDir)
+	if err != nil {
+		return "", err
+	}
+	rep, err := report.Gather(ctx, w, report.Options{})
+	if err != nil {
+		return "", err
+	}
+	html, md := filepath.Join(outDir, "report.html"), filepath.Join(outDir, "report.md")
+	if err := report.WriteFile(html, false, rep.HTML); err != nil {
+		return "", err
+	}
+	if err := report.WriteFile(md, false, rep.Markdown); err != nil {
+		return "", err
+	}
+	line := fmt.Sprintf("%s %s: %s and %s", rep.Status, shortHex(rep.RunID), html, md)
+	if rep.Interop != nil {
+		line += fmt.Sprintf(" (interop %s, %d finding(s) in the register)", rep.Interop.Verdict, len(rep.Findings))
+	}
+	return line, nil
 }
