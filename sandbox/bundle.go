@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	"github.com/vishvananda/netns"
 )
 
 // HookRecordName is the file, in the bundle directory, where the
@@ -22,8 +21,10 @@ const HookRecordName = "isolation_check.json"
 // as a createRuntime hook (`<this binary> sandbox hook`), so a runtime
 // that honours hooks does not start a container whose namespace fails the
 // check. exe is the cleanroom binary the hook and the shim run (its
-// absolute path is recorded). Only full isolation can be rendered: the
-// allowlisted egress needs the host-side setup Exec performs.
+// absolute path is recorded). With cfg.Seal the seal probe runs as a
+// second createRuntime hook (`<this binary> sandbox seal-hook`, see
+// RunSealHook). Only full isolation can be rendered: the allowlisted
+// egress needs the host-side setup Exec performs.
 func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -32,8 +33,8 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 	if len(cfg.Allow) > 0 {
 		return nil, fmt.Errorf("%w: an OCI bundle can express only full isolation (--net none)", ErrConfig)
 	}
-	if cfg.PackageEmit != nil || cfg.Seal != nil {
-		return nil, fmt.Errorf("%w: the sealed package view and the seal probe are established by exec, not by a bundle", ErrConfig)
+	if cfg.PackageEmit != nil {
+		return nil, fmt.Errorf("%w: the sealed package view is established by exec, not by a bundle", ErrConfig)
 	}
 	if !filepath.IsAbs(exe) {
 		return nil, fmt.Errorf("%w: binary path %q is not absolute", ErrConfig, exe)
@@ -62,6 +63,9 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 		Path: exe,
 		Args: []string{exe, "sandbox", "hook", "--record", filepath.Join(dir, HookRecordName)},
 	}}}
+	if cfg.Seal != nil {
+		spec.Hooks.CreateRuntime = append(spec.Hooks.CreateRuntime, sealHook(exe, dir, *cfg.Seal, cfg.Control))
+	}
 	b, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("config.json: %w", err)
@@ -90,16 +94,9 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 // and returns ErrIsolation unless the isolation is enforced — a non-zero
 // hook exit makes the runtime abort the start.
 func RunHook(r io.Reader, record string) (*IsolationCheck, error) {
-	var st specs.State
-	if err := json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&st); err != nil {
-		return nil, fmt.Errorf("%w: reading the OCI state: %v", ErrConfig, err)
-	}
-	if st.Pid <= 0 {
-		return nil, fmt.Errorf("%w: the OCI state has no pid", ErrConfig)
-	}
-	ns, err := netns.GetFromPid(st.Pid)
+	ns, err := containerNetNS(r)
 	if err != nil {
-		return nil, fmt.Errorf("the container's network namespace: %w", err)
+		return nil, err
 	}
 	defer ns.Close()
 	rec, err := CheckIsolation(ns, Expectation{})
@@ -107,20 +104,8 @@ func RunHook(r io.Reader, record string) (*IsolationCheck, error) {
 		return nil, err
 	}
 	if record != "" {
-		b, err := json.Marshal(rec)
-		if err != nil {
+		if err := writeRecordExclusive(record, rec); err != nil {
 			return rec, err
-		}
-		f, err := os.OpenFile(record, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return rec, fmt.Errorf("hook record: %w", err)
-		}
-		_, werr := f.Write(append(b, '\n'))
-		if err := f.Close(); werr == nil {
-			werr = err
-		}
-		if werr != nil {
-			return rec, fmt.Errorf("hook record: %w", werr)
 		}
 	}
 	if !rec.Enforced {

@@ -131,7 +131,6 @@ func TestBundleRefusals(t *testing.T) {
 		cfg  Config
 	}{
 		{"allowlist", Config{Args: []string{"/bin/true"}, Allow: []Endpoint{{Addr: sealed.Addr(), Port: 80}}}},
-		{"seal probe", Config{Args: []string{"/bin/true"}, Seal: sealed}},
 		{"sealed package", Config{Args: []string{"/bin/true"}, PackageEmit: func(string) error { return nil }}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

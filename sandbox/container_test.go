@@ -50,6 +50,10 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// `sandbox seal-hook …` is the bundle's seal probe hook.
+	if len(os.Args) > 2 && os.Args[1] == "sandbox" && os.Args[2] == "seal-hook" {
+		os.Exit(sealHookMain(os.Args[3:]))
+	}
 	// `tamper-hook` adds a second link to the container's namespace.
 	if len(os.Args) == 2 && os.Args[1] == "tamper-hook" {
 		os.Exit(tamperHook())

@@ -368,10 +368,13 @@ capabilities, no_new_privs, rlimits, cgroup limits, masked paths) and the
 rootfs layout. The runtime creates the network namespace; the mechanism
 check runs as a createRuntime hook ("cleanroom sandbox hook"), so a runtime
 that honours hooks refuses to start a container whose namespace fails it,
-and the hook's record is written to DIR/isolation_check.json. Only full
-isolation (--net none) can be rendered; the sealed package (--package-id)
-and the seal probe (--sealed) are established by exec only. The bundle
-refers to this binary and to the host paths by absolute path.`,
+and the hook's record is written to DIR/isolation_check.json. With --sealed
+(and --control) the seal probe runs as a second createRuntime hook
+("cleanroom sandbox seal-hook") from the container's network namespace,
+its record in DIR/seal_probe.json; a probe that does not pass stops the
+start. Only full isolation (--net none) can be rendered; the sealed package
+(--package-id) is established by exec only. The bundle refers to this
+binary and to the host paths by absolute path.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {

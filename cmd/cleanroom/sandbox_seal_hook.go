@@ -1,0 +1,54 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/cleanroom-dev/cleanroom/sandbox"
+	"github.com/spf13/cobra"
+)
+
+func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxSealHookCmd) }
+
+// newSandboxSealHookCmd is the bundle's second createRuntime hook: the
+// seal probe from the container's network namespace.
+func newSandboxSealHookCmd() *cobra.Command {
+	var sealed, control, record string
+	c := &cobra.Command{
+		Use:    "seal-hook --sealed IP:PORT [--control IP:PORT] [--record FILE]",
+		Short:  "OCI createRuntime hook: the seal probe from the container's network namespace (state on stdin)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := sandbox.ProbeConfig{}
+			var err error
+			if cfg.Sealed, err = netip.ParseAddrPort(sealed); err != nil {
+				return usageErr(fmt.Errorf("--sealed %q: want IP:PORT: %w", sealed, err))
+			}
+			if control != "" {
+				ap, err := netip.ParseAddrPort(control)
+				if err != nil {
+					return usageErr(fmt.Errorf("--control %q: want IP:PORT: %w", control, err))
+				}
+				cfg.Control = &ap
+			}
+			res, err := sandbox.RunSealHook(cmd.Context(), cmd.InOrStdin(), cfg, record)
+			if res != nil {
+				printProbe(cmd.ErrOrStderr(), res)
+			}
+			switch {
+			case errors.Is(err, sandbox.ErrSealProbe):
+				return refusedErr(err)
+			case err != nil:
+				return usageErr(err)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&sealed, "sealed", "", "the sealed IP:PORT that must not answer")
+	c.Flags().StringVar(&control, "control", "", "positive control IP:PORT that must be reachable")
+	c.Flags().StringVar(&record, "record", "", "write the seal_probe record here (create-exclusive)")
+	_ = c.MarkFlagRequired("sealed")
+	return c
+}
