@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,8 +16,10 @@ import (
 	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
 )
 
@@ -40,6 +43,10 @@ func (env *demoEnv) holdout() string { return filepath.Join(env.world, "governan
 type demoStage struct {
 	name string
 	run  func(ctx context.Context, env *demoEnv) (string, error)
+	// isolated marks a stage that needs namespaces, cgroups and nf_tables
+	// (the clean room, the sandbox): where the kernel cannot provide them
+	// the demo stops before it, naming the missing piece.
+	isolated bool
 }
 
 type demoStageResult struct {
@@ -71,7 +78,15 @@ artifacts stay in the output directory (a fresh temporary directory unless
 			}
 			var results []demoStageResult
 			start := time.Now()
+			// Asked once, before anything runs: can this machine isolate?
+			_, isolationErr := sandbox.CheckKernel()
 			for i, st := range demoStages() {
+				if st.isolated && isolationErr != nil {
+					if !jsonOutput(cmd) {
+						fmt.Fprintf(w, "  %2d %-34s NOT RUN\n", i+1, st.name)
+					}
+					return usageErr(fmt.Errorf("demo stopped before %q: this machine cannot create the isolation it needs: %w (run as root, or see `cleanroom sandbox check`); artifacts so far in %s", st.name, isolationErr, out))
+				}
 				t0 := time.Now()
 				res, err := st.run(cmd.Context(), env)
 				ms := float64(time.Since(t0).Microseconds()) / 1000
@@ -109,24 +124,28 @@ func demoOutDir(flag string) (string, error) {
 
 func demoStages() []demoStage {
 	return []demoStage{
-		{"evidence self-test", demoEvidenceSelfTest},
-		{"canonicalise a bundled document", demoCanonicalise},
-		{"copy the synthetic world", demoCopyWorld},
-		{"issue and verify the release", func(_ context.Context, env *demoEnv) (string, error) {
+		{name: "evidence self-test", run: demoEvidenceSelfTest},
+		{name: "canonicalise a bundled document", run: demoCanonicalise},
+		{name: "copy the synthetic world", run: demoCopyWorld},
+		{name: "issue and verify the release", run: func(_ context.Context, env *demoEnv) (string, error) {
 			return demoIssueRelease(env, env.pkg(), env.holdout())
 		}},
-		{"package walk, emit, verify", func(ctx context.Context, env *demoEnv) (string, error) {
+		{name: "package walk, emit, verify", run: func(ctx context.Context, env *demoEnv) (string, error) {
 			return demoPackage(ctx, env.pkg(), env.holdout(), env.out)
 		}},
-		{"pin the run", demoPin},
-		{"freeze the candidate", demoFreeze},
-		{"reveal the holdout", demoReveal},
-		{"score both adapters in the sandbox", demoMeasure},
-		{"classify the interop findings", demoClassify},
-		{"complete the run", demoComplete},
-		{"verify the run from its archive", demoVerifyRun},
-		{"candidate sandbox", demoSandbox},
-		{"AMBER case (build, index, run, record)", demoAmberStage},
+		{name: "pin the run", run: demoPin},
+		{name: "clean room: scripted implementer", run: demoRoom, isolated: true},
+		{name: "freeze the candidate", run: demoFreeze},
+		{name: "reveal the holdout", run: demoReveal},
+		{name: "score both adapters in the sandbox", run: demoMeasure, isolated: true},
+		{name: "classify the interop findings", run: demoClassify},
+		{name: "complete the run", run: demoComplete},
+		{name: "verify the run from its archive", run: demoVerifyRun},
+		{name: "run report (HTML + Markdown)", run: func(ctx context.Context, env *demoEnv) (string, error) {
+			return demoReport(ctx, env.world, env.out)
+		}},
+		{name: "candidate sandbox", run: demoSandbox, isolated: true},
+		{name: "AMBER case (build, index, run, record)", run: demoAmberStage},
 	}
 }
 
@@ -183,6 +202,74 @@ func demoPin(ctx context.Context, env *demoEnv) (string, error) {
 	}
 	return fmt.Sprintf("%s PINNED (reference %s)", t.RunID, ref.Implementation), nil
 }
+
+// demoRoom opens the clean room on the pinned package and drives a scripted
+// implementer through it over MCP: it lists the package, reads the contract
+// and the specification, tries to read outside the package (refused), and
+// writes its candidate into a fresh workspace — the bytes the world's
+// implementer/tally-candidate holds, standing in for what a model would
+// write.
+func demoRoom(ctx context.Context, env *demoEnv) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	candidate, err := os.ReadFile(filepath.Join(env.world, "implementer", "tally-candidate"))
+	if err != nil {
+		return "", err
+	}
+	transcript := filepath.Join(env.out, "clean-room-transcript.jsonl")
+	server := exec.Command(exe, "room", "serve", "--world", env.world,
+		"--workspace", filepath.Join(env.world, demoWorkspace), "--transcript", transcript)
+	results, err := harness.RunScript(ctx, server, []harness.ScriptCall{
+		{Tool: "list_files", Args: map[string]any{}},
+		{Tool: "read_file", Args: map[string]any{"path": "experiment/BLIND-IMPLEMENTATION-CONTRACT.md"}},
+		{Tool: "read_file", Args: map[string]any{"path": "TOY-TALLY-v1.md"}},
+		{Tool: "read_file", Args: map[string]any{"path": "../../../governance/holdout/INDEX.json"}},
+		{Tool: "write_source", Args: map[string]any{"path": "tally-candidate", "content": string(candidate)}},
+	})
+	if err != nil {
+		return "", err
+	}
+	if !results[3].IsError {
+		return "", fmt.Errorf("the room served a path outside the package")
+	}
+	for i, r := range results {
+		if i != 3 && r.IsError {
+			return "", fmt.Errorf("%s refused: %s", r.Tool, r.Text)
+		}
+	}
+	b, err := os.ReadFile(transcript)
+	if err != nil {
+		return "", err
+	}
+	doc, err := harness.ReadTranscript(b)
+	if err != nil {
+		return "", err
+	}
+	// The workspace file becomes the frozen binary: it must be executable.
+	if err := os.Chmod(filepath.Join(env.world, demoWorkspace, "tally-candidate"), 0o755); err != nil {
+		return "", err
+	}
+	env.ids["candidate_binary"] = demoWorkspace + "/tally-candidate"
+	count := func(name string) int {
+		v, _ := doc.Get(name)
+		switch x := v.(type) {
+		case []any:
+			return len(x)
+		case *evidence.Object:
+			return x.Len()
+		}
+		return 0
+	}
+	seal, _ := doc.Get("seal_digest")
+	return fmt.Sprintf("seal %v: %d files read, %d refused read, %d written (transcript %s)",
+		shortHex(fmt.Sprint(seal)), count("files_read"), count("refused_reads"), count("files_written"), filepath.Base(transcript)), nil
+}
+
+// demoWorkspace is where the implementer's workspace is created, relative to
+// the world: a new directory the room makes, outside the package.
+const demoWorkspace = "implementer-workspace"
 
 func demoFreeze(ctx context.Context, env *demoEnv) (string, error) {
 	w, err := demoOpenWorld(env)

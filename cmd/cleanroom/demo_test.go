@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+)
+
+// TestDemo runs `cleanroom demo` as a user does and checks the story it
+// tells: every stage ran, the finding was caught before completion, the run
+// completed and verified, and only the output directory was written.
+func TestDemo(t *testing.T) {
+	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
+		t.Skipf("cannot create mount+network namespaces here (the demo's clean room and sandbox need them): %v", err)
+	}
+	bin := roomBinary(t)
+	parent := t.TempDir()
+	out := filepath.Join(parent, "demo")
+	tmp := t.TempDir()
+	cmd := exec.Command(bin, "demo", "--out", out)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, b)
+	}
+	text := string(b)
+	for _, st := range demoStages() {
+		if !strings.Contains(text, st.name) {
+			t.Errorf("stage %q missing from the output", st.name)
+		}
+	}
+	for _, want := range []string{
+		"both claims proved",
+		"symlink and empty directory refused",
+		"1 refused read",
+		"2 interop finding(s) at H4.candidate, H4.refusal_set block completion",
+		"COMPLETE: every check passed",
+		"CapEff:0000000000000000 NoNewPrivs:1",
+		"record verified by value",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	// The run the demo completed is recorded as COMPLETE in its world.
+	rec, err := evidence.ReadFile(filepath.Join(out, "world", "governance", "blind-run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := rec.(*evidence.Object).Get("status"); st != "COMPLETE" {
+		t.Errorf("record status %v, want COMPLETE", st)
+	}
+	for _, f := range []string{"report.html", "report.md", "clean-room-transcript.jsonl"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("artifact %s: %v", f, err)
+		}
+	}
+	// Nothing but the output directory: the parent holds only it, and the
+	// demo's TMPDIR is left empty.
+	if ents, _ := os.ReadDir(parent); len(ents) != 1 {
+		t.Errorf("parent of --out holds %d entries, want only the output directory", len(ents))
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the demo left %v in TMPDIR", names)
+	}
+}
+
+// TestDemoOutMustBeNew: the demo never writes into an existing directory.
+func TestDemoOutMustBeNew(t *testing.T) {
+	code, _, stderr := runCLI(t, "demo", "--out", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, "writes only into a directory it creates") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
