@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/harness"
@@ -57,6 +58,10 @@ type Report struct {
 	Interop    *InteropView   `json:"interop"`
 	Findings   []Finding      `json:"findings"`
 	Room       *Room          `json:"room"`
+	// Measurement is the latest entry of the measurements log taken for
+	// the current run_id (a run not yet COMPLETE); nil if none.
+	Measurement *Measurement `json:"measurement"`
+	Questions   []Question   `json:"questions"`
 
 	// Notes say what could not be read or shown, and why.
 	Notes []string `json:"notes"`
@@ -163,6 +168,37 @@ type Finding struct {
 	ClassifiedIn string `json:"classified_in"`
 }
 
+// Measurement is one entry of the measurements log
+// (CLEANROOM-MEASUREMENT-v1): what `run measure` or a refused `run
+// complete` saw. It is not a result: nothing is archived with it.
+type Measurement struct {
+	File        string            `json:"file"`
+	Status      string            `json:"status"`
+	SelfTest    any               `json:"self_test"`
+	Subjects    []MeasuredSubject `json:"subjects"`
+	InteropLine string            `json:"interop"`
+}
+
+// MeasuredSubject is one subject of a measurement.
+type MeasuredSubject struct {
+	Implementation string `json:"implementation"`
+	State          string `json:"state"`
+	Runner         string `json:"runner"`
+	Sandboxed      bool   `json:"sandboxed"`
+	Predicates     string `json:"predicates"`
+	Reason         string `json:"reason"`
+}
+
+// Question is one entry of the questions log.
+type Question struct {
+	File     string `json:"file"`
+	Revision string `json:"frozen_spec_revision"`
+	Question string `json:"question"`
+	Why      string `json:"why_insufficient"`
+	Ruling   string `json:"ruling"`
+	Class    string `json:"classification"`
+}
+
 // Room is the clean-room transcript summary.
 type Room struct {
 	File           string    `json:"file"`
@@ -218,6 +254,10 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 	}
 	r.gatherFindings(w)
 	r.joinFindings()
+	r.gatherQuestions(w)
+	if rec.Status != experiment.StatusComplete {
+		r.gatherMeasurement(w, rec.RunID)
+	}
 	if opt.Transcript != "" {
 		r.gatherRoom(opt.Transcript)
 	}
@@ -404,7 +444,16 @@ func (r *Report) tabulate(chs []*holdout.Challenge) {
 		for k, p := range c.Predicates() {
 			op, _ := p.Get("op")
 			path, _ := p.Get("path")
-			pr := PredicateRow{Challenge: c.ID, Index: k + 1, Op: str(op), Path: str(path)}
+			where := str(path)
+			if where == "" {
+				// A comparison of two roots (LT, REFUSAL_SET_EQ, …) has no path.
+				left, _ := p.Get("left")
+				right, _ := p.Get("right")
+				if left != nil || right != nil {
+					where = str(left) + " vs " + str(right)
+				}
+			}
+			pr := PredicateRow{Challenge: c.ID, Index: k + 1, Op: str(op), Path: where}
 			for i := range r.Subjects {
 				s := &r.Subjects[i]
 				out, detail := NotScored, ""
@@ -467,6 +516,62 @@ func (r *Report) joinFindings() {
 	}
 	if r.Interop.Measured && r.Interop.Verdict == holdout.Unclassified && r.Interop.Unclassified == 0 {
 		r.Interop.Verdict = "ALL FINDINGS CLASSIFIED"
+	}
+}
+
+func (r *Report) gatherQuestions(w *experiment.World) {
+	es, err := holdout.Questions(w.StateDir())
+	if err != nil {
+		r.note("questions log: %v", err)
+		return
+	}
+	for _, e := range es {
+		rev, _ := e.Value.Get("frozen_spec_revision")
+		r.Questions = append(r.Questions, Question{File: e.File, Revision: str(rev), Question: e.Str("question"),
+			Why: e.Str("why_insufficient"), Ruling: e.Str("ruling"), Class: e.Str("classification")})
+	}
+}
+
+// gatherMeasurement reads the measurements log (adapter's
+// governance/measurements, a holdout.Log) for the latest entry of runID.
+func (r *Report) gatherMeasurement(w *experiment.World, runID string) {
+	es, err := holdout.Log{Dir: filepath.Join(w.StateDir(), adapter.MeasurementsDirName)}.Read()
+	if err != nil {
+		r.note("measurements log governance/%s: %v", adapter.MeasurementsDirName, err)
+		return
+	}
+	for i := len(es) - 1; i >= 0; i-- {
+		e := es[i]
+		if e.Str("run_id") != runID {
+			continue
+		}
+		st, _ := e.Value.Get("self_test")
+		m := &Measurement{File: e.File, Status: e.Str("status"), SelfTest: st}
+		subs, _ := e.Value.Get("subjects")
+		arr, _ := subs.([]any)
+		for _, x := range arr {
+			o, ok := x.(*evidence.Object)
+			if !ok {
+				continue
+			}
+			get := func(k string) any { v, _ := o.Get(k); return v }
+			sb, _ := get("sandboxed").(bool)
+			ms := MeasuredSubject{Implementation: str(get("implementation")), State: str(get("state")), Runner: str(get("runner")),
+				Sandboxed: sb, Reason: str(get("reason"))}
+			if p, ok := get("predicates").(*evidence.Object); ok {
+				g := func(k string) string { v, _ := p.Get(k); return str(v) }
+				ms.Predicates = fmt.Sprintf("%s: %s satisfied, %s unsatisfied, %s unresolved, %s missing", g("total"), g("satisfied"), g("unsatisfied"), g("unresolved"), g("missing"))
+			}
+			m.Subjects = append(m.Subjects, ms)
+		}
+		if io, ok := e.Value.Get("interop"); ok {
+			if o, ok := io.(*evidence.Object); ok {
+				g := func(k string) string { v, _ := o.Get(k); return str(v) }
+				m.InteropLine = fmt.Sprintf("measured %s, %s pair(s), %s finding(s), %s unclassified", g("measured"), g("pairs"), g("findings"), g("unclassified"))
+			}
+		}
+		r.Measurement = m
+		return
 	}
 }
 

@@ -64,6 +64,20 @@ func (r *Report) Markdown(w io.Writer) error {
 	}
 	p("\n")
 
+	if m := r.Measurement; m != nil {
+		p("**Latest measurement** (not a result: nothing is archived until the run is COMPLETE): %s, state %s, self-test %s, interop %s\n\n",
+			code("governance/measurements/"+m.File), text(m.Status), text(val(m.SelfTest)), text(m.InteropLine))
+		p("| implementation | state | runner | predicates | reason |\n|---|---|---|---|---|\n")
+		for _, ms := range m.Subjects {
+			runner := text(ms.Runner)
+			if ms.Runner != "" && !ms.Sandboxed {
+				runner += " (NOT SANDBOXED)"
+			}
+			p("| %s | %s | %s | %s | %s |\n", text(ms.Implementation), text(ms.State), runner, text(ms.Predicates), text(ms.Reason))
+		}
+		p("\n")
+	}
+
 	p("## Interop differences\n\n")
 	if r.Interop == nil {
 		p("Not compared: no archived observations.\n\n")
@@ -98,6 +112,17 @@ func (r *Report) Markdown(w io.Writer) error {
 				entries += ", classified " + code(f.ClassifiedIn)
 			}
 			p("| %s | %s | %s: %s<br>%s: %s | %s | %s | %s |\n", code(f.ID), code(f.Path), text(f.A), code(f.AValue), text(f.B), code(f.BValue), text(class), text(f.Ruling), entries)
+		}
+		p("\n")
+	}
+
+	p("## Questions log\n\n")
+	if len(r.Questions) == 0 {
+		p("No questions were asked.\n\n")
+	} else {
+		p("| entry | revision | question | why the text was not enough | ruling | class |\n|---|---|---|---|---|---|\n")
+		for _, q := range r.Questions {
+			p("| %s | %s | %s | %s | %s | %s |\n", code(q.File), text(q.Revision), text(q.Question), text(q.Why), text(q.Ruling), text(q.Class))
 		}
 		p("\n")
 	}

@@ -201,6 +201,9 @@ func TestReportComplete(t *testing.T) {
 		t.Errorf("%d predicate rows, want 20", len(r.Predicates))
 	}
 	for _, p := range r.Predicates {
+		if p.Challenge == "H3" && p.Index == 5 && p.Path != "candidate.C2.structure.films_below_distinct vs candidate.C2.structure.films_below_by_edge_multiplicity" {
+			t.Errorf("H3 #5 compares two roots; shown as %q", p.Path)
+		}
 		if strings.Join(p.Outcomes, ",") != "pass,pass" {
 			t.Errorf("%s #%d: %v", p.Challenge, p.Index, p.Outcomes)
 		}
@@ -371,4 +374,50 @@ func outsideCode(line string) string {
 		i = end + n
 	}
 	return b.String()
+}
+
+// A run measured but not complete: the latest measurement of this run_id
+// is shown as such (with the unsandboxed runner flagged), the questions log
+// is shown, and nothing pretends to be a result.
+func TestReportMeasuredNotComplete(t *testing.T) {
+	if _, err := adapter.ResolveInterpreter("node"); err != nil {
+		t.Skipf("node is not installed (the synthetic adapters are node scripts): %v", err)
+	}
+	w := revealedWorld(t)
+	ctx := context.Background()
+	if _, err := adapter.MeasureRun(ctx, w, adapter.RunOptions{Runner: adapter.UnsandboxedRunner{}, Timeout: time.Minute, Scratch: t.TempDir()}); err != nil {
+		t.Logf("measure: %v", err)
+	}
+	if _, err := holdout.AskQuestion(w.StateDir(), holdout.Question{FrozenSpecRevision: 1, Question: hostile,
+		WhyInsufficient: "§3 is silent", Ruling: "refused", Classification: "SPEC_GAP"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Gather(ctx, w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.Measurement
+	if m == nil || m.Status != "REVEALED" || len(m.Subjects) != 2 {
+		t.Fatalf("measurement %+v", m)
+	}
+	for _, s := range m.Subjects {
+		if s.State != "MEASURED" || s.Sandboxed || !strings.HasPrefix(s.Predicates, "20: 20 satisfied") {
+			t.Errorf("measured subject %+v", s)
+		}
+	}
+	if len(r.Predicates) != 0 || r.Subjects[0].Scored {
+		t.Errorf("a measurement is not a result: %d predicate rows, scored %v", len(r.Predicates), r.Subjects[0].Scored)
+	}
+	if len(r.Questions) != 1 || r.Questions[0].Question != hostile || r.Questions[0].Class != "SPEC_GAP" {
+		t.Fatalf("questions %+v", r.Questions)
+	}
+	page, md := render(t, r)
+	for _, want := range []string{"Latest measurement", "NOT SANDBOXED", "Questions log", "§3 is silent"} {
+		if !strings.Contains(page, want) || !strings.Contains(md, want) {
+			t.Errorf("HTML or Markdown lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "<script") {
+		t.Errorf("the hostile question reached the page as markup")
+	}
 }
