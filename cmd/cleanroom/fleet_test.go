@@ -61,3 +61,35 @@ func TestFleetCLI(t *testing.T) {
 		t.Errorf("plan file: %v\n%s", err, b)
 	}
 }
+
+// The demo's fleet stage plans the demo's revealed run and collects the
+// world back, verified.
+func TestDemoFleet(t *testing.T) {
+	env := &demoEnv{out: t.TempDir(), ids: map[string]string{}}
+	ctx := t.Context()
+	for _, stage := range []func() (string, error){
+		func() (string, error) { return demoCopyWorld(ctx, env) },
+		func() (string, error) { return demoIssueRelease(env, env.pkg(), env.holdout()) },
+		func() (string, error) { return demoPin(ctx, env) },
+		func() (string, error) { return demoFreeze(ctx, env) },
+		func() (string, error) { return demoReveal(ctx, env) },
+	} {
+		if _, err := stage(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := demoFleet(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "REVEALED") {
+		t.Errorf("demo stage: %s", got)
+	}
+	b, err := os.ReadFile(filepath.Join(env.out, "fleet", "plan", "world.yaml"))
+	if err != nil || !strings.Contains(string(b), env.ids["srel"]) {
+		t.Errorf("plan: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(env.out, "fleet", "results", "world", "governance", "blind-run.json")); err != nil {
+		t.Errorf("collected record: %v", err)
+	}
+}
