@@ -7,12 +7,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The rules a collected run can break (Collected.Errs wrap them).
@@ -93,6 +96,13 @@ func Collect(ctx context.Context, runs []Run, from, into string, opt CollectOpti
 			c.Errs = append(c.Errs, err)
 			c.Problems = append(c.Problems, err.Error())
 		}
+		// The name is joined to both directories: a name that is not a
+		// DNS-1123 label ("..", "a/b") could reach outside them.
+		if errs := validation.IsDNS1123Label(r.Name); len(errs) > 0 {
+			fail(Refused, fmt.Errorf("%w: %q: %s", ErrName, r.Name, strings.Join(errs, "; ")))
+			rep.Runs = append(rep.Runs, c)
+			continue
+		}
 		dst := filepath.Join(into, r.Name)
 		n, err := copyResult(filepath.Join(from, r.Name), dst)
 		c.Files = n
@@ -147,8 +157,10 @@ func verifyBlind(ctx context.Context, r Run, dst string, opt CollectOptions, c *
 	if rec.BlindPackageID != r.Bpkg {
 		fail(Refused, fmt.Errorf("%w: bpkg %s, planned %s", ErrIdentityMismatch, rec.BlindPackageID, r.Bpkg))
 	}
-	if _, ok := rec.Adapter(r.Candidate); !ok {
-		fail(Refused, fmt.Errorf("%w: no subject %q in the run (status %s)", ErrIdentityMismatch, r.Candidate, rec.Status))
+	// The planned candidate must be a frozen candidate of the run, not the
+	// reference and not a candidate of another name.
+	if !slices.ContainsFunc(rec.Candidates(), func(a experiment.Adapter) bool { return a.Implementation == r.Candidate }) {
+		fail(Refused, fmt.Errorf("%w: no candidate %q in the run (status %s)", ErrIdentityMismatch, r.Candidate, rec.Status))
 	}
 }
 

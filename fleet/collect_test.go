@@ -148,6 +148,7 @@ func TestCollect(t *testing.T) {
 	if err := os.WriteFile(rec, []byte(strings.Replace(string(b), `"REVEALED"`, `"COMPLETE"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	copyTree(t, world, filepath.Join(from, "blind-reference"))
 	copyTree(t, world, filepath.Join(from, "blind-linked-file"))
 	if err := os.Symlink("/etc/passwd", filepath.Join(from, "blind-linked-file", "governance", "notes")); err != nil {
 		t.Fatal(err)
@@ -177,6 +178,8 @@ func TestCollect(t *testing.T) {
 		{blind("blind-linked-file", srel), Refused, ErrResultTree, ""},
 		{blind("blind-linked-dir", srel), Refused, ErrResultTree, ""},
 		{blind("blind-missing", srel), Missing, ErrMissingResult, ""},
+		{blind("..", srel), Refused, ErrName, ""},
+		{Run{Name: "blind-reference", Kind: KindBlind, Srel: srel, Bpkg: bpkg, Candidate: "javascript"}, Refused, ErrIdentityMismatch, "REVEALED"},
 		{am("amber-good"), Verified, nil, amber.StateValidSuccess},
 		{am("amber-other-case"), Refused, ErrIdentityMismatch, amber.StateValidSuccess},
 		{am("amber-other-key"), Refused, ErrNotVerified, ""},
@@ -211,6 +214,9 @@ func TestCollect(t *testing.T) {
 			}
 			_, err := os.Lstat(filepath.Join(into, c.run.Name))
 			copied := c.rule == nil || errors.Is(c.rule, ErrIdentityMismatch) || errors.Is(c.rule, ErrNotVerified)
+			if c.run.Name == ".." {
+				return // into/.. exists; nothing was written there (the listing below)
+			}
 			if copied != (err == nil) {
 				t.Errorf("collected dir present = %v, want %v", err == nil, copied)
 			}
@@ -247,7 +253,7 @@ func TestCollect(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	want := []string{"amber-good", "amber-other-case", "amber-other-key", "blind-good", "blind-other-release", "blind-tampered"}
+	want := []string{"amber-good", "amber-other-case", "amber-other-key", "blind-good", "blind-other-release", "blind-reference", "blind-tampered"}
 	if !slices.Equal(names, want) {
 		t.Errorf("results dir holds %v, want %v (a refused tree copied, or a temporary directory left?)", names, want)
 	}
