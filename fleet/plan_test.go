@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/openapi/openapitest"
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
 )
 
@@ -423,5 +425,50 @@ func TestWritePlanExclusive(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(parent); len(ents) != 2 {
 		t.Errorf("left behind in the parent: %v", ents)
+	}
+}
+
+// The pods pass the Pod Security Standards' "restricted" level, evaluated
+// by the checks Kubernetes' PodSecurity admission runs
+// (k8s.io/pod-security-admission/policy); a pod spec with one setting
+// loosened does not (the evaluation can fail).
+func TestPlanPodSecurityRestricted(t *testing.T) {
+	runs, err := ParseRuns([]byte(runList), "runs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restricted := psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}
+	for _, r := range runs {
+		tpl := Job(r).Spec.Template
+		res := policy.AggregateCheckResults(eval.EvaluatePod(restricted, &tpl.ObjectMeta, &tpl.Spec))
+		if !res.Allowed {
+			t.Errorf("%s: restricted: %s: %s", r.Name, res.ForbiddenReason(), res.ForbiddenDetail())
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		loosen func(*corev1.PodSpec)
+	}{
+		{"privilege escalation", func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr(true) }},
+		{"a capability kept", func(p *corev1.PodSpec) { p.Containers[0].SecurityContext.Capabilities.Drop = nil }},
+		{"no seccomp", func(p *corev1.PodSpec) {
+			p.SecurityContext.SeccompProfile, p.Containers[0].SecurityContext.SeccompProfile = nil, nil
+		}},
+		{"host network", func(p *corev1.PodSpec) { p.HostNetwork = true }},
+		{"host path", func(p *corev1.PodSpec) {
+			p.Volumes[0].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tpl := Job(runs[0]).Spec.Template
+			tc.loosen(&tpl.Spec)
+			if res := policy.AggregateCheckResults(eval.EvaluatePod(restricted, &tpl.ObjectMeta, &tpl.Spec)); res.Allowed {
+				t.Error("restricted allowed the loosened pod")
+			}
+		})
 	}
 }
