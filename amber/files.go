@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
@@ -92,41 +92,14 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// writeAtomic writes data to path through a temporary file in the same
-// directory, synced, then renamed into place: a reader sees the old file or
-// the new one, never half of one. With noReplace an existing path is never
-// overwritten (renameat2 RENAME_NOREPLACE).
+// writeAtomic writes data to path through the durable writer: a reader
+// sees the old file or the new one, never half of one. With noReplace an
+// existing path is never overwritten (the error matches os.ErrExist).
 func writeAtomic(path string, data []byte, mode os.FileMode, noReplace bool) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
+	if noReplace {
+		return durable.CreateFile(path, data, mode)
 	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := renameInto(name, path, noReplace); err != nil {
-		return err
-	}
-	ok = true
-	return syncDir(dir)
+	return durable.ReplaceFile(path, data, mode)
 }
 
 func renameInto(from, to string, noReplace bool) error {
@@ -143,14 +116,7 @@ func renameInto(from, to string, noReplace bool) error {
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func syncDir(dir string) error { return durable.SyncDir(dir) }
 
 // syncFile syncs a file written in a staging directory.
 func syncFile(path string) error {

@@ -1,8 +1,6 @@
 package experiment
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
 )
@@ -229,136 +228,35 @@ func (w *World) instrumentDigest() (string, []pkgwalk.FileDigest, error) {
 	return pkgwalk.DigestOfPaths(w.PackageDir(), Instrument)
 }
 
-// randomSuffix names temporary files.
-func randomSuffix() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+// tempPrefix starts every temporary file a transition writes (the durable
+// writer's), so verify can recognise the leftovers of an interrupted one.
+const tempPrefix = durable.TempPrefix
 
-// tempPrefix starts every temporary file a transition writes, so verify
-// can recognise the leftovers of an interrupted one.
-const tempPrefix = ".cleanroom-tmp-"
-
-// writeTemp writes data to a fresh temporary file in dir and fsyncs it.
-func writeTemp(dir, name string, data []byte) (string, error) {
-	tmp := tempPrefix + name + "." + randomSuffix()
-	f, err := openBeneath(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644)
-	if err != nil {
-		return "", err
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		_ = os.Remove(filepath.Join(dir, tmp))
-		return "", fmt.Errorf("writing %s: %w", filepath.Join(dir, tmp), werr)
-	}
-	return tmp, nil
-}
-
-// withDir runs fn with a descriptor of dir and closes it.
-func withDir(dir string, fn func(fd int) error) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: dir, Err: err}
-	}
-	defer unix.Close(fd)
-	return fn(fd)
-}
-
-// syncDir fsyncs a directory so a created or renamed entry survives a
-// crash of the machine, not only of the process.
-func syncDir(dir string) error {
-	return withDir(dir, func(fd int) error {
-		if err := unix.Fsync(fd); err != nil {
-			return &os.PathError{Op: "fsync", Path: dir, Err: err}
-		}
-		return nil
-	})
-}
-
-// createExclusive publishes data at dir/name only if nothing is there: it
-// writes a temporary file, fsyncs it, renames it into place with
-// RENAME_NOREPLACE (atomic and exclusive: the name never exists with partial
-// bytes) and fsyncs dir. When name already exists with exactly these bytes
-// (a retried transition after a crash) it reports existed=true and changes
-// nothing; with other bytes it refuses with ErrReceiptExists — evidence is
-// never rewritten.
+// createExclusive publishes data at dir/name only if nothing is there
+// (durable.Create: the name never exists with partial bytes). When name
+// already exists with exactly these bytes (a retried transition after a
+// crash) it reports existed=true and changes nothing; with other bytes it
+// refuses with ErrReceiptExists — evidence is never rewritten.
 func createExclusive(dir, name string, data []byte, file string) (existed bool, err error) {
-	tmp, err := writeTemp(dir, name, data)
-	if err != nil {
+	err = durable.Create(dir, name, data, 0o644)
+	if !errors.Is(err, fs.ErrExist) {
 		return false, err
 	}
-	err = withDir(dir, func(fd int) error {
-		rerr := unix.Renameat2(fd, tmp, fd, name, unix.RENAME_NOREPLACE)
-		if rerr == nil {
-			return nil
-		}
-		_ = unix.Unlinkat(fd, tmp, 0)
-		if rerr != unix.EEXIST {
-			return &os.PathError{Op: "rename", Path: filepath.Join(dir, name), Err: rerr}
-		}
-		have, _, readErr := readRegularBeneath(dir, name)
-		if readErr == nil && string(have) == string(data) {
-			existed = true
-			return nil
-		}
-		return problem(ErrReceiptExists, file, "%s already exists with other bytes; evidence is never rewritten (remove nothing by hand without reading it)", name)
-	})
-	if err != nil {
-		return false, err
+	have, _, readErr := readRegularBeneath(dir, name)
+	if readErr == nil && string(have) == string(data) {
+		return true, nil
 	}
-	return existed, syncDir(dir)
+	return false, problem(ErrReceiptExists, file, "%s already exists with other bytes; evidence is never rewritten (remove nothing by hand without reading it)", name)
 }
 
-// replaceAtomic replaces dir/name with data: temporary file, fsync, rename,
-// fsync of the directory. A crash leaves either the old or the new bytes.
+// replaceAtomic replaces dir/name with data (durable.Replace): a crash
+// leaves either the old or the new bytes.
 func replaceAtomic(dir, name string, data []byte) error {
-	tmp, err := writeTemp(dir, name, data)
-	if err != nil {
-		return err
-	}
-	err = withDir(dir, func(fd int) error {
-		if rerr := unix.Renameat(fd, tmp, fd, name); rerr != nil {
-			_ = unix.Unlinkat(fd, tmp, 0)
-			return &os.PathError{Op: "rename", Path: filepath.Join(dir, name), Err: rerr}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return durable.Replace(dir, name, data, 0o644)
 }
 
-// mkdirDurable creates dir (and its parents under an existing ancestor) and
-// fsyncs each parent a new directory was created in.
-func mkdirDurable(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("%s: not a directory", dir)
-		}
-		return nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	parent := filepath.Dir(dir)
-	if err := mkdirDurable(parent); err != nil {
-		return err
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return syncDir(parent)
-}
+// mkdirDurable creates dir and its missing parents, fsyncing each parent.
+func mkdirDurable(dir string) error { return durable.MkdirAll(dir) }
 
 // leftovers lists the temporary files an interrupted transition left in the
 // state root and the receipts directory (state-root-relative).

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -164,38 +165,16 @@ func (l Log) Append(typ string, body []evidence.Member) (LogEntry, error) {
 	return LogEntry{File: name, SHA256: pkgwalk.SHA256Hex(b), Value: ro}, nil
 }
 
-// writeExclusive publishes b as dir/name without ever replacing a file.
+// writeExclusive publishes b as dir/name without ever replacing a file
+// (durable.Create).
 func writeExclusive(dir, name string, b []byte) error {
-	f, err := os.CreateTemp(dir, ".tmp-"+name+"-")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	// link(2) refuses an existing name: an entry is never overwritten.
-	if err := os.Link(tmp, filepath.Join(dir, name)); err != nil {
+	if err := durable.Create(dir, name, b, 0o644); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("%s/%s exists (another append won the race): %w", dir, name, ErrLog)
 		}
 		return err
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }
 
 // FindingRecord is one finding of the register with its classification.

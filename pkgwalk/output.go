@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"golang.org/x/sys/unix"
 )
 
@@ -91,36 +92,14 @@ func WriteManifestFile(out string, m *Manifest, note string, trees ...string) er
 }
 
 // WriteFileExclusive creates path with the bytes b, atomically and
-// exclusively: a temporary file beside it is written and fsynced, then
-// hard-linked to path (which fails if path exists) and removed; the
-// directory is fsynced.
+// exclusively (durable.CreateFile: temporary file, fsync, rename that never
+// replaces, directory fsync).
 func WriteFileExclusive(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("fsync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
+	if err := durable.CreateFile(path, b, 0o644); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("%s already exists (records are never overwritten): %w", path, err)
 		}
 		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -1,0 +1,145 @@
+// Package durable is cleanroom's one way to put bytes on disk that must
+// survive a crash: evidence files that are never rewritten (receipts,
+// RESULTs, archives, log entries, manifests) and records replaced whole.
+//
+// Every write goes to a temporary file beside the target (named with
+// [TempPrefix], so a verifier can recognise what an interrupted write left
+// behind), is fsynced, then moved into place by a rename relative to a
+// descriptor of the directory, and the directory is fsynced. A name never
+// holds partial bytes. [Create] never replaces anything (renameat2
+// RENAME_NOREPLACE); [Replace] swaps whole files atomically.
+//
+// Directories are opened O_DIRECTORY|O_NOFOLLOW and temporary files are
+// created O_CREAT|O_EXCL|O_NOFOLLOW beneath that descriptor, so a symlink
+// planted at the directory or the temporary name cannot redirect a write.
+package durable
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// TempPrefix starts the name of every temporary file this package writes.
+const TempPrefix = ".cleanroom-tmp-"
+
+// Create publishes data as dir/name only if nothing is there. When the name
+// exists the error matches fs.ErrExist and nothing is changed.
+func Create(dir, name string, data []byte, perm os.FileMode) error {
+	return publish(dir, name, data, perm, unix.RENAME_NOREPLACE)
+}
+
+// Replace replaces dir/name with data atomically: a crash leaves either the
+// old bytes or the new ones.
+func Replace(dir, name string, data []byte, perm os.FileMode) error {
+	return publish(dir, name, data, perm, 0)
+}
+
+// CreateFile is Create for a path.
+func CreateFile(path string, data []byte, perm os.FileMode) error {
+	return Create(filepath.Dir(path), filepath.Base(path), data, perm)
+}
+
+// ReplaceFile is Replace for a path.
+func ReplaceFile(path string, data []byte, perm os.FileMode) error {
+	return Replace(filepath.Dir(path), filepath.Base(path), data, perm)
+}
+
+func publish(dir, name string, data []byte, perm os.FileMode, flags uint) error {
+	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
+		// A separator would address another directory than the one held.
+		return fmt.Errorf("durable: %q is not a plain file name", name)
+	}
+	return withDir(dir, func(fd int) error {
+		tmp, err := writeTemp(fd, dir, name, data, perm)
+		if err != nil {
+			return err
+		}
+		if err := unix.Renameat2(fd, tmp, fd, name, flags); err != nil {
+			_ = unix.Unlinkat(fd, tmp, 0)
+			if errors.Is(err, unix.EEXIST) {
+				return &os.PathError{Op: "create", Path: filepath.Join(dir, name), Err: fs.ErrExist}
+			}
+			return &os.PathError{Op: "rename", Path: filepath.Join(dir, name), Err: err}
+		}
+		return fsyncFD(fd, dir)
+	})
+}
+
+func writeTemp(dirfd int, dir, name string, data []byte, perm os.FileMode) (string, error) {
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	tmp := TempPrefix + name + "." + hex.EncodeToString(r[:])
+	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+	if err != nil {
+		return "", &os.PathError{Op: "create", Path: filepath.Join(dir, tmp), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(dir, tmp))
+	_, werr := f.Write(data)
+	if werr == nil {
+		// The umask must not decide the mode of evidence.
+		werr = f.Chmod(perm.Perm())
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = unix.Unlinkat(dirfd, tmp, 0)
+		return "", fmt.Errorf("writing %s: %w", filepath.Join(dir, tmp), werr)
+	}
+	return tmp, nil
+}
+
+// SyncDir fsyncs a directory so a created or renamed entry survives a crash
+// of the machine, not only of the process.
+func SyncDir(dir string) error {
+	return withDir(dir, func(fd int) error { return fsyncFD(fd, dir) })
+}
+
+// MkdirAll creates dir and any missing parents, fsyncing each parent a new
+// directory was created in. An existing non-directory is an error.
+func MkdirAll(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s: not a directory", dir)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if err := MkdirAll(parent); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return SyncDir(parent)
+}
+
+func withDir(dir string, fn func(fd int) error) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	return fn(fd)
+}
+
+func fsyncFD(fd int, dir string) error {
+	if err := unix.Fsync(fd); err != nil {
+		return &os.PathError{Op: "fsync", Path: dir, Err: err}
+	}
+	return nil
+}

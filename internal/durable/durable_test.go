@@ -1,0 +1,95 @@
+package durable
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCreateNeverReplaces(t *testing.T) {
+	dir := t.TempDir()
+	if err := Create(dir, "a.json", []byte("one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := Create(dir, "a.json", []byte("two"), 0o644)
+	if !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second Create: %v, want fs.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.json")); string(b) != "one" {
+		t.Fatalf("content %q after a refused Create", b)
+	}
+	assertNoTemps(t, dir)
+}
+
+func TestReplaceSwapsWholeFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := ReplaceFile(filepath.Join(dir, "r"), []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReplaceFile(filepath.Join(dir, "r"), []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "r")); string(b) != "new" || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("content %q mode %v", b, fi.Mode().Perm())
+	}
+	assertNoTemps(t, dir)
+}
+
+// A symlinked directory is not followed: the write cannot be redirected.
+func TestSymlinkedDirRefused(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Create(link, "x", []byte("x"), 0o644); err == nil {
+		t.Fatal("Create through a symlinked directory succeeded")
+	}
+	if ents, _ := os.ReadDir(real); len(ents) != 0 {
+		t.Fatalf("the symlink's target got %d entries", len(ents))
+	}
+}
+
+func TestNameWithSeparatorRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"", ".", "..", "a/b", "../x"} {
+		if err := Create(dir, name, []byte("x"), 0o644); err == nil || !strings.Contains(err.Error(), "not a plain file name") {
+			t.Errorf("Create(%q): %v", name, err)
+		}
+	}
+}
+
+func TestMkdirAll(t *testing.T) {
+	root := t.TempDir()
+	d := filepath.Join(root, "a", "b", "c")
+	if err := MkdirAll(d); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		t.Fatalf("%s: %v", d, err)
+	}
+	f := filepath.Join(root, "file")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirAll(f); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("MkdirAll over a file: %v", err)
+	}
+}
+
+func assertNoTemps(t *testing.T, dir string) {
+	t.Helper()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), TempPrefix) {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+}
