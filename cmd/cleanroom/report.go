@@ -96,13 +96,18 @@ func orEmpty(s []string) []string {
 
 // demoReport renders the run of the world at worldDir into
 // outDir/report.html and outDir/report.md (created exclusively) and returns
-// the demo's one-line result. The demo calls it after `run complete`.
-func demoReport(ctx context.Context, worldDir, outDir string) (string, error) {
+// the demo's one-line result. The demo calls it after `run complete`; a
+// clean-room transcript, when given, is summarised in the report.
+func demoReport(ctx context.Context, worldDir, outDir string, transcript ...string) (string, error) {
 	w, err := experiment.OpenWorld(worldDir)
 	if err != nil {
 		return "", err
 	}
-	rep, err := report.Gather(ctx, w, report.Options{})
+	opt := report.Options{}
+	if len(transcript) > 0 {
+		opt.Transcript = transcript[0]
+	}
+	rep, err := report.Gather(ctx, w, opt)
 	if err != nil {
 		return "", err
 	}
