@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -52,20 +51,6 @@ func amberErr(err error) error {
 	return usageErr(err)
 }
 
-// printAmberResult prints a Go struct (json tags) through printResult,
-// reading the JSON back through the strict reader to keep member order.
-func printAmberResult(cmd *cobra.Command, v any, human func(w io.Writer)) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("rendering JSON output: %w", err)
-	}
-	ev, err := evidence.Read(b)
-	if err != nil {
-		return fmt.Errorf("rendering JSON output: %w", err)
-	}
-	return printResult(cmd, ev, human)
-}
-
 func newAmberKeyGenCmd() *cobra.Command {
 	var out, identity string
 	c := &cobra.Command{
@@ -93,7 +78,7 @@ func newAmberKeyGenCmd() *cobra.Command {
 				SigningKeyID   string `json:"signing_key_id"`
 				AllowedSigners string `json:"allowed_signers"`
 			}{out, out + ".pub", s.Fingerprint(), strings.TrimSuffix(line, "\n")}
-			return printAmberResult(cmd, res, func(w io.Writer) {
+			return printResult(cmd, res, func(w io.Writer) {
 				fmt.Fprintf(w, "wrote %s and %s\nsigning_key_id: %s\nallowed_signers line:\n%s", out, out+".pub", s.Fingerprint(), line)
 			})
 		},
@@ -154,7 +139,7 @@ invalid UTF-8 are refused. Without --allow the case is full_isolation.`,
 				ManifestSHA256 string          `json:"manifest_sha256"`
 				Manifest       *amber.Manifest `json:"manifest"`
 			}{c.Dir, c.ManifestSHA256, c.Manifest}
-			return printAmberResult(cmd, res, func(w io.Writer) {
+			return printResult(cmd, res, func(w io.Writer) {
 				m := c.Manifest
 				fmt.Fprintf(w, "case %s built in %s\n", m.CaseID, c.Dir)
 				fmt.Fprintf(w, "  cutoff           %s at %s\n", m.CutoffCommit, m.CutoffUTC)
@@ -240,7 +225,7 @@ then the oracle's sha256 and form. The failing check is named.`,
 			if verr != nil {
 				res.Failed, res.Error = amber.CheckOf(verr), verr.Error()
 			}
-			if err := printAmberResult(cmd, res, func(w io.Writer) {
+			if err := printResult(cmd, res, func(w io.Writer) {
 				for _, p := range rep.Passed {
 					fmt.Fprintf(w, "ok    %s\n", p)
 				}

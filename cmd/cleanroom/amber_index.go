@@ -65,7 +65,7 @@ func newAmberIndexInitCmd() *cobra.Command {
 				VKey       string         `json:"index_key"`
 				Checkpoint checkpointView `json:"checkpoint"`
 			}{args[0], ix.VKey, viewCheckpoint(ix.Checkpoint)}
-			return printAmberResult(cmd, res, func(w io.Writer) {
+			return printResult(cmd, res, func(w io.Writer) {
 				fmt.Fprintf(w, "index %s created (origin %s)\nverifier key: %s\nprivate key:  %s (keep it off the index host)\n", args[0], origin, ix.VKey, keyOut)
 			})
 		},
@@ -102,7 +102,7 @@ func newAmberIndexAppendCmd() *cobra.Command {
 				Entry      *amber.Entry   `json:"entry"`
 				Checkpoint checkpointView `json:"checkpoint"`
 			}{e, viewCheckpoint(ix.Checkpoint)}
-			return printAmberResult(cmd, res, func(w io.Writer) {
+			return printResult(cmd, res, func(w io.Writer) {
 				fmt.Fprintf(w, "appended %s (manifest %s); index_version %d\n", e.CaseID, shortHex(e.ManifestSHA256), ix.Checkpoint.Size)
 			})
 		},
@@ -132,7 +132,7 @@ func newAmberIndexRetireCmd() *cobra.Command {
 				Entry      *amber.Entry   `json:"entry"`
 				Checkpoint checkpointView `json:"checkpoint"`
 			}{e, viewCheckpoint(ix.Checkpoint)}
-			return printAmberResult(cmd, res, func(w io.Writer) {
+			return printResult(cmd, res, func(w io.Writer) {
 				fmt.Fprintf(w, "%s is %s; index_version %d\n", caseID, e.State, ix.Checkpoint.Size)
 			})
 		},
@@ -175,7 +175,7 @@ func newAmberIndexVerifyCmd() *cobra.Command {
 				v := viewCheckpoint(cp)
 				res.Since = &v
 			}
-			return printAmberResult(cmd, res, func(w io.Writer) {
+			return printResult(cmd, res, func(w io.Writer) {
 				fmt.Fprintf(w, "index %s verified: %d entries under the signed root %s (index_version %d)\n", args[0], len(ix.Entries), res.Checkpoint.Root, ix.Checkpoint.Size)
 				if res.Since != nil {
 					fmt.Fprintf(w, "extends the trusted checkpoint of index_version %d (consistency proof checked)\n", res.Since.IndexVersion)
@@ -210,7 +210,7 @@ func newAmberIndexProveCmd() *cobra.Command {
 			if err := os.WriteFile(filepath.Clean(out), proof, 0o644); err != nil {
 				return usageErr(err)
 			}
-			return printAmberResult(cmd, map[string]any{"proof": out}, func(w io.Writer) { fmt.Fprintf(w, "wrote %s\n", out) })
+			return printResult(cmd, map[string]any{"proof": out}, func(w io.Writer) { fmt.Fprintf(w, "wrote %s\n", out) })
 		},
 	}
 	c.Flags().StringVar(&out, "out", "", "write the proof here instead of stdout")
@@ -234,7 +234,7 @@ func newAmberIndexShowCmd() *cobra.Command {
 			if res.Entries == nil {
 				res.Entries = []*amber.Entry{}
 			}
-			return printAmberResult(cmd, res, func(w io.Writer) {
+			return printResult(cmd, res, func(w io.Writer) {
 				fmt.Fprintf(w, "origin %s, index_version %d, root %s\n", ix.Checkpoint.Origin, ix.Checkpoint.Size, res.Checkpoint.Root)
 				for i, e := range ix.Entries {
 					fmt.Fprintf(w, "%6d  %-24s %-22s manifest %s\n", i, e.CaseID, e.State, shortHex(e.ManifestSHA256))
@@ -271,7 +271,7 @@ func newAmberIndexVerifyProofCmd() *cobra.Command {
 				Leaf       int64          `json:"leaf_index"`
 				Checkpoint checkpointView `json:"checkpoint"`
 			}{p.Entry, p.Index, viewCheckpoint(p.Checkpoint)}
-			return printAmberResult(cmd, res, func(w io.Writer) {
+			return printResult(cmd, res, func(w io.Writer) {
 				fmt.Fprintf(w, "entry %d of index_version %d (root %s): %s %s manifest %s\n", p.Index, p.Checkpoint.Size,
 					res.Checkpoint.Root, p.Entry.CaseID, p.Entry.State, p.Entry.ManifestSHA256)
 			})

@@ -75,7 +75,7 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 				return amberErr(err)
 			}
 			r := res.Record
-			if err := printAmberResult(cmd, r, func(w io.Writer) {
+			if err := printResult(cmd, r, func(w io.Writer) {
 				fmt.Fprintf(w, "run of %s by %s/%s: %s\n", r.CaseID, r.Candidate.Provider, r.Candidate.Model, r.TerminalState)
 				fmt.Fprintf(w, "  reason         %s\n", r.Reason)
 				fmt.Fprintf(w, "  scores         %v\n", r.Scores)
@@ -153,7 +153,7 @@ given, must agree; a spec file, when given, must hash to spec_sha256.`,
 				res.Passed = rep.Passed
 				res.State, res.CaseID, res.IndexVers = rep.Record.TerminalState, rep.Record.CaseID, rep.Record.IndexVersion
 			}
-			return printAmberResult(cmd, res, func(w io.Writer) {
+			return printResult(cmd, res, func(w io.Writer) {
 				for _, p := range res.Passed {
 					fmt.Fprintf(w, "ok    %s\n", p)
 				}

@@ -62,7 +62,7 @@ CASEDIR). The retirement state and index_version come from the index.`,
 			if err != nil {
 				return amberErr(err)
 			}
-			return printAmberResult(cmd, s, func(w io.Writer) {
+			return printResult(cmd, s, func(w io.Writer) {
 				fmt.Fprintf(w, "wrote %s/%s and %s (signed by %s)\n", out, amber.SummaryFile, amber.SummarySigFile, signer.Fingerprint())
 				w.Write(b)
 			})
@@ -101,7 +101,7 @@ Exit 0 when comparable, 1 when not.`,
 				Comparable bool                  `json:"comparable"`
 				Fields     []amber.ComparedField `json:"fields"`
 			}{args[0], args[1], c.Comparable, c.Fields}
-			if err := printAmberResult(cmd, res, func(w io.Writer) {
+			if err := printResult(cmd, res, func(w io.Writer) {
 				for _, f := range c.Fields {
 					mark := "=="
 					if !f.Equal {
@@ -164,7 +164,7 @@ recorded as passed is the leak date; with none passed, no valid run stands.`,
 			if err != nil {
 				return amberErr(err)
 			}
-			return printAmberResult(cmd, map[string]any{"adjudications": out}, func(w io.Writer) {
+			return printResult(cmd, map[string]any{"adjudications": out}, func(w io.Writer) {
 				for _, a := range out {
 					fmt.Fprintf(w, "%s: %s -> %s (%s)\n", a.Record, a.Before, a.After, a.Reason)
 				}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	units "github.com/docker/go-units"
@@ -51,7 +49,7 @@ piece when it cannot.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := sandbox.CheckKernel()
-			if perr := printSandboxResult(cmd, rep, func(w io.Writer) { printKernelReport(w, rep) }); perr != nil {
+			if perr := printResult(cmd, rep, func(w io.Writer) { printKernelReport(w, rep) }); perr != nil {
 				return perr
 			}
 			if err != nil {
@@ -84,22 +82,6 @@ func printKernelReport(w io.Writer, r *sandbox.KernelReport) {
 	for _, m := range r.Missing {
 		fmt.Fprintf(w, "missing:         %s\n", m)
 	}
-}
-
-// printSandboxResult prints a sandbox record (a Go struct with json tags,
-// since package sandbox does not depend on evidence) through printResult:
-// the struct is marshalled and read back through the strict reader, which
-// keeps the field order.
-func printSandboxResult(cmd *cobra.Command, v any, human func(w io.Writer)) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("rendering JSON output: %w", err)
-	}
-	ev, err := evidence.Read(b)
-	if err != nil {
-		return fmt.Errorf("rendering JSON output: %w", err)
-	}
-	return printResult(cmd, ev, human)
 }
 
 // sandboxFlags are the flags shared by the commands that build a
@@ -251,7 +233,7 @@ func printExecRecord(cmd *cobra.Command, res *sandbox.Result) {
 	if jsonOutput(cmd) {
 		sub := *cmd
 		sub.SetOut(w)
-		_ = printSandboxResult(&sub, res, func(io.Writer) {})
+		_ = printResult(&sub, res, func(io.Writer) {})
 		return
 	}
 	if res.Isolation != nil {
@@ -322,7 +304,7 @@ the check fails.`,
 			}
 			rep, err := sandbox.ProbeVantage(cmd.Context(), allow, s, ctl)
 			if rep != nil {
-				if perr := printSandboxResult(cmd, rep, func(w io.Writer) {
+				if perr := printResult(cmd, rep, func(w io.Writer) {
 					if rep.IsolationCheck != nil {
 						printIsolation(w, rep.IsolationCheck)
 					}
