@@ -62,6 +62,9 @@ type CollectReport struct {
 	From string      `json:"from"`
 	Into string      `json:"into"`
 	Runs []Collected `json:"runs"`
+	// Unplanned lists entries of from that no run of the list names: not
+	// collected, not verified, reported so nothing passes unseen.
+	Unplanned []string `json:"unplanned,omitempty"`
 }
 
 // OK reports whether every run verified.
@@ -121,6 +124,13 @@ func Collect(ctx context.Context, runs []Run, from, into string, opt CollectOpti
 			}
 		}
 		rep.Runs = append(rep.Runs, c)
+	}
+	if ents, err := os.ReadDir(from); err == nil {
+		for _, e := range ents {
+			if !slices.ContainsFunc(runs, func(r Run) bool { return r.Name == e.Name() }) {
+				rep.Unplanned = append(rep.Unplanned, e.Name())
+			}
+		}
 	}
 	return rep, nil
 }

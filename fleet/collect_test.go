@@ -157,6 +157,7 @@ func TestCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	signedRecord(t, filepath.Join(from, "amber-good"), signer, hexC)
+	signedRecord(t, filepath.Join(from, "stray"), signer, hexC) // no run names it
 	signedRecord(t, filepath.Join(from, "amber-other-case"), signer, hexA)
 	signedRecord(t, filepath.Join(from, "amber-other-key"), other, hexC)
 
@@ -224,6 +225,9 @@ func TestCollect(t *testing.T) {
 	}
 	if rep.OK() {
 		t.Error("the report is OK with refused runs in it")
+	}
+	if !slices.Equal(rep.Unplanned, []string{"stray"}) {
+		t.Errorf("unplanned %v, want [stray]", rep.Unplanned)
 	}
 	// The collected world verifies as run verify sees it: from its new place.
 	if w, err := experiment.OpenWorld(filepath.Join(into, "blind-good")); err != nil {

@@ -155,4 +155,7 @@ func printCollect(w io.Writer, rep *fleet.CollectReport) {
 			fmt.Fprintf(w, "         %s\n", strings.ReplaceAll(p, "\n", "\n         "))
 		}
 	}
+	for _, u := range rep.Unplanned {
+		fmt.Fprintf(w, "unplanned %s (no run of the list names it: not collected)\n", u)
+	}
 }
