@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
 
 // chromium runs Debian's headless Chromium on file with extra flags and
@@ -126,27 +125,4 @@ func TestReportInChromium(t *testing.T) {
 	if n := distinctColours(t, shot, 50); n < 20 {
 		t.Errorf("screenshot has %d distinct colours: the page did not render", n)
 	}
-	if os.Getenv("CLEANROOM_UPDATE_DOCS") != "" {
-		updateDocsScreenshot(t)
-	}
-}
-
-// updateDocsScreenshot writes docs/report.png: the report of the synthetic
-// world's COMPLETE run as the demo drives it, its deliberate finding
-// classified with a plain ruling. Run with CLEANROOM_UPDATE_DOCS=1.
-func updateDocsScreenshot(t *testing.T) {
-	w := revealedWorld(t)
-	completeWorld(t, w, "the candidate observes neither H4's candidate nor its refusal set: a producer defect, not a gap in the text")
-	r, err := Gather(context.Background(), w, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	page := filepath.Join(dir, "report.html")
-	if err := WriteFile(page, false, r.HTML); err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(testshared.RepoRoot(t), "docs", "report.png")
-	chromium(t, page, "--screenshot="+dst, "--hide-scrollbars")
-	t.Logf("wrote %s", dst)
 }
