@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // chromium runs Debian's headless Chromium on file with extra flags and
