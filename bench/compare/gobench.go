@@ -77,8 +77,7 @@ func goBenchRows(c *config) []Row {
 		if limit > 0 {
 			v = verdict(d <= limit)
 		}
-		rows = append(rows, Row{Issue: issue, Work: work, Clean: ms(d), Peer: "— (no peer)", Ratio: "—", Target: target, Verdict: v,
-			Note: fmt.Sprintf("Go benchmark %s, median of %d", name, n)})
+		rows = append(rows, Row{Issue: issue, Work: fmt.Sprintf("%s (%s, median of %d)", work, name, n), Clean: ms(d), Peer: "— (no peer)", Ratio: "—", Target: target, Verdict: v})
 	}
 	// scaling rows: each size against linear growth from the smallest.
 	scaling := func(issue int, prefix, param string, sizes []int, what string, limitAt int, limit time.Duration, tolerance float64) {
@@ -106,17 +105,16 @@ func goBenchRows(c *config) []Row {
 					v = verdict(d <= limit)
 				}
 			}
-			rows = append(rows, Row{Issue: issue, Work: work, Clean: ms(d), Peer: fmt.Sprintf("%s (linear from %d)", ms(linear), sizes[0]),
-				Ratio: fmt.Sprintf("%.2f× linear", float64(d)/float64(linear)), Target: target, Verdict: v,
-				Note: fmt.Sprintf("Go benchmark %s, median of %d", name, cnt)})
+			rows = append(rows, Row{Issue: issue, Work: fmt.Sprintf("%s (%s, median of %d)", work, name, cnt), Clean: ms(d), Peer: fmt.Sprintf("%s (linear from %d)", ms(linear), sizes[0]),
+				Ratio: fmt.Sprintf("%.2f× linear", float64(d)/float64(linear)), Target: target, Verdict: v})
 		}
 	}
 	// Issue 2: canonicalisation throughput.
 	for _, s := range []string{"1MiB", "8MiB"} {
 		name := "BenchmarkCanonical/" + s
 		if v := g[name]["MB/s"]; len(v) > 0 {
-			rows = append(rows, Row{Issue: 2, Work: "RFC 8785 canonicalisation (`evidence.Canonical`), " + s + " observation-like document", Clean: fmt.Sprintf("%.0f MB/s", medianF(v)), Peer: "— (no peer)", Ratio: "—", Target: "report MB/s", Verdict: reported,
-				Note: fmt.Sprintf("Go benchmark %s, median of %d", name, len(v))})
+			rows = append(rows, Row{Issue: 2, Work: fmt.Sprintf("RFC 8785 canonicalisation (`evidence.Canonical`), %s observation-like document (%s, median of %d)", s, name, len(v)),
+				Clean: fmt.Sprintf("%.0f MB/s", medianF(v)), Peer: "— (no peer)", Ratio: "—", Target: "report MB/s", Verdict: reported})
 		} else {
 			rows = append(rows, absent(2, "RFC 8785 canonicalisation, "+s, "report MB/s", name+" absent"))
 		}
