@@ -33,6 +33,9 @@ type demoEnv struct {
 	ids   map[string]string
 	// findings are the interop findings the measurement opened.
 	findings []*holdout.FindingRecord
+	// scorecard is what the demo prints last: one line per fact a scorer
+	// reads first.
+	scorecard []string
 }
 
 func (env *demoEnv) pkg() string     { return filepath.Join(env.world, "docs", "spec", "proof-wire") }
@@ -102,8 +105,13 @@ artifacts stay in the output directory (a fresh temporary directory unless
 				}
 			}
 			total := float64(time.Since(start).Microseconds()) / 1000
-			return printResult(cmd, map[string]any{"out": out, "stages": results, "total_ms": total}, func(w io.Writer) {
-				fmt.Fprintf(w, "demo complete in %.0f ms; artifacts in %s\n", total, out)
+			env.scorecard = append(env.scorecard, "report     "+filepath.Join(out, "report.html")+" (and report.md)")
+			return printResult(cmd, map[string]any{"out": out, "stages": results, "scorecard": env.scorecard, "total_ms": total}, func(w io.Writer) {
+				fmt.Fprintf(w, "\nscorecard\n")
+				for _, l := range env.scorecard {
+					fmt.Fprintf(w, "  %s\n", l)
+				}
+				fmt.Fprintf(w, "\ndemo complete in %.0f ms; artifacts in %s\n", total, out)
 			})
 		},
 	}
@@ -141,6 +149,7 @@ func demoStages() []demoStage {
 		{name: "classify the interop findings", run: demoClassify},
 		{name: "complete the run", run: demoComplete},
 		{name: "verify the run from its archive", run: demoVerifyRun},
+		{name: "fleet plan and collect", run: demoFleet},
 		{name: "run report (HTML + Markdown)", run: func(ctx context.Context, env *demoEnv) (string, error) {
 			return demoReport(ctx, env.world, env.out)
 		}},
@@ -325,12 +334,15 @@ func demoMeasure(ctx context.Context, env *demoEnv) (string, error) {
 	var scores []string
 	for _, s := range m.Subjects {
 		scores = append(scores, fmt.Sprintf("%s %d/%d", s.Implementation, s.Report.Pass, s.Report.Total))
+		env.scorecard = append(env.scorecard, fmt.Sprintf("%-10s %-9s %d/%d predicates satisfied, %d failed, %d unresolved, %d missing",
+			s.Implementation, s.Role, s.Report.Pass, s.Report.Total, s.Report.Fail, s.Report.Unresolved, len(s.Report.Missing)))
 	}
 	var paths []string
 	for _, f := range m.Findings {
 		paths = append(paths, f.Path)
 	}
 	env.findings = m.Findings
+	env.scorecard = append(env.scorecard, fmt.Sprintf("interop    %d finding(s): %s", len(m.Findings), strings.Join(paths, ", ")))
 	return fmt.Sprintf("%s; %d interop finding(s) at %s block completion", strings.Join(scores, ", "), len(m.Findings), strings.Join(paths, ", ")), nil
 }
 
@@ -346,6 +358,7 @@ func demoClassify(_ context.Context, env *demoEnv) (string, error) {
 			return "", err
 		}
 	}
+	env.scorecard = append(env.scorecard, fmt.Sprintf("ruling     %d finding(s) classified SPEC_GAP by a person", len(env.findings)))
 	return fmt.Sprintf("%d finding(s) classified SPEC_GAP with a ruling", len(env.findings)), nil
 }
 
@@ -358,6 +371,7 @@ func demoComplete(ctx context.Context, env *demoEnv) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	env.scorecard = append(env.scorecard, fmt.Sprintf("run        %s COMPLETE (receipt %s)", t.RunID, t.Receipt))
 	return fmt.Sprintf("%s COMPLETE; RESULT: %d subjects, interop pairs %d, outstanding findings %d", t.RunID, len(res.Subjects), res.Interop.Pairs, res.Interop.Findings), nil
 }
 
