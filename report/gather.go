@@ -249,6 +249,8 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 	r.gatherSubjects(w, rec)
 	if rec.Status == experiment.StatusComplete {
 		r.gatherResult(w, rec, rep.Release)
+	} else if rec.Status == experiment.StatusAborted {
+		r.note("the run was ABORTED: it has no result (see the last receipt's note for why)")
 	} else {
 		r.note("the run is %s: per-predicate results come from the archived observations, which exist once the run is COMPLETE (cleanroom run complete)", rec.Status)
 	}

@@ -421,3 +421,27 @@ func TestReportMeasuredNotComplete(t *testing.T) {
 		t.Errorf("the hostile question reached the page as markup")
 	}
 }
+
+// An aborted run: the timeline ends in ABORTED with the reason given, the
+// report says there is no result, and the reason is shown as text.
+func TestReportAborted(t *testing.T) {
+	w := revealedWorld(t)
+	if _, err := experiment.Abort(context.Background(), w, hostile, experiment.TransitionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Gather(context.Background(), w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := r.Timeline[len(r.Timeline)-1]
+	if r.Status != "ABORTED" || last.Status != "ABORTED" || last.Note != hostile {
+		t.Fatalf("status %s, last receipt %+v", r.Status, last)
+	}
+	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "no result") {
+		t.Errorf("notes %q", r.Notes)
+	}
+	page, _ := render(t, r)
+	if strings.Contains(page, "<script") || !strings.Contains(page, "&lt;script&gt;") {
+		t.Errorf("the abort reason is not shown as text")
+	}
+}
