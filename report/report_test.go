@@ -434,7 +434,7 @@ func TestReportAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := r.Timeline[len(r.Timeline)-1]
-	if r.Status != "ABORTED" || last.Status != "ABORTED" || last.Note != hostile {
+	if r.Status != "ABORTED" || last.Status != "ABORTED" || last.Note != "aborted: "+hostile {
 		t.Fatalf("status %s, last receipt %+v", r.Status, last)
 	}
 	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "no result") {
