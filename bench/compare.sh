@@ -6,7 +6,8 @@
 #   npm:    @modelcontextprotocol/server-filesystem, pinned by bench/peers/package-lock.json (npm ci)
 #   Go:     benchstat into bench/.bin
 # Environment:
-#   CLEANROOM_BENCH_LARGE=1   the issues' full sizes (1 GiB package, 512 MiB RSS point)
+#   CLEANROOM_BENCH_LARGE=1   also the Go benchmarks' 1 GiB variants (pkgwalk); the driver's
+#                             package rows always use the issue's 10,000 files / 1 GiB
 #   COUNT=5 BENCHTIME=200ms   go test -count / -benchtime
 #   ROUNDS=5                  alternating rounds per pair in the driver
 #   SKIP_GO_BENCH=1           reuse bench/out/go-bench.txt (driver only)

@@ -1,19 +1,3 @@
-// Command compare is the side-by-side half of `make bench`: it times
-// cleanroom against the tool a user would pick instead, on the same work,
-// alternating the two in one run, and writes BENCHMARKS.md — every figure a
-// median of several runs and every comparison a ratio against the peer
-// measured in the same run, because the machines are shared and noisy.
-//
-// It expects the peers to be installed already (bench/compare.sh installs
-// them: bubblewrap and hyperfine from Debian, the pinned npm
-// @modelcontextprotocol/server-filesystem under bench/peers); a missing
-// peer or a missing privilege turns its row into "not measured" with the
-// reason, never into a number.
-//
-//	go run ./bench/compare -bin bin/cleanroom -gobench bench/out/go-bench.txt -out BENCHMARKS.md
-//
-// -quick measures tiny sizes with few rounds (the smoke test uses it);
-// CLEANROOM_BENCH_LARGE=1 (or -large) uses the issues' full sizes.
 package main
 
 import (
@@ -72,7 +56,7 @@ func main() {
 	flag.StringVar(&c.bin, "bin", "bin/cleanroom", "the cleanroom binary to measure")
 	flag.StringVar(&c.peers, "peers", "bench/peers", "directory holding node_modules of the pinned npm peer")
 	flag.BoolVar(&c.quick, "quick", false, "tiny sizes, few rounds (smoke test)")
-	flag.BoolVar(&c.large, "large", os.Getenv("CLEANROOM_BENCH_LARGE") != "", "the issues' full sizes (also CLEANROOM_BENCH_LARGE=1)")
+	flag.BoolVar(&c.large, "large", os.Getenv("CLEANROOM_BENCH_LARGE") != "", "say in the report that CLEANROOM_BENCH_LARGE=1 was set (the Go benchmarks' 1 GiB variants ran)")
 	flag.IntVar(&c.rounds, "rounds", 0, "rounds per pair (default 5; 2 with -quick)")
 	flag.StringVar(&c.goBench, "gobench", "", "go test -bench output (-count 5) to take Go-only rows from")
 	flag.StringVar(&c.stat, "benchstat", "", "benchstat output to append to the report")

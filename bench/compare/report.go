@@ -47,7 +47,7 @@ func (r *report) markdown() string {
 		r.start.UTC().Format("2006-01-02 15:04"), r.elapsed.Round(time.Second), r.loadBefore, r.loadAfter)
 	mode := "default sizes"
 	if r.large {
-		mode = "the issues' full sizes (CLEANROOM_BENCH_LARGE=1)"
+		mode = "default sizes, and CLEANROOM_BENCH_LARGE=1 (the Go benchmarks' 1 GiB variants ran)"
 	}
 	if r.quick {
 		mode = "**quick smoke sizes — these figures mean nothing**"

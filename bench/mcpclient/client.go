@@ -1,10 +1,3 @@
-// Package mcpclient is the one MCP client of the side-by-side benchmarks: a
-// small JSON-RPC 2.0 client over a child process's stdin/stdout
-// (newline-delimited messages, the MCP stdio transport), written without any
-// MCP SDK so that the clean room and its peer are driven by exactly the same
-// bytes and the same code path. It is a measuring instrument, not a general
-// client: one request at a time, no server-initiated requests, and every call
-// has a deadline.
 package mcpclient
 
 import (
