@@ -10,7 +10,7 @@ TESTFLAGS ?= -timeout 30m
 all: build
 
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/cleanroom
+	$(GO) build -trimpath -buildvcs=auto -o $(BIN) ./cmd/cleanroom
 
 test: lint
 	$(GO) test $(TESTFLAGS) $(PKGS)

@@ -19,11 +19,12 @@ type TimelineEntry struct {
 }
 
 // Timeline verifies the run (without walking the package, which a status
-// display does not need) and returns its witnessed history. The report says
+// display does not need; replay re-scores a COMPLETE run's RESULT, nil
+// leaves it unchecked and reported) and returns its witnessed history. The report says
 // whether the history is trustworthy: entries come only from receipts the
 // chain walk reached.
-func Timeline(ctx context.Context, w *World) (*RunReport, []TimelineEntry, error) {
-	rep, err := Verify(ctx, w, VerifyOptions{SkipPackage: true})
+func Timeline(ctx context.Context, w *World, replay ReplayFunc) (*RunReport, []TimelineEntry, error) {
+	rep, err := Verify(ctx, w, VerifyOptions{SkipPackage: true, Replay: replay})
 	if err != nil {
 		return nil, nil, err
 	}

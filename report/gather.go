@@ -269,7 +269,7 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 func (r *Report) note(format string, a ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, a...)) }
 
 func (r *Report) gatherTimeline(ctx context.Context, w *experiment.World) {
-	_, entries, err := experiment.Timeline(ctx, w)
+	_, entries, err := experiment.Timeline(ctx, w, holdout.Replay)
 	if err != nil {
 		r.note("receipt timeline: %v", err)
 		return

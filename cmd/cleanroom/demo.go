@@ -151,7 +151,7 @@ func demoStages() []demoStage {
 		{name: "verify the run from its archive", run: demoVerifyRun},
 		{name: "fleet plan and collect", run: demoFleet},
 		{name: "run report (HTML + Markdown)", run: func(ctx context.Context, env *demoEnv) (string, error) {
-			return demoReport(ctx, env.world, env.out)
+			return demoReport(ctx, env.world, env.out, filepath.Join(env.out, "clean-room-transcript.jsonl"))
 		}},
 		{name: "candidate sandbox", run: demoSandbox, isolated: true},
 		{name: "AMBER case (build, index, run, record)", run: demoAmberStage},

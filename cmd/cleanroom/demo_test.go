@@ -54,6 +54,10 @@ func TestDemo(t *testing.T) {
 	if st, _ := rec.(*evidence.Object).Get("status"); st != "COMPLETE" {
 		t.Errorf("record status %v, want COMPLETE", st)
 	}
+	// `run status` of the completed run replays its RESULT and exits 0.
+	if st, err := exec.Command(bin, "run", "status", "--world", filepath.Join(out, "world")).CombinedOutput(); err != nil || !strings.Contains(string(st), "COMPLETE") {
+		t.Errorf("run status of the completed run: %v\n%s", err, st)
+	}
 	for _, f := range []string{"report.html", "report.md", "clean-room-transcript.jsonl"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("artifact %s: %v", f, err)

@@ -20,7 +20,8 @@ func newRootCmd() *cobra.Command {
 
 Every document it reads crosses one strict JSON reader; every identity it
 computes hashes one canonical encoding. Exit codes: 0 success, 1 refused (the
-input broke a rule; each problem is named), 2 unusable arguments.`,
+input broke a rule; each problem is named), 2 unusable arguments or an
+environment that cannot do the work (the missing piece is named).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

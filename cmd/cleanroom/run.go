@@ -412,7 +412,7 @@ are shown; a problem with the run is printed below the timeline.`,
 		if err != nil {
 			return err
 		}
-		rep, entries, err := experiment.Timeline(cmd.Context(), w)
+		rep, entries, err := experiment.Timeline(cmd.Context(), w, runReplay)
 		if err != nil {
 			return runFailure(err)
 		}
