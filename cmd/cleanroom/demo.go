@@ -260,7 +260,6 @@ func demoRoom(ctx context.Context, env *demoEnv) (string, error) {
 	if err := os.Chmod(filepath.Join(env.world, demoWorkspace, "tally-candidate"), 0o755); err != nil {
 		return "", err
 	}
-	env.ids["candidate_binary"] = demoWorkspace + "/tally-candidate"
 	count := func(name string) int {
 		v, _ := doc.Get(name)
 		switch x := v.(type) {
@@ -285,10 +284,8 @@ func demoFreeze(ctx context.Context, env *demoEnv) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cand := env.ids["candidate_binary"]
-	if cand == "" {
-		cand = "implementer/tally-candidate"
-	}
+	// The frozen candidate is exactly the file the implementer wrote.
+	cand := demoWorkspace + "/tally-candidate"
 	t, err := experiment.Freeze(ctx, w, experiment.FreezeOptions{Implementation: "candidate",
 		Files: []string{cand}, Binary: cand,
 		Toolchain: "node", Model: "scripted-implementer", ToolVersion: "cleanroom-demo"})
