@@ -91,13 +91,15 @@ func (l Log) Read() ([]LogEntry, error) {
 	}
 	var out []LogEntry
 	prev := any(nil)
-	for i, de := range des {
-		want := fmt.Sprintf("%0*d.json", seqWidth, i+1)
+	for _, de := range des {
 		name := de.Name()
-		// Temporary files of an interrupted append are never entries.
-		if strings.HasPrefix(name, ".tmp-") {
+		// A temporary file of an interrupted append (durable's prefix) is
+		// never an entry; it is not counted either.
+		if strings.HasPrefix(name, durable.TempPrefix) {
 			continue
 		}
+		i := len(out)
+		want := fmt.Sprintf("%0*d.json", seqWidth, i+1)
 		if name != want || !de.Type().IsRegular() {
 			return nil, fmt.Errorf("%s: %s where %s was expected: %w", l.Dir, name, want, ErrLog)
 		}
@@ -131,9 +133,9 @@ func sameValue(a, b any) bool {
 }
 
 // Append writes the next entry: typ and the members of body follow seq and
-// previous_sha256. The file is created under a temporary name, fsync'd and
-// linked to its final name (which fails if the name exists: two appenders
-// cannot both win), then the directory is fsync'd.
+// previous_sha256. The entry is published with durable.Create, which never
+// replaces a name: of two concurrent appenders only one wins the sequence
+// number, the other gets ErrLog.
 func (l Log) Append(typ string, body []evidence.Member) (LogEntry, error) {
 	entries, err := l.Read()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 )
 
 func pairsWithFindings(t *testing.T) []PairFindings {
@@ -159,5 +160,29 @@ func TestQuestions(t *testing.T) {
 	}
 	if prev, _ := es[1].Value.Get("previous_sha256"); prev != es[0].SHA256 {
 		t.Errorf("entry 2 links %v, want %s", prev, es[0].SHA256)
+	}
+}
+
+// An append interrupted before its rename leaves durable's temporary file
+// in the log directory; it is not an entry and must not shift the sequence
+// of the entries around it.
+func TestLogSkipsInterruptedAppend(t *testing.T) {
+	l := Log{Dir: filepath.Join(t.TempDir(), "log")}
+	if _, err := l.Append(TypeQuestion, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Named as durable names them: it sorts before 000001.json.
+	if err := os.WriteFile(filepath.Join(l.Dir, durable.TempPrefix+"000002.json.0123456789abcdef"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(TypeQuestion, nil); err != nil {
+		t.Fatal(err)
+	}
+	es, err := l.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[0].File != "000001.json" || es[1].File != "000002.json" {
+		t.Fatalf("entries %+v, want 000001.json and 000002.json", es)
 	}
 }
