@@ -88,7 +88,7 @@ artifacts stay in the output directory (a fresh temporary directory unless
 					if !jsonOutput(cmd) {
 						fmt.Fprintf(w, "  %2d %-34s NOT RUN\n", i+1, st.name)
 					}
-					return usageErr(fmt.Errorf("demo stopped before %q: this machine cannot create the isolation it needs: %w (run as root, or see `cleanroom sandbox check`); artifacts so far in %s", st.name, isolationErr, out))
+					return usageErr(fmt.Errorf("demo stopped before %q: this machine cannot create the isolation it needs: %w (`cleanroom sandbox check` lists what this machine offers); artifacts so far in %s", st.name, isolationErr, out))
 				}
 				t0 := time.Now()
 				res, err := st.run(cmd.Context(), env)
