@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -14,32 +15,44 @@ import (
 // [ClassOf] and errors.Is work), anything else is an I/O problem.
 func ReadFileBytes(path string) ([]byte, error) {
 	// O_NONBLOCK: opening a FIFO for reading would otherwise block until a
-	// writer appears, before the fstat below could refuse it. It changes
+	// writer appears, before ReadOpenFile's fstat could refuse it. It changes
 	// nothing for a regular file.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	b, _, err := ReadOpenFile(f)
+	return b, err
+}
+
+// ReadOpenFile reads the bytes of the already-open file f for [Read], with
+// the same rules as [ReadFileBytes]: f must be a regular file (checked by
+// fstat on the descriptor, not by path) of at most MaxSize bytes. It returns
+// the FileInfo of that fstat. Errors name f.Name(). Callers that open with
+// their own rules (openat2 beneath a root, no symlinks) read through this so
+// the bytes are bounded the same way everywhere; open FIFOs with O_NONBLOCK.
+func ReadOpenFile(f *os.File) ([]byte, fs.FileInfo, error) {
 	// fstat the descriptor we read, not the path: the file checked is the
 	// file read.
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		// A FIFO or device could block forever or never end.
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
+		return nil, nil, fmt.Errorf("%s: not a regular file (%s)", f.Name(), fi.Mode().Type())
 	}
 	if fi.Size() > MaxSize {
-		return nil, fmt.Errorf("%s: %w", path, &Error{Class: ClassTooLarge, Offset: MaxSize, Detail: fmt.Sprintf("%d bytes is more than the %d-byte limit", fi.Size(), MaxSize)})
+		// Refused before reading: a huge file costs no memory.
+		return nil, nil, fmt.Errorf("%s: %w", f.Name(), &Error{Class: ClassTooLarge, Offset: MaxSize, Detail: fmt.Sprintf("%d bytes is more than the %d-byte limit", fi.Size(), MaxSize)})
 	}
 	// Bounded even if the file grows after the fstat.
 	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", f.Name(), err)
 	}
-	return b, nil
+	return b, fi, nil
 }
 
 // ReadFile is [Read] of the file at path (see [ReadFileBytes]); every error

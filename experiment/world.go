@@ -3,7 +3,6 @@ package experiment
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -139,24 +138,21 @@ func openBeneath(dir, rel string, flags int, mode uint32) (*os.File, error) {
 	}
 }
 
-// readRegularBeneath reads rel beneath dir: a regular file (a FIFO cannot
-// stall the read, a symlink is not followed), at most evidence.MaxSize+1
-// bytes (the strict reader refuses anything larger).
+// readRegularBeneath reads rel beneath dir (no symlink followed, nothing
+// outside dir) with the strict reader's file rules (evidence.ReadOpenFile:
+// a regular file, fstat on the descriptor, at most evidence.MaxSize bytes).
 func readRegularBeneath(dir, rel string) ([]byte, time.Time, error) {
+	// O_NONBLOCK: a FIFO planted at rel cannot stall the open.
 	f, err := openBeneath(dir, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	b, fi, err := evidence.ReadOpenFile(f)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, time.Time{}, fmt.Errorf("%s: not a regular file (%s)", f.Name(), fi.Mode().Type())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, evidence.MaxSize+1))
-	return b, fi.ModTime(), err
+	return b, fi.ModTime(), nil
 }
 
 // readStateFile reads a state-root-relative file.
