@@ -287,7 +287,9 @@ SHA-256 of the one before; a finding is classified once.`,
 			}
 			f, err := holdout.OpenRegister(w.StateDir()).Classify(args[0], class, ruling)
 			if err != nil {
-				if errors.Is(err, holdout.ErrClass) || errors.Is(err, holdout.ErrEntry) {
+				// The id, the class and the ruling are all arguments: naming
+				// no finding is as unusable as naming no class.
+				if errors.Is(err, holdout.ErrClass) || errors.Is(err, holdout.ErrEntry) || errors.Is(err, holdout.ErrUnknownFinding) {
 					return usageErr(err)
 				}
 				return refusedErr(err)
