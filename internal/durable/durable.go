@@ -1,17 +1,3 @@
-// Package durable is cleanroom's one way to put bytes on disk that must
-// survive a crash: evidence files that are never rewritten (receipts,
-// RESULTs, archives, log entries, manifests) and records replaced whole.
-//
-// Every write goes to a temporary file beside the target (named with
-// [TempPrefix], so a verifier can recognise what an interrupted write left
-// behind), is fsynced, then moved into place by a rename relative to a
-// descriptor of the directory, and the directory is fsynced. A name never
-// holds partial bytes. [Create] never replaces anything (renameat2
-// RENAME_NOREPLACE); [Replace] swaps whole files atomically.
-//
-// Directories are opened O_DIRECTORY|O_NOFOLLOW and temporary files are
-// created O_CREAT|O_EXCL|O_NOFOLLOW beneath that descriptor, so a symlink
-// planted at the directory or the temporary name cannot redirect a write.
 package durable
 
 import (
@@ -25,6 +11,10 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// ErrBadName: the name given is not a plain file name of the directory
+// held (empty, "." or "..", or it has a separator).
+var ErrBadName = errors.New("not a plain file name")
 
 // TempPrefix starts the name of every temporary file this package writes.
 const TempPrefix = ".cleanroom-tmp-"
@@ -54,7 +44,7 @@ func ReplaceFile(path string, data []byte, perm os.FileMode) error {
 func publish(dir, name string, data []byte, perm os.FileMode, flags uint) error {
 	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
 		// A separator would address another directory than the one held.
-		return fmt.Errorf("durable: %q is not a plain file name", name)
+		return fmt.Errorf("durable: %q in %s: %w", name, dir, ErrBadName)
 	}
 	return withDir(dir, func(fd int) error {
 		tmp, err := writeTemp(fd, dir, name, data, perm)
@@ -110,10 +100,7 @@ func SyncDir(dir string) error {
 func MkdirAll(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("%s: not a directory", dir)
-		}
-		return nil
+		return isDir(dir, fi)
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -122,10 +109,27 @@ func MkdirAll(dir string) error {
 	if err := MkdirAll(parent); err != nil {
 		return err
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(dir, 0o755); errors.Is(err, fs.ErrExist) {
+		// Created by someone else since the Lstat: it must still be a
+		// directory, not a file or symlink planted in the gap.
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			return err
+		}
+		return isDir(dir, fi)
+	} else if err != nil {
 		return err
 	}
 	return SyncDir(parent)
+}
+
+// isDir refuses a non-directory (a symlink included) where a directory is
+// wanted; the error matches syscall.ENOTDIR.
+func isDir(dir string, fi fs.FileInfo) error {
+	if !fi.IsDir() {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: unix.ENOTDIR}
+	}
+	return nil
 }
 
 func withDir(dir string, fn func(fd int) error) error {
