@@ -3,7 +3,6 @@ package holdout
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -177,31 +176,16 @@ func readRegular(root *os.Root, name string) ([]byte, error) {
 	if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
 		return nil, fmt.Errorf("file name %q is not a plain file name", name)
 	}
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// O_NOFOLLOW: a symlink at the name cannot substitute another file of
+	// the tree; O_NONBLOCK: a FIFO is refused by the fstat in
+	// evidence.ReadOpenFile instead of blocking this open forever.
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	// Checked on the descriptor: a FIFO or device would block or stream.
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	if fi.Size() > evidence.MaxSize {
-		return nil, fmt.Errorf("%s: %d bytes, more than the reader's %d", name, fi.Size(), evidence.MaxSize)
-	}
-	// Bounded even if the file grows after the fstat.
-	b, err := io.ReadAll(io.LimitReader(f, evidence.MaxSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > evidence.MaxSize {
-		return nil, fmt.Errorf("%s grew beyond %d bytes while read", name, evidence.MaxSize)
-	}
-	return b, nil
+	b, _, err := evidence.ReadOpenFile(f)
+	return b, err
 }
 
 func parseIndex(b []byte) ([]IndexEntry, error) {

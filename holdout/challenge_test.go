@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
@@ -45,6 +46,17 @@ func TestLoadDirRefusals(t *testing.T) {
 			p := filepath.Join(dir, "H3-shared-child-structure.json")
 			os.Rename(p, filepath.Join(t.TempDir(), "moved.json"))
 			os.Symlink("/etc/hostname", p)
+		}, ErrIndexMismatch, ""},
+		{"challenge replaced by a FIFO", func(t *testing.T, dir string) {
+			// Opening a FIFO blocks until a writer appears: the load must
+			// refuse it instead of hanging.
+			p := filepath.Join(dir, "H3-shared-child-structure.json")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, ErrIndexMismatch, ""},
 		{"missing challenge", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "H2-reference-set-permutation.json")) }, ErrIndexMismatch, ""},
 		{"id disagrees with index", func(t *testing.T, dir string) {

@@ -3,6 +3,7 @@ package holdout
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,12 +83,17 @@ const seqWidth = 6
 
 // Read returns every entry in order after checking the chain.
 func (l Log) Read() ([]LogEntry, error) {
-	des, err := os.ReadDir(l.Dir)
+	root, err := os.OpenRoot(l.Dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	defer root.Close()
+	des, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", l.Dir, err)
 	}
 	var out []LogEntry
 	prev := any(nil)
@@ -103,9 +109,12 @@ func (l Log) Read() ([]LogEntry, error) {
 		if name != want || !de.Type().IsRegular() {
 			return nil, fmt.Errorf("%s: %s where %s was expected: %w", l.Dir, name, want, ErrLog)
 		}
-		b, err := os.ReadFile(filepath.Join(l.Dir, name))
+		// Read through the descriptor of the directory listed, not a path:
+		// an entry swapped for a symlink or FIFO after the listing is
+		// refused, not followed.
+		b, err := readRegular(root, name)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w: %w", l.Dir, ErrLog, err)
 		}
 		o, err := evidence.ReadObject(b)
 		if err != nil {
