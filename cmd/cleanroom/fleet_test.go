@@ -71,6 +71,19 @@ func TestDemoFleet(t *testing.T) {
 		func() (string, error) { return demoCopyWorld(ctx, env) },
 		func() (string, error) { return demoIssueRelease(env, env.pkg(), env.holdout()) },
 		func() (string, error) { return demoPin(ctx, env) },
+		// The clean-room stage runs this binary's `room serve`, which a
+		// test binary is not: put what its implementer writes where
+		// demoFreeze freezes it.
+		func() (string, error) {
+			b, err := os.ReadFile(filepath.Join(env.world, "implementer", "tally-candidate"))
+			if err != nil {
+				return "", err
+			}
+			if err := os.MkdirAll(filepath.Join(env.world, demoWorkspace), 0o755); err != nil {
+				return "", err
+			}
+			return "", os.WriteFile(filepath.Join(env.world, demoWorkspace, "tally-candidate"), b, 0o755)
+		},
 		func() (string, error) { return demoFreeze(ctx, env) },
 		func() (string, error) { return demoReveal(ctx, env) },
 	} {
