@@ -9,6 +9,11 @@ import (
 	"syscall"
 )
 
+// ErrNotRegular: the file to read is not a regular file (a FIFO, device,
+// directory or socket). It is an I/O problem, not a refusal of bytes:
+// [IsRefusal] is false for it.
+var ErrNotRegular = errors.New("not a regular file")
+
 // ReadFileBytes reads the bytes of the regular file at path for [Read],
 // reading at most MaxSize+1 bytes: a larger file is refused as too-large
 // without being read. Errors name the file; a refusal is an *Error (so
@@ -41,7 +46,7 @@ func ReadOpenFile(f *os.File) ([]byte, fs.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		// A FIFO or device could block forever or never end.
-		return nil, nil, fmt.Errorf("%s: not a regular file (%s)", f.Name(), fi.Mode().Type())
+		return nil, nil, fmt.Errorf("%s: %w (%s)", f.Name(), ErrNotRegular, fi.Mode().Type())
 	}
 	if fi.Size() > MaxSize {
 		// Refused before reading: a huge file costs no memory.

@@ -2,6 +2,7 @@ package evidence_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,14 +36,15 @@ func TestReadFile(t *testing.T) {
 		name    string
 		path    string
 		class   evidence.Class // "" for an I/O problem, not a refusal
+		ioErr   error          // the I/O problem, when class is ""
 		message string
 	}{
-		{"refused", dup, evidence.ClassDuplicateName, "dup.json: evidence: duplicate-name at offset 7"},
-		{"too-large-by-fstat", big, evidence.ClassTooLarge, "big.json: evidence: too-large at offset 8388608"},
+		{"refused", dup, evidence.ClassDuplicateName, nil, "dup.json: evidence: duplicate-name at offset 7"},
+		{"too-large-by-fstat", big, evidence.ClassTooLarge, nil, "big.json: evidence: too-large at offset 8388608"},
 		// A FIFO is refused without blocking on open.
-		{"fifo", fifo, "", "fifo: not a regular file"},
-		{"directory", dir, "", "not a regular file"},
-		{"missing", filepath.Join(dir, "absent.json"), "", "absent.json"},
+		{"fifo", fifo, "", evidence.ErrNotRegular, "fifo: not a regular file"},
+		{"directory", dir, "", evidence.ErrNotRegular, "not a regular file"},
+		{"missing", filepath.Join(dir, "absent.json"), "", fs.ErrNotExist, "absent.json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +54,9 @@ func TestReadFile(t *testing.T) {
 			}
 			if tt.class != "" && !errors.Is(err, tt.class) {
 				t.Errorf("err %v is not %s", err, tt.class)
+			}
+			if tt.ioErr != nil && !errors.Is(err, tt.ioErr) {
+				t.Errorf("err %v is not %v", err, tt.ioErr)
 			}
 			if evidence.IsRefusal(err) != (tt.class != "") {
 				t.Errorf("IsRefusal(%v) = %v", err, evidence.IsRefusal(err))

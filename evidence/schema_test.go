@@ -9,6 +9,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 func mustSchema(t *testing.T, name, doc string) *evidence.Schema {
@@ -67,21 +68,33 @@ func TestCompileSchemaRefusesExternalRefs(t *testing.T) {
 	}
 	for _, ref := range []string{"file://" + other, other, "https://example.com/s.json"} {
 		_, err := evidence.CompileSchema("ext", []byte(`{"$ref":"`+ref+`"}`))
-		if err == nil {
-			t.Errorf("$ref %q compiled; an external reference must never be loaded", ref)
+		// The refusal is the loader's: no URL loader is registered, so
+		// nothing was read (a compile error of another kind would not show
+		// that).
+		var le *jsonschema.LoadURLError
+		if !errors.As(err, &le) {
+			t.Errorf("$ref %q: %v, want a *jsonschema.LoadURLError (an external reference must never be loaded)", ref, err)
 		}
 	}
 }
 
 func TestCompileSchemaRefusesInvalidSchema(t *testing.T) {
-	for _, doc := range []string{
-		`{"type":"strung"}`,
-		`{"minLength":-1}`,
-		`{"x-sorted":"yes"}`, // the vocabulary's metaschema wants a boolean
-		`{"pattern":"("}`,
-	} {
-		if _, err := evidence.CompileSchema("bad", []byte(doc)); err == nil {
-			t.Errorf("CompileSchema(%s) succeeded", doc)
+	tests := []struct{ doc, keyword string }{
+		{`{"type":"strung"}`, "/type"},
+		{`{"minLength":-1}`, "/minLength"},
+		{`{"x-sorted":"yes"}`, "/x-sorted"}, // the vocabulary's metaschema wants a boolean
+		{`{"pattern":"("}`, "/pattern"},
+	}
+	for _, tt := range tests {
+		_, err := evidence.CompileSchema("bad", []byte(tt.doc))
+		// Refused by the metaschema, at the keyword that breaks it.
+		var ve *jsonschema.SchemaValidationError
+		if !errors.As(err, &ve) {
+			t.Errorf("CompileSchema(%s): %v, want a *jsonschema.SchemaValidationError", tt.doc, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "'"+tt.keyword+"'") {
+			t.Errorf("CompileSchema(%s): %v does not name %s", tt.doc, err, tt.keyword)
 		}
 	}
 }
