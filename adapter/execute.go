@@ -338,10 +338,11 @@ func stage(root, dir string, paths []string) ([]pkgwalk.FileDigest, error) {
 	return files, nil
 }
 
-// readNoFollow reads a regular file beneath r without following a final
-// symlink.
+// readNoFollow reads a frozen file beneath r for staging. It is not
+// bounded by evidence.MaxSize (a frozen binary may be larger); the caller
+// compares the bytes with the listing's digest.
 func readNoFollow(r *os.Root, p string) ([]byte, error) {
-	f, err := r.OpenFile(path.Clean(p), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openNoFollow(r, p)
 	if err != nil {
 		return nil, err
 	}
@@ -350,39 +351,37 @@ func readNoFollow(r *os.Root, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Checked on the descriptor read: a FIFO or device would block or
+	// never end.
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", p)
 	}
 	return io.ReadAll(f)
 }
 
+// openNoFollow opens p beneath r for reading. O_NOFOLLOW: a symlink at p
+// (planted by whoever controls the directory) is refused, not followed;
+// O_NONBLOCK: a FIFO at p is refused by the caller's fstat instead of
+// blocking the open until a writer appears.
+func openNoFollow(r *os.Root, p string) (*os.File, error) {
+	return r.OpenFile(path.Clean(p), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+}
+
 // readOutput reads the adapter's output beneath the staged view: the
 // adapter controlled that directory, so a symlink there (to the operator's
-// files, or a FIFO that never ends) is refused, and size is bounded.
+// files, or a FIFO that never ends) is refused, and size is bounded by
+// evidence.ReadOpenFile (the reader's own limit, refused as too-large).
 func readOutput(dir string) ([]byte, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	f, err := r.OpenFile(OutPath, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openNoFollow(r, OutPath)
 	if err != nil {
 		return nil, fmt.Errorf("no output document: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("the output is not a regular file")
-	}
-	b, err := io.ReadAll(io.LimitReader(f, evidence.MaxSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > evidence.MaxSize {
-		return nil, fmt.Errorf("the output exceeds %d bytes", evidence.MaxSize)
-	}
-	return b, nil
+	b, _, err := evidence.ReadOpenFile(f)
+	return b, err
 }

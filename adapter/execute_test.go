@@ -190,6 +190,14 @@ func TestExecuteRefusals(t *testing.T) {
 			adapter: func() experiment.Adapter {
 				return candidate(t, w, "ws9/c", "#!/bin/sh\nprintf '%s' '"+srelDoc("javascript", "")+"' > \"$2\"\n")
 			}},
+		{name: "output is a FIFO", revealed: true, state: Absent, rule: ErrOutput,
+			adapter: func() experiment.Adapter {
+				return candidate(t, w, "wsb/c", "#!/bin/sh\nmkfifo \"$2\"\n")
+			}},
+		{name: "output over the reader's limit", revealed: true, state: Absent, rule: ErrOutput, cause: evidence.ClassTooLarge,
+			adapter: func() experiment.Adapter {
+				return candidate(t, w, "wsc/c", "#!/bin/sh\nhead -c 8388609 /dev/zero > \"$2\"\n")
+			}},
 		{name: "output is a symlink out of the view", revealed: true, state: Absent, rule: ErrOutput,
 			adapter: func() experiment.Adapter {
 				return candidate(t, w, "wsa/c", "#!/bin/sh\nln -s /etc/hostname \"$2\"\n")
