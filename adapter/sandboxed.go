@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"path/filepath"
+	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 )
@@ -43,7 +43,8 @@ func (r SandboxRunner) Run(ctx context.Context, inv Invocation) (Outcome, error)
 		}
 		// Only /usr is bound into the container: an interpreter elsewhere
 		// would not exist inside it.
-		if rel, err := filepath.Rel("/usr", p); err != nil || rel == ".." || filepath.IsAbs(rel) || len(rel) > 2 && rel[:3] == "../" {
+		// p is a clean join of a fixed directory and the name.
+		if !strings.HasPrefix(p, "/usr/") {
 			return Outcome{}, fmt.Errorf("interpreter %s is outside /usr, which is all the sandbox binds", p)
 		}
 		args[0] = p

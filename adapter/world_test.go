@@ -50,8 +50,16 @@ func TestWorldCorpusRestated(t *testing.T) {
 		t.Fatalf("jcs inputs: %v", err)
 	}
 	for _, e := range inputs {
-		in, _ := os.ReadFile(filepath.Join(pub, "jcs-upstream", "input", e.Name()))
-		hx, _ := os.ReadFile(filepath.Join(pub, "jcs-upstream", "outhex", strings.TrimSuffix(e.Name(), ".json")+".txt"))
+		in, err := os.ReadFile(filepath.Join(pub, "jcs-upstream", "input", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every input has its expected bytes; a missing outhex file is a
+		// failure, not an empty expectation.
+		hx, err := os.ReadFile(filepath.Join(pub, "jcs-upstream", "outhex", strings.TrimSuffix(e.Name(), ".json")+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		want, err := hex.DecodeString(strings.ReplaceAll(strings.TrimSpace(string(hx)), " ", ""))
 		if err != nil {
 			t.Fatalf("%s outhex: %v", e.Name(), err)
