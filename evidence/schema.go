@@ -230,7 +230,7 @@ func (xSorted) Validate(ctx *jsonschema.ValidatorContext, v any) {
 		return
 	}
 	for i := 1; i < len(arr); i++ {
-		prev, cur := jsString(arr[i-1]), jsString(arr[i])
+		prev, cur := JSString(arr[i-1]), JSString(arr[i])
 		if CompareUTF16(cur, prev) < 0 {
 			ctx.AddError(&notSorted{Index: i, Prev: prev, Cur: cur})
 			return
@@ -250,10 +250,11 @@ func (k *notSorted) LocalizedString(p *message.Printer) string {
 	return p.Sprintf("items are not sorted: item %d %q sorts before item %d %q", k.Index, k.Cur, k.Index-1, k.Prev)
 }
 
-// jsString is JavaScript's String(v) for a JSON value: numbers as
-// Number::toString, arrays joined with "," (null elements as ""), objects
-// "[object Object]".
-func jsString(v any) string {
+// JSString is JavaScript's String(v) for a value [Read] returns (or a plain
+// map/slice of them): numbers as Number::toString, arrays joined with ","
+// (null elements as ""), objects "[object Object]". It is the sort key of
+// x-sorted and of JavaScript's default Array.prototype.sort.
+func JSString(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "null"
@@ -270,7 +271,7 @@ func jsString(v any) string {
 		parts := make([]string, len(x))
 		for i, e := range x {
 			if e != nil {
-				parts[i] = jsString(e)
+				parts[i] = JSString(e)
 			}
 		}
 		return strings.Join(parts, ",")
