@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
@@ -222,7 +224,7 @@ func copyResult(src, dst string) (int, error) {
 		return 0, fmt.Errorf("%w: %v", ErrResultTree, err)
 	}
 	defer root.Close()
-	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-")
+	tmp, err := durable.StageDir(dst)
 	if err != nil {
 		return 0, err
 	}
@@ -237,21 +239,15 @@ func copyResult(src, dst string) (int, error) {
 			return 0, err
 		}
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return 0, err
-	}
-	if err := syncDir(tmp); err != nil {
-		return 0, err
-	}
 	// RENAME_NOREPLACE: a result collected meanwhile is not replaced.
-	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE); err != nil {
-		if errors.Is(err, unix.EEXIST) {
+	if err := durable.CreateDir(tmp, dst, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
 			return 0, fmt.Errorf("%w: %s", ErrCollected, dst)
 		}
 		return 0, err
 	}
 	done = true
-	return len(files), syncDir(filepath.Dir(dst))
+	return len(files), nil
 }
 
 // copyOne copies one listed file, opened beneath the source root without
@@ -282,16 +278,14 @@ func copyOne(rootfd int, f pkgwalk.File, tmp string) error {
 		return fmt.Errorf("%w: %s changed while it was collected", ErrResultTree, f.Path)
 	}
 	out := filepath.Join(tmp, filepath.FromSlash(f.Path))
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
-	}
-	if err := writeNew(out, b); err != nil {
+	if err := durable.MkdirAll(filepath.Dir(out)); err != nil {
 		return err
 	}
 	// Keep the executable bit (a frozen candidate binary is executed by
 	// verify's checks); nothing else of the mode is carried over.
+	mode := os.FileMode(0o644)
 	if st.Mode()&0o111 != 0 {
-		return os.Chmod(out, 0o755)
+		mode = 0o755
 	}
-	return nil
+	return durable.CreateFile(out, b, mode)
 }

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"sigs.k8s.io/yaml"
 )
 
@@ -65,7 +65,7 @@ func WritePlan(runs []Run, runList []byte, dir string) (*Plan, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("plan dir %s: %w", dir, err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
+	tmp, err := durable.StageDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("plan dir: %w", err)
 	}
@@ -77,7 +77,7 @@ func WritePlan(runs []Run, runList []byte, dir string) (*Plan, error) {
 	}()
 	plan := &Plan{Dir: dir}
 	write := func(name string, b []byte) error {
-		return writeNew(filepath.Join(tmp, name), b)
+		return durable.Create(tmp, name, b, 0o644)
 	}
 	for _, r := range runs {
 		b, err := Manifest(r)
@@ -94,48 +94,10 @@ func WritePlan(runs []Run, runList []byte, dir string) (*Plan, error) {
 	if err := write(RunsFileName, runList); err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, err
-	}
-	if err := syncDir(tmp); err != nil {
-		return nil, err
-	}
 	// RENAME_NOREPLACE: if dir appeared meanwhile, it is not replaced.
-	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dir, unix.RENAME_NOREPLACE); err != nil {
+	if err := durable.CreateDir(tmp, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("plan dir %s: %w", dir, err)
 	}
 	done = true
-	if err := syncDir(filepath.Dir(dir)); err != nil {
-		return nil, err
-	}
 	return plan, nil
-}
-
-// writeNew creates path (which must not exist), writes b and fsyncs it.
-func writeNew(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
 }

@@ -1,0 +1,59 @@
+package durable
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// StageDir makes an empty staging directory beside dir, for a caller that
+// writes a whole directory and then publishes it with [CreateDir]. Its name
+// starts with [TempPrefix], so what an interrupted write left behind is
+// recognisable. The caller removes it when it does not publish it.
+func StageDir(dir string) (string, error) {
+	dir = filepath.Clean(dir)
+	stage, err := os.MkdirTemp(filepath.Dir(dir), TempPrefix+filepath.Base(dir)+".*")
+	if err != nil {
+		return "", fmt.Errorf("staging %s: %w", dir, err)
+	}
+	return stage, nil
+}
+
+// CreateDir publishes the fully written directory stage (from [StageDir])
+// as dir, only if nothing is there: stage gets mode perm, is fsynced, is
+// renamed into place with RENAME_NOREPLACE, and dir's parent is fsynced.
+// When dir exists the error matches fs.ErrExist and nothing is changed; a
+// reader sees the whole directory or none. The files in stage must already
+// be fsynced (Create writes them so).
+func CreateDir(stage, dir string, perm os.FileMode) error {
+	stage, dir = filepath.Clean(stage), filepath.Clean(dir)
+	parent := filepath.Dir(dir)
+	if filepath.Dir(stage) != parent {
+		// A rename relative to one parent descriptor cannot move a
+		// directory between two parents (nor across file systems).
+		return fmt.Errorf("durable: stage %s is not beside %s: %w", stage, dir, ErrBadName)
+	}
+	err := withDir(stage, func(fd int) error {
+		// The umask must not decide the mode of published evidence.
+		if err := unix.Fchmod(fd, uint32(perm.Perm())); err != nil {
+			return &os.PathError{Op: "chmod", Path: stage, Err: err}
+		}
+		return fsyncFD(fd, stage)
+	})
+	if err != nil {
+		return err
+	}
+	return withDir(parent, func(fd int) error {
+		if err := unix.Renameat2(fd, filepath.Base(stage), fd, filepath.Base(dir), unix.RENAME_NOREPLACE); err != nil {
+			if errors.Is(err, unix.EEXIST) {
+				return &os.PathError{Op: "create", Path: dir, Err: fs.ErrExist}
+			}
+			return &os.PathError{Op: "rename", Path: dir, Err: err}
+		}
+		return fsyncFD(fd, parent)
+	})
+}
