@@ -3,8 +3,10 @@ package adapter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
@@ -152,7 +154,11 @@ func TestCompleteRunLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
-	if err != nil || rep.OK() {
-		t.Fatalf("verify without the register: err %v ok %v", err, rep.OK())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Refused for the replayed disagreements, not for any other reason.
+	if rerr := rep.Err(); !errors.Is(rerr, experiment.ErrResult) || !strings.Contains(fmt.Sprint(rerr), "finds 2 disagreement(s)") {
+		t.Fatalf("verify without the register: %v, want %v for the 2 unclassified disagreements", rerr, experiment.ErrResult)
 	}
 }
