@@ -24,7 +24,7 @@ man: build
 	rm -rf man && ./$(BIN) man --dir man
 
 # Not part of test/CI: installs its peers, runs every package's Go benchmarks
-# (-count 5, benchstat) and the side-by-side driver, writes BENCHMARKS.md.
+# (-count 6, benchstat) and the side-by-side driver, writes BENCHMARKS.md.
 # CLEANROOM_BENCH_LARGE=1 for the issues' full sizes.
 bench: build
 	GO=$(GO) bench/compare.sh

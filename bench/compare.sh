@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/compare.sh — `make bench`: the Go benchmarks of every package
-# (-count 5, benchstat) and the side-by-side driver (go run ./bench/compare),
+# (-count 6, benchstat) and the side-by-side driver (go run ./bench/compare),
 # which writes BENCHMARKS.md. Installs the peers it is missing first:
 #   Debian: bubblewrap, hyperfine (apt-get, as root)
 #   npm:    @modelcontextprotocol/server-filesystem, pinned by bench/peers/package-lock.json (npm ci)
@@ -8,13 +8,13 @@
 # Environment:
 #   CLEANROOM_BENCH_LARGE=1   also the Go benchmarks' 1 GiB variants (pkgwalk); the driver's
 #                             package rows always use the issue's 10,000 files / 1 GiB
-#   COUNT=5 BENCHTIME=200ms   go test -count / -benchtime
+#   COUNT=6 BENCHTIME=200ms   go test -count / -benchtime
 #   ROUNDS=5                  alternating rounds per pair in the driver
 #   SKIP_GO_BENCH=1           reuse bench/out/go-bench.txt (driver only)
 set -eu
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
-COUNT=${COUNT:-5}
+COUNT=${COUNT:-6}
 BENCHTIME=${BENCHTIME:-200ms}
 ROUNDS=${ROUNDS:-5}
 out=bench/out

@@ -99,7 +99,7 @@ func (r *report) markdown() string {
 		b.WriteString("\n" + strings.TrimSpace(r.notes) + "\n")
 	}
 	if r.benchstat != "" {
-		b.WriteString("\n## Go benchmarks of every package (`go test -run '^$' -bench . -count 5`, benchstat)\n\n")
+		b.WriteString("\n## Go benchmarks of every package (`go test -bench`, see the command above; benchstat)\n\n")
 		b.WriteString("<details><summary>benchstat summary</summary>\n\n```\n" + strings.TrimSpace(r.benchstat) + "\n```\n\n</details>\n")
 	}
 	return b.String()
