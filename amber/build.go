@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/sign"
 )
 
@@ -200,10 +202,9 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 	if _, err := os.Lstat(o.Out); err == nil {
 		return nil, fmt.Errorf("%s: %w", o.Out, ErrOutputExists)
 	}
-	parent := filepath.Dir(filepath.Clean(o.Out))
-	stage, err := os.MkdirTemp(parent, "."+filepath.Base(o.Out)+".build-*")
+	stage, err := durable.StageDir(o.Out)
 	if err != nil {
-		return nil, fmt.Errorf("staging directory: %w", err)
+		return nil, err
 	}
 	done := false
 	defer func() {
@@ -297,33 +298,26 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(stage, ManifestFile), mb, 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(stage, ManifestSigFile), sig, 0o644); err != nil {
-		return nil, err
-	}
-	for _, f := range []string{BundleFile, OracleFile, ManifestFile, ManifestSigFile} {
+	// git and WritePack stream the bundle and the pack; the manifest and
+	// its signature go through the durable writer (fsynced there).
+	for _, f := range []string{BundleFile, OracleFile} {
 		if err := syncFile(filepath.Join(stage, f)); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.Chmod(stage, 0o755); err != nil {
+	if err := durable.Create(stage, ManifestFile, mb, 0o644); err != nil {
 		return nil, err
 	}
-	if err := syncDir(stage); err != nil {
+	if err := durable.Create(stage, ManifestSigFile, sig, 0o644); err != nil {
 		return nil, err
 	}
-	if err := renameInto(stage, o.Out, true); err != nil {
-		if errors.Is(err, os.ErrExist) {
+	if err := durable.CreateDir(stage, o.Out, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("%s: %w", o.Out, ErrOutputExists)
 		}
 		return nil, err
 	}
 	done = true
-	if err := syncDir(parent); err != nil {
-		return nil, err
-	}
 	return &Case{Dir: o.Out, Manifest: m, ManifestSHA256: sha256Hex(mb)}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/sign"
 )
@@ -231,7 +232,7 @@ func TestBuildRefusals(t *testing.T) {
 			if !existed && dirExists(o.Out) {
 				t.Errorf("refused build left %s behind", o.Out)
 			}
-			left, _ := filepath.Glob(filepath.Join(filepath.Dir(o.Out), ".case.build-*"))
+			left, _ := filepath.Glob(filepath.Join(filepath.Dir(o.Out), durable.TempPrefix+"*"))
 			if len(left) > 0 {
 				t.Errorf("staging directories left: %v", left)
 			}

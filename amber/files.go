@@ -102,22 +102,6 @@ func writeAtomic(path string, data []byte, mode os.FileMode, noReplace bool) err
 	return durable.ReplaceFile(path, data, mode)
 }
 
-func renameInto(from, to string, noReplace bool) error {
-	var flags uint
-	if noReplace {
-		flags = unix.RENAME_NOREPLACE
-	}
-	if err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, flags); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("%s: %w", to, os.ErrExist)
-		}
-		return fmt.Errorf("renaming into %s: %w", to, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error { return durable.SyncDir(dir) }
-
 // syncFile syncs a file written in a staging directory.
 func syncFile(path string) error {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
