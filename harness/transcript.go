@@ -143,34 +143,18 @@ func (t *Transcript) Close() error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	read := slices.Sorted(func(yield func(string) bool) {
-		for p := range t.read {
-			if !yield(p) {
-				return
-			}
-		}
-	})
-	var written []any
-	for _, p := range slices.Sorted(func(yield func(string) bool) {
-		for p := range t.written {
-			if !yield(p) {
-				return
-			}
-		}
-	}) {
+	readAny := []any{}
+	for _, p := range slices.Sorted(maps.Keys(t.read)) {
+		readAny = append(readAny, p)
+	}
+	written := []any{}
+	for _, p := range slices.Sorted(maps.Keys(t.written)) {
 		w := t.written[p]
 		written = append(written, map[string]any{"path": w.Path, "size": w.Size, "sha256": w.SHA256})
 	}
 	refused := make([]any, len(t.refused))
 	for i, r := range t.refused {
 		refused[i] = r
-	}
-	readAny := make([]any, len(read))
-	for i, r := range read {
-		readAny[i] = r
-	}
-	if written == nil {
-		written = []any{}
 	}
 	err := t.line(map[string]any{"event": "end", "time": t.stamp(), "calls": t.seq,
 		"files_read": readAny, "refused_reads": refused, "files_written": written})
