@@ -145,6 +145,16 @@ func TestLifecycleAttacks(t *testing.T) {
 		{"L no binary", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "" }), ErrBinaryRequired},
 		{"L binary that does not exist", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "implementer/none" }), ErrBinaryRequired},
 		{"binary outside the world", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "../outside" }), ErrOutsideWorld},
+		// Contained, but a second spelling of a subject: refused as a name,
+		// not left for the digest to trip over.
+		{"binary named through ..", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "governance/../" + o.Binary }), ErrOutsideWorld},
+		{"package file named through .", pinned, freezeWith(func(o *FreezeOptions) { o.Files = append(o.Files, "./"+o.Files[0]) }), ErrOutsideWorld},
+		{"forged record naming a package file through ..", func(t *testing.T, w *World) {
+			frozen(t, w)
+			forgeRecord(t, w, false, func(r *Record) {
+				r.Adapters[1].PackageFiles = append(r.Adapters[1].PackageFiles, "implementer/../"+r.Adapters[1].PackageFiles[0])
+			})
+		}, verifyErr, ErrOutsideWorld},
 		{"binary is a symlink out of the world", func(t *testing.T, w *World) {
 			pinned(t, w)
 			if err := os.Symlink("/bin/true", filepath.Join(w.Root, "implementer", "link")); err != nil {

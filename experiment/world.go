@@ -180,12 +180,22 @@ func (w *World) ReadRecord() (*Record, error) {
 	return ParseRecord(b, w.stateRel(RecordFileName))
 }
 
-// containedPath reports whether the world-relative path p resolves,
-// symbolic links and all, strictly inside the world. A path a run names is
-// a path that could authorize a subject in another tree otherwise.
+// containedPath reports whether the world-relative path p names no "." or
+// ".." segment and resolves, symbolic links and all, strictly inside the
+// world. A path a run names is a path that could authorize a subject in
+// another tree otherwise, and a path with two spellings is two names for
+// one subject. This is the early, nameable refusal: the bytes themselves
+// are only ever read by pkgwalk.DigestOfPaths beneath a descriptor of the
+// root (openat2 RESOLVE_BENEATH, no symlink), so a path re-pointed after
+// this check still cannot deliver bytes from outside.
 func (w *World) containedPath(p string) bool {
 	if p == "" || filepath.IsAbs(p) || strings.ContainsRune(p, 0) {
 		return false
+	}
+	for seg := range strings.SplitSeq(strings.TrimSuffix(p, "/"), "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
 	}
 	abs := filepath.Join(w.Root, filepath.FromSlash(p))
 	target := abs
