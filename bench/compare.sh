@@ -19,6 +19,8 @@ BENCHTIME=${BENCHTIME:-200ms}
 ROUNDS=${ROUNDS:-5}
 out=bench/out
 mkdir -p "$out"
+run_start=$(date +%s)
+run_load=$(cut -d' ' -f1-3 /proc/loadavg)
 
 say() { printf 'bench: %s\n' "$*" >&2; }
 
@@ -68,6 +70,6 @@ fi
 
 # --- side by side --------------------------------------------------------
 say "side-by-side driver (load $(cut -d' ' -f1-3 /proc/loadavg))"
-"$GO" run ./bench/compare -bin bin/cleanroom -rounds "$ROUNDS" -gobench "$out/go-bench.txt" \
+"$GO" run ./bench/compare -bin bin/cleanroom -rounds "$ROUNDS" -run-start "$run_start" -run-load "$run_load" -gobench "$out/go-bench.txt" \
 	-benchstat "$out/benchstat.txt" -notes bench/notes.md -out BENCHMARKS.md
 say "wrote BENCHMARKS.md"

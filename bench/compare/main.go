@@ -37,17 +37,21 @@ func verdict(ok bool) string {
 }
 
 type config struct {
-	bin      string // the cleanroom binary
-	tmp      string // scratch on tmpfs when there is one
-	peers    string // bench/peers (node_modules of the pinned npm peer)
-	quick    bool
-	large    bool
-	rounds   int
-	goBench  string
-	stat     string
-	notes    string
-	out      string
-	only     string
+	bin     string // the cleanroom binary
+	tmp     string // scratch on tmpfs when there is one
+	peers   string // bench/peers (node_modules of the pinned npm peer)
+	quick   bool
+	large   bool
+	rounds  int
+	goBench string
+	stat    string
+	notes   string
+	out     string
+	only    string
+	// Set by bench/compare.sh: when make bench started and the load then
+	// (before the Go benchmarks), so the report covers the whole run.
+	runStart int64
+	runLoad  string
 	progress func(format string, a ...any)
 }
 
@@ -62,6 +66,8 @@ func main() {
 	flag.StringVar(&c.stat, "benchstat", "", "benchstat output to append to the report")
 	flag.StringVar(&c.notes, "notes", "bench/notes.md", "hand-written notes appended to the report")
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "the report to write")
+	flag.Int64Var(&c.runStart, "run-start", 0, "unix time at which make bench started (bench/compare.sh sets it)")
+	flag.StringVar(&c.runLoad, "run-load", "", "load average when make bench started")
 	flag.StringVar(&c.only, "only", "", "comma-separated sections to run (room,package,evidence,sandbox,amber,go)")
 	flag.Parse()
 	if err := run(&c); err != nil {
@@ -99,7 +105,10 @@ func run(c *config) error {
 	}
 	defer os.RemoveAll(c.tmp)
 
-	rep := report{machine: machineLine(), loadBefore: loadavg(), start: time.Now(), quick: c.quick, large: c.large, rounds: c.rounds}
+	rep := report{machine: machineLine(), loadBefore: loadavg(), start: time.Now(), quick: c.quick, large: c.large, rounds: c.rounds, runLoad: c.runLoad}
+	if c.runStart > 0 {
+		rep.runStart = time.Unix(c.runStart, 0)
+	}
 	sections := []struct {
 		name string
 		fn   func(*config) []Row
