@@ -54,7 +54,7 @@ func (e Endpoint) String() string { return netip.AddrPortFrom(e.Addr, e.Port).St
 func ParseEndpoint(s string) (Endpoint, error) {
 	ap, err := netip.ParseAddrPort(s)
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("%w: endpoint %q: want IP:PORT with a literal address: %v", ErrConfig, s, err)
+		return Endpoint{}, fmt.Errorf("%w: endpoint %q: want IP:PORT with a literal address: %w", ErrConfig, s, err)
 	}
 	if ap.Port() == 0 {
 		return Endpoint{}, fmt.Errorf("%w: endpoint %q: port 0", ErrConfig, s)
@@ -165,7 +165,7 @@ func (c *Config) validate() error {
 		}
 		fi, err := os.Lstat(dir)
 		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrConfig, name, err)
+			return fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
 		}
 		// A symlink here would be followed by the bind mount: mount what
 		// was named, not what it points to at mount time.
@@ -501,10 +501,10 @@ func newID() (string, error) {
 func sameNetNS(ns netns.NsHandle, pid int) error {
 	var a, b unix.Stat_t
 	if err := unix.Fstat(int(ns), &a); err != nil {
-		return fmt.Errorf("%w: %v", ErrNamespaceChanged, err)
+		return fmt.Errorf("%w: %w", ErrNamespaceChanged, err)
 	}
 	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/net", &b); err != nil {
-		return fmt.Errorf("%w: %v", ErrNamespaceChanged, err)
+		return fmt.Errorf("%w: %w", ErrNamespaceChanged, err)
 	}
 	if a.Dev != b.Dev || a.Ino != b.Ino {
 		return fmt.Errorf("%w: checked %d:%d, candidate in %d:%d", ErrNamespaceChanged, a.Dev, a.Ino, b.Dev, b.Ino)

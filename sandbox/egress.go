@@ -81,11 +81,11 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 	}
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: hostName}, PeerName: candName, PeerNamespace: netlink.NsFd(int(ns))}
 	if err := netlink.LinkAdd(veth); err != nil {
-		return nil, fmt.Errorf("%w: creating veth %s: %v", ErrEgress, hostName, err)
+		return nil, fmt.Errorf("%w: creating veth %s: %w", ErrEgress, hostName, err)
 	}
 	host, err := netlink.LinkByName(hostName)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrEgress, err)
+		return nil, fmt.Errorf("%w: %w", ErrEgress, err)
 	}
 	// No IPv6 on either end: no link-local addresses or routes the check
 	// would have to explain, and no unfiltered v6 path.
@@ -93,7 +93,7 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 		return nil, err
 	}
 	if err := netlink.AddrAdd(host, &netlink.Addr{IPNet: prefixNet(eg.peer, 31)}); err != nil {
-		return nil, fmt.Errorf("%w: host end address: %v", ErrEgress, err)
+		return nil, fmt.Errorf("%w: host end address: %w", ErrEgress, err)
 	}
 	if err := writeSysctl("net/ipv4/conf/"+hostName+"/forwarding", "1"); err != nil {
 		return nil, err
@@ -103,30 +103,30 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 		return nil, err
 	}
 	if err := netlink.LinkSetUp(host); err != nil {
-		return nil, fmt.Errorf("%w: host end up: %v", ErrEgress, err)
+		return nil, fmt.Errorf("%w: host end up: %w", ErrEgress, err)
 	}
 	if err := inNetNS(ns, func() error { return disableIPv6(candName) }); err != nil {
 		return nil, err
 	}
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
-		return nil, fmt.Errorf("%w: netlink handle in the candidate namespace: %v", ErrEgress, err)
+		return nil, fmt.Errorf("%w: netlink handle in the candidate namespace: %w", ErrEgress, err)
 	}
 	defer h.Close()
 	lo, err := h.LinkByName("lo")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrEgress, err)
+		return nil, fmt.Errorf("%w: %w", ErrEgress, err)
 	}
 	cand, err := h.LinkByName(candName)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrEgress, err)
+		return nil, fmt.Errorf("%w: %w", ErrEgress, err)
 	}
 	if err := h.AddrAdd(cand, &netlink.Addr{IPNet: prefixNet(eg.local, 31)}); err != nil {
-		return nil, fmt.Errorf("%w: candidate end address: %v", ErrEgress, err)
+		return nil, fmt.Errorf("%w: candidate end address: %w", ErrEgress, err)
 	}
 	for _, l := range []netlink.Link{lo, cand} {
 		if err := h.LinkSetUp(l); err != nil {
-			return nil, fmt.Errorf("%w: link up: %v", ErrEgress, err)
+			return nil, fmt.Errorf("%w: link up: %w", ErrEgress, err)
 		}
 	}
 	// A veth carries nothing until both ends are operationally up; a SYN
@@ -140,7 +140,7 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 	for _, e := range allow {
 		r := &netlink.Route{LinkIndex: cand.Attrs().Index, Dst: prefixNet(e.Addr, 32), Gw: net.IP(eg.peer.AsSlice())}
 		if err := h.RouteReplace(r); err != nil {
-			return nil, fmt.Errorf("%w: host route to %s: %v", ErrEgress, e.Addr, err)
+			return nil, fmt.Errorf("%w: host route to %s: %w", ErrEgress, e.Addr, err)
 		}
 	}
 	return eg, nil
@@ -151,7 +151,7 @@ func waitOperUp(h *netlink.Handle, name string) error {
 	for range 200 {
 		l, err := h.LinkByName(name)
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrEgress, err)
+			return fmt.Errorf("%w: %w", ErrEgress, err)
 		}
 		if l.Attrs().OperState == netlink.OperUp {
 			return nil
@@ -167,7 +167,7 @@ func pickLink(pool netip.Prefix) (host, cand netip.Addr, err error) {
 	used := map[netip.Addr]bool{}
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
 	if err != nil {
-		return host, cand, fmt.Errorf("%w: listing host addresses: %v", ErrEgress, err)
+		return host, cand, fmt.Errorf("%w: listing host addresses: %w", ErrEgress, err)
 	}
 	for _, a := range addrs {
 		if ip, ok := netip.AddrFromSlice(a.IP); ok {
@@ -178,7 +178,7 @@ func pickLink(pool netip.Prefix) (host, cand netip.Addr, err error) {
 	for range 64 {
 		var b [2]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return host, cand, fmt.Errorf("%w: %v", ErrEgress, err)
+			return host, cand, fmt.Errorf("%w: %w", ErrEgress, err)
 		}
 		n := binary.BigEndian.Uint16(b[:]) &^ 1
 		h := base
@@ -201,7 +201,7 @@ func prefixNet(a netip.Addr, bits int) *net.IPNet {
 func writeSysctl(key, value string) error {
 	p := "/proc/sys/" + key
 	if err := os.WriteFile(p, []byte(value), 0); err != nil {
-		return fmt.Errorf("%w: sysctl %s: %v", ErrEgress, key, err)
+		return fmt.Errorf("%w: sysctl %s: %w", ErrEgress, key, err)
 	}
 	b, err := os.ReadFile(p)
 	if err != nil || strings.TrimSpace(string(b)) != value {
@@ -288,7 +288,7 @@ func (eg *egress) filterRules() (forward, input, post [][]expr.Any) {
 func (eg *egress) installFilter() error {
 	c, err := nftables.New()
 	if err != nil {
-		return fmt.Errorf("%w: nftables: %v", ErrEgress, err)
+		return fmt.Errorf("%w: nftables: %w", ErrEgress, err)
 	}
 	eg.table = c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: eg.tableName()})
 	accept := nftables.ChainPolicyAccept
@@ -305,7 +305,7 @@ func (eg *egress) installFilter() error {
 		}
 	}
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("%w: installing the nftables filter (is nf_tables available?): %v", ErrEgress, err)
+		return fmt.Errorf("%w: installing the nftables filter (is nf_tables available?): %w", ErrEgress, err)
 	}
 	return nil
 }
