@@ -25,7 +25,7 @@ man: build
 
 # Not part of test/CI: installs its peers, runs every package's Go benchmarks
 # (-count 6, benchstat) and the side-by-side driver, writes BENCHMARKS.md.
-# CLEANROOM_BENCH_LARGE=1 for the issues' full sizes.
+# CLEANROOM_BENCH_LARGE=1 also runs the Go benchmarks' 1 GiB variants.
 bench: build
 	GO=$(GO) bench/compare.sh
 
