@@ -430,10 +430,9 @@ func prepareVantage(ctx context.Context, id string, allow []Endpoint, seal, cont
 	if !(*iso).Enforced {
 		return 0, cleanup, fmt.Errorf("%w: %s", ErrIsolation, strings.Join((*iso).Problems, "; "))
 	}
+	// Both callers (Config.validate, ProbeVantage) have refused an
+	// allowlisted probe without a positive control.
 	if seal != nil {
-		if len(allow) > 0 && control == nil {
-			return 0, cleanup, fmt.Errorf("%w: an allowlisted run with a seal probe needs a positive control", ErrConfig)
-		}
 		*probe = Probe(ctx, ns, ProbeConfig{Sealed: *seal, Control: control})
 		if (*probe).TerminalState() != "" {
 			return 0, cleanup, fmt.Errorf("%w: %s", ErrSealProbe, (*probe).Detail)
