@@ -78,11 +78,16 @@ func (r *report) markdown() string {
 	var missedRows []string
 	for _, row := range r.rows {
 		if row.Verdict == missed {
-			missedRows = append(missedRows, row.Work)
+			missedRows = append(missedRows, fmt.Sprintf("- issue %d — %s: %s (ratio %s); target %s.", row.Issue, row.Work, row.Clean, row.Ratio, row.Target))
+		}
+	}
+	for _, p := range rssPoints {
+		if p.measuredErr == "" && p.cleanRSS > p.target {
+			missedRows = append(missedRows, fmt.Sprintf("- issue 5 — peak RSS of the room's serving process with a %s package: %s; target ≤ %s.", mib(p.pkgBytes), mib(p.cleanRSS), mib(p.target)))
 		}
 	}
 	if len(missedRows) > 0 {
-		fmt.Fprintf(&b, "\n**Targets missed in this run:** %s.\n", strings.Join(missedRows, "; "))
+		b.WriteString("\n**Targets missed in this run:**\n\n" + strings.Join(missedRows, "\n") + "\n")
 	} else {
 		b.WriteString("\nNo measured target was missed in this run.\n")
 	}
