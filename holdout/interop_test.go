@@ -2,6 +2,7 @@ package holdout
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -17,16 +18,16 @@ func TestCompare(t *testing.T) {
 		paths []string
 	}{
 		{"identical", func(any) {}, nil},
-		{"implementation label only", func(d any) { _ = Mutate(d, "implementation", "other", false) }, nil},
+		{"implementation label only", func(d any) { mustMutate(d, "implementation", "other", false) }, nil},
 		{"one unread member", func(d any) {
-			_ = Mutate(d, "observations.S1.candidate.D.artifact_root", "root-"+strings.Repeat("b", 64), false)
+			mustMutate(d, "observations.S1.candidate.D.artifact_root", "root-"+strings.Repeat("b", 64), false)
 		}, []string{"S1.candidate.D.artifact_root"}},
-		{"member absent on one side", func(d any) { _ = Mutate(d, "observations.S1.resolve", nil, true) }, []string{"S1.resolve"}},
-		{"array is a leaf", func(d any) { _ = Mutate(d, "observations.S2.refusal_set", []any{"another-code"}, false) }, []string{"S2.refusal_set"}},
-		{"challenge observed by one only", func(d any) { _ = Mutate(d, "observations.S3", nil, true) }, []string{"S3"}},
+		{"member absent on one side", func(d any) { mustMutate(d, "observations.S1.resolve", nil, true) }, []string{"S1.resolve"}},
+		{"array is a leaf", func(d any) { mustMutate(d, "observations.S2.refusal_set", []any{"another-code"}, false) }, []string{"S2.refusal_set"}},
+		{"challenge observed by one only", func(d any) { mustMutate(d, "observations.S3", nil, true) }, []string{"S3"}},
 		{"two places, sorted", func(d any) {
-			_ = Mutate(d, "observations.S2.resolve.outcome", "x", false)
-			_ = Mutate(d, "observations.S1.candidate.D.verdict", "REFUSED", false)
+			mustMutate(d, "observations.S2.resolve.outcome", "x", false)
+			mustMutate(d, "observations.S1.candidate.D.verdict", "REFUSED", false)
 		}, []string{"S1.candidate.D.verdict", "S2.resolve.outcome"}},
 	}
 	for _, c := range cases {
@@ -48,13 +49,13 @@ func TestCompare(t *testing.T) {
 	}
 	// Values are quoted (first 40 code units) and ABSENT is named.
 	b := mk()
-	_ = Mutate(b, "observations.S1.resolve", nil, true)
+	mustMutate(b, "observations.S1.resolve", nil, true)
 	f := Compare(mk(), b)[0]
 	if f.A != `{"outcome":"fixture-fine"}` || f.B != "ABSENT" {
 		t.Errorf("a=%q b=%q", f.A, f.B)
 	}
 	b = mk()
-	_ = Mutate(b, "observations.S1.candidate.D.artifact_root", "root-"+strings.Repeat("b", 64), false)
+	mustMutate(b, "observations.S1.candidate.D.artifact_root", "root-"+strings.Repeat("b", 64), false)
 	f = Compare(mk(), b)[0]
 	if f.A != `"root-3333333333333333333333333333333333` || len(f.B) != 40 {
 		t.Errorf("a=%q b=%q", f.A, f.B)
@@ -65,7 +66,7 @@ func TestCompareAll(t *testing.T) {
 	_, _, ob := loadFixture(t)
 	mk := func(impl string) Document {
 		d, _ := evidence.Read(ob)
-		_ = Mutate(d, "implementation", impl, false)
+		mustMutate(d, "implementation", impl, false)
 		return Document{impl, d}
 	}
 	r, err := CompareAll([]Document{mk("a")})
@@ -77,7 +78,7 @@ func TestCompareAll(t *testing.T) {
 		t.Errorf("no document: %+v %v", r, err)
 	}
 	c := mk("c")
-	_ = Mutate(c.Value, "observations.S1.resolve.outcome", "different", false)
+	mustMutate(c.Value, "observations.S1.resolve.outcome", "different", false)
 	r, err = CompareAll([]Document{mk("a"), mk("b"), c})
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +91,16 @@ func TestCompareAll(t *testing.T) {
 		t.Errorf("agreeing documents: %s", r.Verdict())
 	}
 	d := mk("d")
-	_ = Mutate(d.Value, "spec_release_id", "srel-"+strings.Repeat("f", 64), false)
+	mustMutate(d.Value, "spec_release_id", "srel-"+strings.Repeat("f", 64), false)
 	if _, err := CompareAll([]Document{mk("a"), d}); !errors.Is(err, ErrIncomparable) {
 		t.Errorf("different releases: %v, want ErrIncomparable", err)
+	}
+}
+
+// mustMutate is Mutate for tests: a mutation that cannot be applied would
+// leave the document unchanged and the case comparing it with itself.
+func mustMutate(doc any, path string, value any, del bool) {
+	if err := Mutate(doc, path, value, del); err != nil {
+		panic(fmt.Sprintf("test mutation %s: %v", path, err))
 	}
 }

@@ -16,8 +16,8 @@ func pairsWithFindings(t *testing.T) []PairFindings {
 	_, _, ob := loadFixture(t)
 	a, _ := evidence.Read(ob)
 	b, _ := evidence.Read(ob)
-	_ = Mutate(b, "observations.S1.resolve.outcome", "other", false)
-	_ = Mutate(b, "observations.S2.refusal_set", []any{}, false)
+	mustMutate(b, "observations.S1.resolve.outcome", "other", false)
+	mustMutate(b, "observations.S2.refusal_set", []any{}, false)
 	r, err := CompareAll([]Document{{"ref", a}, {"cand", b}})
 	if err != nil || r.Findings != 2 {
 		t.Fatalf("%v %v", r, err)

@@ -137,23 +137,23 @@ func TestScoreRefusals(t *testing.T) {
 		opt  Options
 		rule error
 	}{
-		{"envelope member", func(d any, c []*Challenge) []*Challenge { _ = Mutate(d, "extra", 1, false); return c }, Options{}, ErrObservationSchema},
+		{"envelope member", func(d any, c []*Challenge) []*Challenge { mustMutate(d, "extra", 1, false); return c }, Options{}, ErrObservationSchema},
 		{"unsorted refusal set", func(d any, c []*Challenge) []*Challenge {
-			_ = Mutate(d, "observations.S2.refusal_set", []any{"b", "a"}, false)
+			mustMutate(d, "observations.S2.refusal_set", []any{"b", "a"}, false)
 			return c
 		}, Options{}, ErrObservationSchema},
 		{"implementation label", func(d any, c []*Challenge) []*Challenge { return c }, Options{ExpectImplementation: "javascript"}, ErrImplementation},
 		{"release", func(d any, c []*Challenge) []*Challenge { return c }, Options{ExpectRelease: "srel-" + strings.Repeat("1", 64)}, ErrRelease},
 		{"fixture root", func(d any, c []*Challenge) []*Challenge {
-			_ = Mutate(d, "observations.S1.fixture_root", root9, false)
+			mustMutate(d, "observations.S1.fixture_root", root9, false)
 			return c
 		}, Options{}, ErrFixtureRoot},
 		{"unknown recipe operator", func(d any, c []*Challenge) []*Challenge {
-			_ = Mutate(c[0].Value, "recipe.0.op", "TELEPORT", false)
+			mustMutate(c[0].Value, "recipe.0.op", "TELEPORT", false)
 			return c
 		}, Options{}, ErrChallengeSchema},
 		{"unknown predicate operator", func(d any, c []*Challenge) []*Challenge {
-			_ = Mutate(c[0].Value, "predicates.0.op", "INCLUDES", false)
+			mustMutate(c[0].Value, "predicates.0.op", "INCLUDES", false)
 			return c
 		}, Options{}, ErrChallengeSchema},
 		{"duplicate challenge id", func(d any, c []*Challenge) []*Challenge { return append(c, c[0]) }, Options{}, ErrDuplicateChallenge},
