@@ -2,7 +2,6 @@ package holdout
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
@@ -46,7 +45,9 @@ func LoadPackageSchemas(pkgDir string) (*Schemas, error) {
 
 func loadSchema(dir, name string) (*evidence.Schema, error) {
 	p := filepath.Join(dir, name)
-	b, err := os.ReadFile(p)
+	// The project's one bounded reader of a regular file: a FIFO or an
+	// oversized file in the package is refused, not read.
+	b, err := evidence.ReadFileBytes(p)
 	if err != nil {
 		return nil, fmt.Errorf("reading schema: %w", err)
 	}
