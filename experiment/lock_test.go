@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -73,5 +75,36 @@ func TestLockAcrossProcesses(t *testing.T) {
 	defer cancel()
 	if _, err := Abort(c, w, "holder died", TransitionOptions{}); err != nil {
 		t.Fatalf("abort after the holder died: %v", err)
+	}
+}
+
+// A receipts/ replaced by a symlink cannot make a transition's clean-up
+// delete (or verify list) temporary-named files of another directory.
+func TestLeftoversNotFollowedThroughSymlink(t *testing.T) {
+	w := newWorld(t)
+	elsewhere := t.TempDir()
+	victim := filepath.Join(elsewhere, tempPrefix+"victim")
+	if err := os.WriteFile(victim, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(w.StateDir(), tempPrefix+"own")
+	if err := os.WriteFile(own, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(w.ReceiptsDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, w.ReceiptsDir()); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.leftovers(); len(got) != 1 || got[0] != tempPrefix+"own" {
+		t.Errorf("leftovers = %v, want only the state root's own", got)
+	}
+	w.removeLeftovers()
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("a file behind the symlinked receipts/ was touched: %v", err)
+	}
+	if _, err := os.Lstat(own); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the state root's own leftover survives: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -268,32 +269,60 @@ func mkdirDurable(dir string) error { return durable.MkdirAll(dir) }
 // state root and the receipts directory (state-root-relative).
 func (w *World) leftovers() []string {
 	var out []string
-	dirs := []string{"", ReceiptsDirName}
-	if ents, err := os.ReadDir(w.ReceiptsDir()); err == nil {
-		for _, e := range ents {
-			if e.IsDir() && runIDRE.MatchString(e.Name()) {
-				dirs = append(dirs, path.Join(ReceiptsDirName, e.Name(), "observations"))
-			}
-		}
-	}
-	for _, d := range dirs {
-		ents, err := os.ReadDir(filepath.Join(w.StateDir(), d))
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), tempPrefix) {
-				out = append(out, path.Join(d, e.Name()))
-			}
-		}
-	}
+	w.eachLeftover(func(_ *os.File, rel string) { out = append(out, rel) })
 	return out
 }
 
 // removeLeftovers deletes the temporary files of interrupted transitions.
 // Only called under the state lock, so no live transition owns them.
 func (w *World) removeLeftovers() {
-	for _, rel := range w.leftovers() {
-		_ = os.Remove(filepath.Join(w.StateDir(), filepath.FromSlash(rel)))
+	w.eachLeftover(func(d *os.File, rel string) {
+		_ = unix.Unlinkat(int(d.Fd()), path.Base(rel), 0)
+	})
+}
+
+// eachLeftover calls fn with an open descriptor of the directory and the
+// state-root-relative name of every temporary file in the state root, the
+// receipts directory and each run's observations. Directories are opened
+// beneath the state root with no symlink followed, so a receipts/ re-pointed
+// by a symlink cannot make verify list, or a transition delete, files of
+// another directory.
+func (w *World) eachLeftover(fn func(d *os.File, rel string)) {
+	visit := func(rel string, sub func(e os.DirEntry)) {
+		d, err := openBeneath(w.StateDir(), orDot(rel), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return
+		}
+		defer d.Close()
+		ents, err := d.ReadDir(-1)
+		if err != nil {
+			return
+		}
+		slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), tempPrefix) {
+				fn(d, path.Join(rel, e.Name()))
+			}
+			if sub != nil {
+				sub(e)
+			}
+		}
 	}
+	visit("", nil)
+	var runs []string
+	visit(ReceiptsDirName, func(e os.DirEntry) {
+		if e.IsDir() && runIDRE.MatchString(e.Name()) {
+			runs = append(runs, path.Join(ReceiptsDirName, e.Name(), "observations"))
+		}
+	})
+	for _, r := range runs {
+		visit(r, nil)
+	}
+}
+
+func orDot(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
 }
