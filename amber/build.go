@@ -484,7 +484,7 @@ func createBundle(ctx context.Context, repo, commit, out string) error {
 	// The empty old value makes update-ref fail if the ref exists: a stale
 	// or concurrent build's ref must not be silently repointed.
 	if _, err := git(ctx, repo, false, "update-ref", BundleRef, commit, ""); err != nil {
-		return fmt.Errorf("%w: %v", ErrCutoffRef, err)
+		return fmt.Errorf("%w: %w", ErrCutoffRef, err)
 	}
 	defer git(context.WithoutCancel(ctx), repo, false, "update-ref", "-d", BundleRef, commit)
 	_, err := git(ctx, repo, false, "-c", "pack.threads=1", "bundle", "create", "--version=3", "--quiet", out, BundleRef)

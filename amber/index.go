@@ -126,7 +126,7 @@ func ParseEntry(line []byte) (*Entry, error) {
 	}
 	o, err := evidence.ReadObject(line)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrEntryForm, err)
+		return nil, fmt.Errorf("%w: %w", ErrEntryForm, err)
 	}
 	if err := checkEntry(o); err != nil {
 		return nil, err
@@ -374,7 +374,7 @@ func (ix *Index) readEntries() error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fail(CheckEntryForm, len(ix.Lines)+1, fmt.Errorf("%w: %v", ErrEntryForm, err))
+		return fail(CheckEntryForm, len(ix.Lines)+1, fmt.Errorf("%w: %w", ErrEntryForm, err))
 	}
 	if int64(len(ix.Lines)) != ix.Checkpoint.Size {
 		return fail(CheckEntryCount, len(ix.Lines), fmt.Errorf("%w: %d entries, checkpoint size %d", ErrRewritten, len(ix.Lines), ix.Checkpoint.Size))
@@ -411,7 +411,7 @@ func (ix *Index) checkHistory() error {
 			err = fmt.Errorf("retirement of case %q changes its hashes", e.CaseID)
 		}
 		if err != nil {
-			return &CheckError{Check: CheckHistoryRules, File: fmt.Sprintf("%s:%d", filepath.Join(ix.Dir, IndexEntriesFile), i+1), Err: fmt.Errorf("%w: %v", ErrHistory, err)}
+			return &CheckError{Check: CheckHistoryRules, File: fmt.Sprintf("%s:%d", filepath.Join(ix.Dir, IndexEntriesFile), i+1), Err: fmt.Errorf("%w: %w", ErrHistory, err)}
 		}
 		latest[e.CaseID] = e
 	}
@@ -444,7 +444,7 @@ func (ix *Index) VerifySince(oldSigned []byte) (*Checkpoint, error) {
 		return old, fail(err)
 	}
 	if err := tlog.CheckTree(proof, ix.Checkpoint.Size, ix.Checkpoint.Root, old.Size, old.Root); err != nil {
-		return old, fail(fmt.Errorf("%w: %v", ErrRewritten, err))
+		return old, fail(fmt.Errorf("%w: %w", ErrRewritten, err))
 	}
 	return old, nil
 }

@@ -156,7 +156,7 @@ func packFile(root *os.Root, tw *tar.Writer, hdr *tar.Header, budget int64) (int
 	}
 	n, err := io.Copy(tw, io.LimitReader(f, fi.Size()+1))
 	if err != nil || n != fi.Size() {
-		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w: %v", ErrPackChanged, err)}
+		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w: %w", ErrPackChanged, err)}
 	}
 	return n, nil
 }
@@ -226,7 +226,7 @@ func readPackEntries(r io.Reader) ([]PackEntry, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, &PackError{Path: prev, Err: fmt.Errorf("%w: %v", ErrPackEntry, err)}
+			return nil, &PackError{Path: prev, Err: fmt.Errorf("%w: %w", ErrPackEntry, err)}
 		}
 		name := hdr.Name
 		clean := strings.TrimSuffix(name, "/")

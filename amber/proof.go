@@ -89,7 +89,7 @@ func VerifyProof(proof []byte, vkey string) (*Proof, error) {
 	}
 	entryBytes, err := base64.StdEncoding.Strict().DecodeString(extra)
 	if err != nil {
-		return fail(fmt.Errorf("%w: extra: %v", ErrProofForm, err))
+		return fail(fmt.Errorf("%w: extra: %w", ErrProofForm, err))
 	}
 	idxs, ok := strings.CutPrefix(lines[2], "index ")
 	idx, err := strconv.ParseInt(idxs, 10, 64)
@@ -114,7 +114,7 @@ func VerifyProof(proof []byte, vkey string) (*Proof, error) {
 	}
 	// The hash of the exact entry bytes, under the signed root.
 	if err := tlog.CheckRecord(hashes, cp.Size, cp.Root, idx, tlog.RecordHash(entryBytes)); err != nil {
-		return fail(fmt.Errorf("%w: %v", ErrMismatch, err))
+		return fail(fmt.Errorf("%w: %w", ErrMismatch, err))
 	}
 	e, err := ParseEntry(entryBytes)
 	if err != nil {

@@ -89,9 +89,9 @@ func readYAML(file string, b []byte) (*evidence.Object, error) {
 
 func yamlErr(err error) error {
 	if strings.Contains(err.Error(), "already defined") {
-		return fmt.Errorf("%w: %v", ErrYAMLDuplicateKey, err)
+		return fmt.Errorf("%w: %w", ErrYAMLDuplicateKey, err)
 	}
-	return fmt.Errorf("%w: %v", ErrYAMLSyntax, err)
+	return fmt.Errorf("%w: %w", ErrYAMLSyntax, err)
 }
 
 const maxYAMLDepth = 32

@@ -140,7 +140,7 @@ func Collect(ctx context.Context, runs []Run, from, into string, opt CollectOpti
 func verifyBlind(ctx context.Context, r Run, dst string, opt CollectOptions, c *Collected, fail func(string, error)) {
 	w, err := experiment.OpenWorld(dst)
 	if err != nil {
-		fail(Refused, fmt.Errorf("%w: %v", ErrNotVerified, err))
+		fail(Refused, fmt.Errorf("%w: %w", ErrNotVerified, err))
 		return
 	}
 	v, err := experiment.Verify(ctx, w, opt.Verify)
@@ -205,7 +205,7 @@ func copyResult(src, dst string) (int, error) {
 	case errors.Is(err, os.ErrNotExist):
 		return 0, fmt.Errorf("%w: %s", ErrMissingResult, src)
 	case err != nil:
-		return 0, fmt.Errorf("%w: %v", ErrResultTree, err)
+		return 0, fmt.Errorf("%w: %w", ErrResultTree, err)
 	case !fi.IsDir():
 		// A symlink here could point the copy at any directory on this host.
 		return 0, fmt.Errorf("%w: %s is a %v, not a directory", ErrResultTree, src, fi.Mode().Type())
@@ -221,7 +221,7 @@ func copyResult(src, dst string) (int, error) {
 	}
 	root, err := os.OpenFile(src, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrResultTree, err)
+		return 0, fmt.Errorf("%w: %w", ErrResultTree, err)
 	}
 	defer root.Close()
 	tmp, err := durable.StageDir(dst)
@@ -258,20 +258,20 @@ func copyOne(rootfd int, f pkgwalk.File, tmp string) error {
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrResultTree, f.Path, err)
+		return fmt.Errorf("%w: %s: %w", ErrResultTree, f.Path, err)
 	}
 	in := os.NewFile(uintptr(fd), f.Path)
 	defer in.Close()
 	st, err := in.Stat()
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrResultTree, f.Path, err)
+		return fmt.Errorf("%w: %s: %w", ErrResultTree, f.Path, err)
 	}
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s became a %v", ErrResultTree, f.Path, st.Mode().Type())
 	}
 	b, err := io.ReadAll(io.LimitReader(in, f.Size+1))
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrResultTree, f.Path, err)
+		return fmt.Errorf("%w: %s: %w", ErrResultTree, f.Path, err)
 	}
 	// A file swapped between the walk and the copy is refused.
 	if pkgwalk.SHA256Hex(b) != f.SHA256 {

@@ -126,7 +126,7 @@ func unarmor(armored []byte) ([]byte, error) {
 	}
 	blob, err := base64.StdEncoding.Strict().DecodeString(enc.String())
 	if err != nil {
-		return nil, fmt.Errorf("%w: base64: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: base64: %w", ErrMalformed, err)
 	}
 	return blob, nil
 }
@@ -162,14 +162,14 @@ func ParseSignature(armored []byte) (*Signature, error) {
 	}
 	pub, err := ssh.ParsePublicKey(fields[0])
 	if err != nil {
-		return nil, fmt.Errorf("%w: public key: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: public key: %w", ErrMalformed, err)
 	}
 	if len(fields[2]) != 0 {
 		return nil, fmt.Errorf("%w: reserved field not empty", ErrMalformed)
 	}
 	var sig ssh.Signature
 	if err := ssh.Unmarshal(fields[4], &sig); err != nil {
-		return nil, fmt.Errorf("%w: signature: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: signature: %w", ErrMalformed, err)
 	}
 	return &Signature{
 		PublicKey:     pub,
