@@ -60,7 +60,8 @@
 // a walk problem or leak, or of a release that is not archived and
 // verified; any transition from a run that does not verify as it stands
 // (abort excepted: a run that cannot be aborted when broken is a trap); a
-// path a subject names that resolves outside the world; a label that is not
+// path a subject names that resolves outside the world or is spelled with
+// a "." or ".." segment; a label that is not
 // an identifier; rewriting a receipt or RESULT with other bytes. It does not
 // score: a COMPLETE run's RESULT is re-derived through VerifyOptions.Replay
 // (the holdout scorer, which this package cannot import), and without one a

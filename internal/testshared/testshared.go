@@ -1,6 +1,3 @@
-// Package testshared locates the repository and the conformance material in
-// ../shared for tests. A user's fresh clone has no ../shared: tests that need
-// it skip with a message saying so; CI has it (read-only).
 package testshared
 
 import (
