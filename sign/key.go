@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -65,29 +67,14 @@ func GenerateKeyWithComment(path, comment string) error {
 	return nil
 }
 
-// writeNew creates path exclusively (never replacing a key: overwriting a
-// signing key loses it for good), writes b, and syncs it.
+// writeNew creates path exclusively through the durable writer (never
+// replacing a key: overwriting a signing key loses it for good).
 func writeNew(path string, b []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		if errors.Is(err, os.ErrExist) {
+	if err := durable.CreateFile(path, b, mode); err != nil {
+		if errors.Is(err, fs.ErrExist) {
 			return &KeyError{Path: path, Err: ErrKeyExists}
 		}
 		return fmt.Errorf("creating %s: %w", path, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(path)
-		return fmt.Errorf("syncing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
-		return fmt.Errorf("closing %s: %w", path, err)
 	}
 	return nil
 }
