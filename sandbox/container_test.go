@@ -261,21 +261,29 @@ func TestConfigRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
+		// says is what the refusal must name (the field or rule), so a
+		// case cannot pass on another field's refusal.
+		says string
 	}{
-		{"no command", Config{}},
-		{"libcontainer env", Config{Args: []string{"/bin/true"}, Env: []string{"_LIBCONTAINER_INITPIPE=3"}}},
-		{"env without =", Config{Args: []string{"/bin/true"}, Env: []string{"PATH"}}},
-		{"relative workspace", Config{Args: []string{"/bin/true"}, Workspace: "ws"}},
-		{"missing package", Config{Args: []string{"/bin/true"}, Package: "/nonexistent/pkg"}},
-		{"tiny memory", Config{Args: []string{"/bin/true"}, Memory: 1 << 20}},
-		{"probe without control", Config{Args: []string{"/bin/true"}, Allow: []Endpoint{{Addr: netip.MustParseAddr("10.0.0.1"), Port: 80}}, Seal: ptr(netip.MustParseAddrPort("10.0.0.2:80"))}},
+		{"no command", Config{}, "no command"},
+		{"libcontainer env", Config{Args: []string{"/bin/true"}, Env: []string{"_LIBCONTAINER_INITPIPE=3"}}, `"_LIBCONTAINER_INITPIPE=3"`},
+		{"env without =", Config{Args: []string{"/bin/true"}, Env: []string{"PATH"}}, `environment entry "PATH"`},
+		{"relative workspace", Config{Args: []string{"/bin/true"}, Workspace: "ws"}, `workspace "ws"`},
+		{"missing package", Config{Args: []string{"/bin/true"}, Package: "/nonexistent/pkg"}, "package: "},
+		{"tiny memory", Config{Args: []string{"/bin/true"}, Memory: 1 << 20}, "memory 1048576 bytes"},
+		{"probe without control", Config{Args: []string{"/bin/true"}, Allow: []Endpoint{{Addr: netip.MustParseAddr("10.0.0.1"), Port: 80}}, Seal: ptr(netip.MustParseAddrPort("10.0.0.2:80"))}, "positive control"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Exec(context.Background(), tc.cfg, Stdio{})
-			if !errors.Is(err, ErrConfig) {
-				t.Errorf("got %v, want ErrConfig", err)
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("got %v, want ErrConfig naming %s", err, tc.says)
 			}
 		})
+	}
+	// The stat error is wrapped, not flattened: its cause stays visible.
+	_, err := Exec(context.Background(), Config{Args: []string{"/bin/true"}, Package: "/nonexistent/pkg"}, Stdio{})
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing package: %v does not wrap ErrNotExist", err)
 	}
 }
 

@@ -48,8 +48,8 @@ func TestCheckSealedEntry(t *testing.T) {
 
 func TestParseMountInfoRefusesMalformed(t *testing.T) {
 	for _, l := range []string{"63 43 0:39 / /x rw", "x 43 0:39 / /x rw - tmpfs t rw", "63 43 039 / /x rw - tmpfs t rw"} {
-		if _, err := ParseMountInfo(strings.NewReader(l)); err == nil {
-			t.Errorf("%q parsed", l)
+		if _, err := ParseMountInfo(strings.NewReader(l)); err == nil || !strings.Contains(err.Error(), "mountinfo line 1: ") {
+			t.Errorf("%q: %v, want a refusal naming line 1", l, err)
 		}
 	}
 	table, err := ParseMountInfo(strings.NewReader(`63 43 0:39 / /a\040b rw shared:1 master:2 - tmpfs src rw`))

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -150,7 +151,7 @@ func TestRetryDumpRefusesPartial(t *testing.T) {
 		calls++
 		return []int{1}, netlink.ErrDumpInterrupted
 	})
-	if err == nil || calls != dumpRetries || !strings.Contains(err.Error(), "partial result refused") {
+	if !errors.Is(err, netlink.ErrDumpInterrupted) || calls != dumpRetries || !strings.Contains(err.Error(), "partial result refused") {
 		t.Errorf("err %v after %d calls", err, calls)
 	}
 	calls = 0
