@@ -384,6 +384,8 @@ func evaluate(ctx context.Context, o RunOptions, ws string) (map[string]float64,
 		if err := extractPack(filepath.Join(o.CaseDir, OracleFile), m.Artifacts.OraclePackSHA256, dir); err != nil {
 			return err
 		}
+		// The evaluator must be the pack's own regular file: a pack cannot
+		// carry a link, and a missing script must not fall back to anything.
 		if fi, err := os.Lstat(filepath.Join(dir, OracleEvaluator)); err != nil || !fi.Mode().IsRegular() {
 			return fmt.Errorf("oracle.pack has no %s script", OracleEvaluator)
 		}

@@ -266,6 +266,8 @@ func copyOne(rootfd int, f pkgwalk.File, tmp string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrResultTree, f.Path, err)
 	}
+	// A FIFO or device swapped in after the walk would block the copy or
+	// read a host device; the descriptor, not the walk, is believed.
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s became a %v", ErrResultTree, f.Path, st.Mode().Type())
 	}
