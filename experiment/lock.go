@@ -44,7 +44,7 @@ func (w *World) lockState(ctx context.Context) (*stateLock, error) {
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, problem(ErrLocked, StateDirName, "another transition holds the lock (%v)", ctx.Err())
+			return nil, &RunProblem{Rule: ErrLocked, File: StateDirName, Detail: "another transition holds the lock", Err: ctx.Err()}
 		case <-time.After(lockPoll):
 		}
 	}

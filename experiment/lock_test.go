@@ -68,6 +68,10 @@ func TestLockAcrossProcesses(t *testing.T) {
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("abort while another process holds the lock: %v", err)
 	}
+	// The cause stays in the chain: the caller can tell its own deadline.
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("ErrLocked does not carry the context's error: %v", err)
+	}
 	sameStateSnapshot(t, before, stateSnapshot(t, w))
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()

@@ -291,7 +291,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 		}
 		prev, bad := load(prevID, prevStatus)
 		if bad != nil {
-			ps = append(ps, problem(bad.Rule, file, "its predecessor %s is refused: %v", ReceiptFile(prevID, prevStatus), bad.Err))
+			ps = append(ps, &RunProblem{Rule: bad.Rule, File: file, Detail: fmt.Sprintf("its predecessor %s is refused", ReceiptFile(prevID, prevStatus)), Err: bad.Err})
 			break
 		}
 		if prev == nil {
