@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -70,19 +71,9 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config.json: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "config.json"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("config.json: %w", err)
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("config.json: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("config.json: %w", err)
-	}
-	if err := f.Close(); err != nil {
+	// Crash-safe and create-exclusive: a runtime never reads a torn
+	// config.json, and an existing one is never replaced.
+	if err := durable.Create(dir, "config.json", append(b, '\n'), 0o600); err != nil {
 		return nil, fmt.Errorf("config.json: %w", err)
 	}
 	return spec, nil

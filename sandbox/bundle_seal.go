@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"path/filepath"
 
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/vishvananda/netns"
 )
@@ -76,21 +76,10 @@ func RunSealHook(ctx context.Context, r io.Reader, cfg ProbeConfig, record strin
 func writeRecordExclusive(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return fmt.Errorf("hook record %s: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := durable.CreateFile(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("hook record: %w", err)
-	}
-	_, werr := f.Write(append(b, '\n'))
-	if err := f.Sync(); werr == nil {
-		werr = err
-	}
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr != nil {
-		return fmt.Errorf("hook record: %w", werr)
 	}
 	return nil
 }
