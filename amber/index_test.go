@@ -158,7 +158,6 @@ func TestIndexLifecycle(t *testing.T) {
 func TestIndexTampering(t *testing.T) {
 	dir, key := newTestIndex(t, 7)
 	trusted, _ := os.ReadFile(filepath.Join(dir, IndexCheckpointFile))
-	entries := filepath.Join(dir, IndexEntriesFile)
 	for _, tc := range []struct {
 		name   string
 		tamper func(t *testing.T, dir string)
@@ -244,7 +243,6 @@ func TestIndexTampering(t *testing.T) {
 			}
 		})
 	}
-	_ = entries
 }
 
 func TestIndexProof(t *testing.T) {
