@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
@@ -274,14 +272,12 @@ func ParseManifestRecord(b []byte) (*Manifest, error) {
 
 // ReadManifestFile reads and checks a record file (see ParseManifestRecord).
 func ReadManifestFile(path string) (*Manifest, error) {
-	f, err := os.Open(path)
+	// The strict reader's file rules: a FIFO planted at path is refused
+	// without blocking, the descriptor read is the one fstat checked, and
+	// the size is bounded.
+	b, err := evidence.ReadFileBytes(path)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, evidence.MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	m, err := ParseManifestRecord(b)
 	if err != nil {

@@ -222,3 +222,28 @@ func FuzzParseManifestRecord(f *testing.F) {
 		}
 	})
 }
+
+// A FIFO planted where a manifest record is expected is refused at once
+// (it would block a plain open until a writer came), and a record file that
+// is not JSON is a manifest refusal.
+func TestReadManifestFileRefuses(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "blind-package.json")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pkgwalk.ReadManifestFile(fifo); !errors.Is(err, evidence.ErrNotRegular) {
+		t.Errorf("FIFO: %v, want evidence.ErrNotRegular", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"type":1,"type":2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pkgwalk.ReadManifestFile(bad)
+	if !errors.Is(err, pkgwalk.ErrBadManifest) || !errors.Is(err, evidence.ClassDuplicateName) {
+		t.Errorf("duplicate member: %v, want ErrBadManifest and duplicate-name", err)
+	}
+	if err != nil && !strings.Contains(err.Error(), bad) {
+		t.Errorf("error %q does not name the file", err)
+	}
+}
