@@ -3,7 +3,6 @@ package harness
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -238,16 +237,7 @@ func relay(ctx context.Context, cs *mcp.ClientSession, call any) (map[string]any
 		if err != nil {
 			return nil, fmt.Errorf("relaying %s: %w", name, err)
 		}
-		var parts []string
-		for _, c := range r.Content {
-			switch c := c.(type) {
-			case *mcp.TextContent:
-				parts = append(parts, c.Text)
-			case *mcp.EmbeddedResource:
-				parts = append(parts, base64.StdEncoding.EncodeToString(c.Resource.Blob))
-			}
-		}
-		content = strings.Join(parts, "\n")
+		content = resultText(r)
 	}
 	return map[string]any{"role": "tool", "tool_call_id": id, "content": content}, nil
 }

@@ -48,19 +48,26 @@ func RunScript(ctx context.Context, server *exec.Cmd, calls []ScriptCall) ([]Scr
 			cs.Close()
 			return out, fmt.Errorf("call %d (%s): %w", i, c.Tool, err)
 		}
-		var parts []string
-		for _, item := range r.Content {
-			switch item := item.(type) {
-			case *mcp.TextContent:
-				parts = append(parts, item.Text)
-			case *mcp.EmbeddedResource:
-				parts = append(parts, base64.StdEncoding.EncodeToString(item.Resource.Blob))
-			}
-		}
-		out = append(out, ScriptResult{Tool: c.Tool, Args: c.Args, IsError: r.IsError, Text: strings.Join(parts, "\n")})
+		out = append(out, ScriptResult{Tool: c.Tool, Args: c.Args, IsError: r.IsError, Text: resultText(r)})
 	}
 	if err := cs.Close(); err != nil {
 		return out, fmt.Errorf("closing the sealed room: %w", err)
 	}
 	return out, nil
+}
+
+// resultText flattens a tool result as an implementer receives it: text
+// parts as they are, a blob (a non-UTF-8 file) base64-encoded, one part a
+// line.
+func resultText(r *mcp.CallToolResult) string {
+	var parts []string
+	for _, item := range r.Content {
+		switch item := item.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, item.Text)
+		case *mcp.EmbeddedResource:
+			parts = append(parts, base64.StdEncoding.EncodeToString(item.Resource.Blob))
+		}
+	}
+	return strings.Join(parts, "\n")
 }
