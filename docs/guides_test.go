@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +44,17 @@ type block struct {
 	body  string
 }
 
+// The rules parseGuide refuses a guide by.
+var (
+	errUnclosed         = errors.New("runnable block never closed")
+	errUnknownAttribute = errors.New("unknown block attribute")
+	// A misspelt need would otherwise skip the rest of the guide for good.
+	errUnknownNeed = errors.New("unknown requirement")
+)
+
+// knownNeeds are the requirements a block may name (requirement probes them).
+var knownNeeds = []string{"namespaces", "root", "node", "git", "ssh-keygen"}
+
 // parseGuide returns the runnable blocks of a Markdown guide. An unclosed
 // fence is an error, so a block cannot silently swallow the rest.
 func parseGuide(b []byte) ([]block, error) {
@@ -67,10 +80,15 @@ func parseGuide(b []byte) ([]block, error) {
 			cur = &block{line: n}
 			body.Reset()
 			for _, f := range strings.Fields(strings.TrimPrefix(trim, "```sh run")) {
-				if v, ok := strings.CutPrefix(f, "needs="); ok {
-					cur.needs = strings.Split(v, ",")
-				} else {
-					return nil, fmt.Errorf("line %d: unknown block attribute %q", n, f)
+				v, ok := strings.CutPrefix(f, "needs=")
+				if !ok {
+					return nil, fmt.Errorf("line %d: %q: %w", n, f, errUnknownAttribute)
+				}
+				cur.needs = strings.Split(v, ",")
+				for _, need := range cur.needs {
+					if !slices.Contains(knownNeeds, need) {
+						return nil, fmt.Errorf("line %d: %q (one of %s): %w", n, need, strings.Join(knownNeeds, ", "), errUnknownNeed)
+					}
 				}
 			}
 		case strings.HasPrefix(trim, "```"):
@@ -78,7 +96,7 @@ func parseGuide(b []byte) ([]block, error) {
 		}
 	}
 	if cur != nil {
-		return nil, fmt.Errorf("line %d: runnable block never closed", cur.line)
+		return nil, fmt.Errorf("line %d: %w", cur.line, errUnclosed)
 	}
 	return out, sc.Err()
 }
@@ -98,8 +116,6 @@ func requirement(need string) string {
 		if _, err := exec.LookPath(need); err != nil {
 			return need + " is not installed"
 		}
-	default:
-		return "unknown requirement " + need
 	}
 	return ""
 }
@@ -159,32 +175,28 @@ func TestGuides(t *testing.T) {
 }
 
 // TestParseGuide: the block parser keeps only "sh run" blocks, reads
-// their needs, and refuses an unclosed fence or an unknown attribute.
+// their needs, and refuses an unclosed fence, an unknown attribute or an
+// unknown need.
 func TestParseGuide(t *testing.T) {
 	cases := []struct {
 		name    string
 		md      string
 		want    []string // bodies
 		needs   string
-		wantErr string
+		wantErr error
 	}{
-		{"plain and runnable", "x\n```sh\nnot run\n```\n```sh run\necho a\n```\n", []string{"echo a\n"}, "", ""},
-		{"needs", "```sh run needs=node,namespaces\necho b\n```\n", []string{"echo b\n"}, "node,namespaces", ""},
-		{"fence inside other block", "````md\n```sh run\necho c\n```\n````\n", nil, "", ""},
-		{"unclosed", "```sh run\necho d\n", nil, "", "never closed"},
-		{"unknown attribute", "```sh run fast\necho e\n```\n", nil, "", "unknown block attribute"},
+		{"plain and runnable", "x\n```sh\nnot run\n```\n```sh run\necho a\n```\n", []string{"echo a\n"}, "", nil},
+		{"needs", "```sh run needs=node,namespaces\necho b\n```\n", []string{"echo b\n"}, "node,namespaces", nil},
+		{"fence inside other block", "````md\n```sh run\necho c\n```\n````\n", nil, "", nil},
+		{"unclosed", "```sh run\necho d\n", nil, "", errUnclosed},
+		{"unknown attribute", "```sh run fast\necho e\n```\n", nil, "", errUnknownAttribute},
+		{"unknown need", "```sh run needs=node,namespace\necho f\n```\n", nil, "", errUnknownNeed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			bs, err := parseGuide([]byte(c.md))
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err %v, want %q", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
+			if !errors.Is(err, c.wantErr) {
+				t.Fatalf("err %v, want %v", err, c.wantErr)
 			}
 			var got []string
 			for _, b := range bs {
