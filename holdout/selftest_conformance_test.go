@@ -2,7 +2,6 @@ package holdout
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
@@ -62,5 +61,4 @@ func TestConformanceFixtureSelfTest(t *testing.T) {
 	if len(r.MutationFindings) != 1 || r.MutationFindings[0].Path != "S1.candidate.D.artifact_root" {
 		t.Errorf("mutation findings %v", r.MutationFindings)
 	}
-	_ = filepath.Join
 }
