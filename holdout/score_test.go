@@ -129,7 +129,7 @@ func loadFixture(t testing.TB) (*Schemas, []*Challenge, []byte) {
 
 // Every refusal rule, each on its own mutation of the honest document.
 func TestScoreRefusals(t *testing.T) {
-	s, chs, ob := loadFixture(t)
+	s, _, ob := loadFixture(t)
 	root9 := "root-" + strings.Repeat("9", 64)
 	cases := []struct {
 		name string
@@ -176,7 +176,6 @@ func TestScoreRefusals(t *testing.T) {
 			}
 		})
 	}
-	_ = chs
 }
 
 func TestScoreMissingAndVerdict(t *testing.T) {
