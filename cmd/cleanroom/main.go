@@ -1,9 +1,3 @@
-// Command cleanroom is the harness for sealed, blind evaluations: it issues
-// and verifies releases, walks and emits packages, runs the clean room and
-// the candidate sandbox, scores holdouts and builds AMBER cases.
-//
-// Exit codes: 0 success, 1 refused (the input broke a rule; the problems are
-// listed), 2 unusable arguments or an environment that cannot do the work.
 package main
 
 import (
