@@ -447,7 +447,13 @@ func (w *World) packageProblems(pinned string) []*RunProblem {
 		return nil
 	}
 	ps = []*RunProblem{problem(ErrBlindPackage, PackageDirName, "pinned %s, this tree %s: the bytes the clean room would receive are not the bytes this run pinned", pinned, id)}
-	rec, err := pkgwalk.ReadManifestFile(filepath.Join(w.StateDir(), PackageManifestName))
+	// A state file: read beneath the state root like the record and the
+	// receipts, so a symlink planted at its name is not followed.
+	b, _, err := w.readStateFile(PackageManifestName)
+	if err != nil {
+		return ps
+	}
+	rec, err := pkgwalk.ParseManifestRecord(b)
 	if err != nil {
 		return ps
 	}
