@@ -74,8 +74,9 @@ func (p *ProbeResult) TerminalState() string {
 	return ""
 }
 
-// Probe attempts a TCP connection (and, if one completes, a TLS handshake
-// and an HTTP request, to record what answered) to the sealed address from
+// Probe attempts a TCP connection (and, if one completes, an HTTP request
+// whose first reply bytes record what answered: an HTTP status line, or a
+// TLS record) to the sealed address from
 // inside ns, the candidate's network namespace, before the candidate
 // starts. Only a transport-layer failure is a seal: ENETUNREACH,
 // EHOSTUNREACH, EACCES/EPERM (a local filter), or ECONNREFUSED from a
