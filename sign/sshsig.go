@@ -164,6 +164,8 @@ func ParseSignature(armored []byte) (*Signature, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: public key: %w", ErrMalformed, err)
 	}
+	// ssh-keygen refuses a non-empty reserved field; accepting it would let
+	// this verifier and the stock one disagree about the same signature.
 	if len(fields[2]) != 0 {
 		return nil, fmt.Errorf("%w: reserved field not empty", ErrMalformed)
 	}
@@ -184,6 +186,7 @@ func readString(b []byte) (s, rest []byte, ok bool) {
 		return nil, nil, false
 	}
 	n := binary.BigEndian.Uint32(b)
+	// A length past the end of the blob (a hostile one) must not be sliced.
 	if uint64(n) > uint64(len(b)-4) {
 		return nil, nil, false
 	}
@@ -219,6 +222,8 @@ func Verify(pub ssh.PublicKey, namespace string, msg, armored []byte) error {
 	if sig.HashAlgorithm != hashAlg {
 		return fail(got, fmt.Errorf("%w: %q", ErrHashAlgorithm, sig.HashAlgorithm))
 	}
+	// Only Ed25519, and a signature format that is the key's own: no
+	// algorithm the signature names is trusted over the one expected.
 	if pub.Type() != ssh.KeyAlgoED25519 || sig.Sig.Format != ssh.KeyAlgoED25519 {
 		return fail(got, fmt.Errorf("%w: signature format %q", ErrKeyType, sig.Sig.Format))
 	}
