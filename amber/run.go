@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
 )
@@ -213,8 +214,13 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		Sealed: &o.Sealed, Control: o.Control, Timeout: o.Timeout}
 	rec.StartedUTC = utc(o.now())
 	out, runErr := o.Isolation.Run(ctx, spec, stdout, stderr)
-	stdout.Close()
-	stderr.Close()
+	// The record names these files by sha256: they must be on disk before
+	// it is, or a crash leaves a record whose artifacts do not hash.
+	for _, f := range []*os.File{stdout, stderr} {
+		if err := errors.Join(f.Sync(), f.Close()); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Name(), err)
+		}
+	}
 	if out != nil {
 		if len(out.IsolationCheck) > 0 {
 			rec.IsolationCheck = out.IsolationCheck
@@ -250,7 +256,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	rec.Artifacts = arts
 	scores, oracleOut, err := evaluate(ctx, o, ws)
 	if oracleOut != nil {
-		if werr := os.WriteFile(filepath.Join(o.Out, "oracle.stdout"), oracleOut, 0o600); werr == nil {
+		if werr := durable.Create(o.Out, "oracle.stdout", oracleOut, 0o600); werr == nil {
 			rec.Artifacts = append(rec.Artifacts, Artifact{Path: "oracle.stdout", SHA256: sha256Hex(oracleOut)})
 		}
 	}
