@@ -197,6 +197,9 @@ type FindingRecord struct {
 	OpenedIn                 string // entry file
 	Class, Ruling            string // "" while unclassified
 	ClassifiedIn             string
+	// openedSHA is the SHA-256 of the entry that opened it, which its
+	// classification names.
+	openedSHA string
 }
 
 // Register is the findings register of a state root (governance/findings).
@@ -215,20 +218,19 @@ func (r Register) Findings() ([]*FindingRecord, error) {
 	}
 	var out []*FindingRecord
 	byID := map[string]*FindingRecord{}
-	bySHA := map[string]*FindingRecord{}
 	for _, e := range entries {
 		switch e.Type() {
 		case TypeFinding:
 			f := &FindingRecord{ID: e.Str("finding_id"), RunID: e.Str("run_id"), SpecReleaseID: e.Str("spec_release_id"),
-				A: e.Str("a"), B: e.Str("b"), Path: e.Str("path"), AValue: e.Str("a_value"), BValue: e.Str("b_value"), OpenedIn: e.File}
+				A: e.Str("a"), B: e.Str("b"), Path: e.Str("path"), AValue: e.Str("a_value"), BValue: e.Str("b_value"), OpenedIn: e.File, openedSHA: e.SHA256}
 			if f.ID == "" || byID[f.ID] != nil {
 				return nil, fmt.Errorf("%s: finding id empty or opened twice: %w", e.File, ErrLog)
 			}
-			byID[f.ID], bySHA[e.SHA256] = f, f
+			byID[f.ID] = f
 			out = append(out, f)
 		case TypeClassification:
 			f := byID[e.Str("finding_id")]
-			if f == nil || bySHA[e.Str("finding_sha256")] != f {
+			if f == nil || e.Str("finding_sha256") != f.openedSHA {
 				return nil, fmt.Errorf("%s: classifies a finding not opened before it: %w", e.File, ErrLog)
 			}
 			if f.Class != "" {
@@ -273,7 +275,7 @@ func (r Register) Open(runID, srel string, pairs []PairFindings) ([]*FindingReco
 			if err != nil {
 				return nil, err
 			}
-			rec := &FindingRecord{ID: id, RunID: runID, SpecReleaseID: srel, A: p.A, B: p.B, Path: f.Path, AValue: f.A, BValue: f.B, OpenedIn: e.File}
+			rec := &FindingRecord{ID: id, RunID: runID, SpecReleaseID: srel, A: p.A, B: p.B, Path: f.Path, AValue: f.A, BValue: f.B, OpenedIn: e.File, openedSHA: e.SHA256}
 			byID[id] = rec
 			out = append(out, rec)
 		}
@@ -289,10 +291,6 @@ func (r Register) Classify(id, class, ruling string) (*FindingRecord, error) {
 	}
 	if strings.TrimSpace(ruling) == "" {
 		return nil, fmt.Errorf("a classification needs a ruling: %w", ErrEntry)
-	}
-	entries, err := r.Log.Read()
-	if err != nil {
-		return nil, err
 	}
 	fs, err := r.Findings()
 	if err != nil {
@@ -313,14 +311,8 @@ func (r Register) Classify(id, class, ruling string) (*FindingRecord, error) {
 	if match.Class != "" {
 		return nil, fmt.Errorf("%s is %s (%s): %w", match.ID, match.Class, match.ClassifiedIn, ErrAlreadyClassified)
 	}
-	var openedSHA string
-	for _, e := range entries {
-		if e.File == match.OpenedIn {
-			openedSHA = e.SHA256
-		}
-	}
 	e, err := r.Log.Append(TypeClassification, []evidence.Member{
-		{Name: "finding_id", Value: match.ID}, {Name: "finding_sha256", Value: openedSHA},
+		{Name: "finding_id", Value: match.ID}, {Name: "finding_sha256", Value: match.openedSHA},
 		{Name: "class", Value: class}, {Name: "ruling", Value: ruling},
 	})
 	if err != nil {
