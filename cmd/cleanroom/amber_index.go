@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
@@ -204,16 +205,21 @@ func newAmberIndexProveCmd() *cobra.Command {
 				return amberErr(err)
 			}
 			if out == "" {
+				if jsonOutput(cmd) {
+					return printResult(cmd, map[string]any{"case_id": args[1], "proof": string(proof)}, nil)
+				}
 				_, err := cmd.OutOrStdout().Write(proof)
 				return err
 			}
-			if err := os.WriteFile(filepath.Clean(out), proof, 0o644); err != nil {
+			// Created exclusively and whole: a proof handed on is never
+			// silently replaced, nor left half-written.
+			if err := durable.CreateFile(filepath.Clean(out), proof, 0o644); err != nil {
 				return usageErr(err)
 			}
-			return printResult(cmd, map[string]any{"proof": out}, func(w io.Writer) { fmt.Fprintf(w, "wrote %s\n", out) })
+			return printResult(cmd, map[string]any{"case_id": args[1], "out": out}, func(w io.Writer) { fmt.Fprintf(w, "wrote %s\n", out) })
 		},
 	}
-	c.Flags().StringVar(&out, "out", "", "write the proof here instead of stdout")
+	c.Flags().StringVar(&out, "out", "", "write the proof here instead of stdout (must not exist)")
 	return c
 }
 

@@ -75,6 +75,9 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 		{"index append twice", []string{"amber", "index", "append", p("ix"), "--key", p("ix.key"), "--case", p("case"), "--pub", p("k.pub")}, 1, ""},
 		{"index verify", []string{"--json", "amber", "index", "verify", p("ix"), "--pub", p("ix/index.pub")}, 0, `"entries": 1`},
 		{"index prove", []string{"amber", "index", "prove", p("ix"), "A-1"}, 0, "c2sp.org/tlog-proof@v1\nextra "},
+		{"index prove --json", []string{"--json", "amber", "index", "prove", p("ix"), "A-1"}, 0, `"proof": "c2sp.org/tlog-proof@v1\nextra `},
+		{"index prove --out", []string{"--json", "amber", "index", "prove", p("ix"), "A-1", "--out", p("proof2")}, 0, `"out": "` + p("proof2") + `"`},
+		{"index prove --out existing", []string{"amber", "index", "prove", p("ix"), "A-1", "--out", p("proof2")}, 2, ""},
 		{"index verify-proof", []string{"--json", "amber", "index", "verify-proof", p("proof"), "--pub", p("ix/index.pub")}, 0, `"case_id": "A-1"`},
 		{"summary", []string{"--json", "amber", "summary", p("case"), "--pub", p("k.pub"), "--key", p("k"), "--index", p("ix")}, 0, `"index_version": 1`},
 		{"compare same", []string{"--json", "amber", "compare", p("case"), p("case/summary.yaml")}, 0, `"comparable": true`},
@@ -115,6 +118,13 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 			}
 			if step.name == "index prove" {
 				os.WriteFile(p("proof"), []byte(out), 0o644)
+			}
+			if step.name == "index prove --out existing" {
+				// The refused second write left the first proof as it was.
+				first, _ := os.ReadFile(p("proof"))
+				if b, _ := os.ReadFile(p("proof2")); len(first) == 0 || string(b) != string(first) {
+					t.Errorf("%s holds %q, want the first proof", p("proof2"), b)
+				}
 			}
 			if step.name == "index append" {
 				b, _ := os.ReadFile(p("ix/checkpoint"))
