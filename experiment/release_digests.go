@@ -297,7 +297,7 @@ func readWalked(dir, rel string, walked []pkgwalk.FileDigest) ([]byte, error) {
 
 func sortedPaths(ps []string) []string {
 	out := append([]string(nil), ps...)
-	slicesSortUTF16(out)
+	slices.SortFunc(out, evidence.CompareUTF16)
 	return out
 }
 
