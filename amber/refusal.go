@@ -8,16 +8,18 @@ import (
 )
 
 // refusals are the rules whose breach means "the input broke a rule" (exit
-// 1), as opposed to an environment or argument that cannot do the work.
+// 1), as opposed to an environment or argument that cannot do the work. An
+// output that already exists (ErrOutputExists, ErrIndexExists) is not one:
+// like every command's existing output it is unusable (exit 2).
 var refusals = []error{
 	ErrShallowSource, ErrPartialSource, ErrSubmodule, ErrLFS, ErrPinBytes, ErrCutoffRef,
-	ErrBuildArgument, ErrOutputExists, ErrNotCommit, ErrAllowlistFormat, ErrMismatch,
+	ErrBuildArgument, ErrNotCommit, ErrAllowlistFormat, ErrMismatch,
 	ErrManifestField, ErrYAMLSyntax, ErrYAMLTooLarge, ErrYAMLMultiDoc, ErrYAMLDuplicateKey,
 	ErrYAMLAlias, ErrYAMLTag, ErrYAMLKey, ErrYAMLNotMapping, ErrYAMLUnknownField,
 	ErrPackFileType, ErrPackName, ErrPackTooLarge, ErrPackChanged, ErrPackEntry,
 	ErrBundleSignature, ErrBundleCapability, ErrBundlePrerequisite, ErrBundleRefs, ErrBundleHeader,
 	ErrNotRegular, ErrTooLarge,
-	ErrIndexExists, ErrEntryForm, ErrHistory, ErrCheckpoint, ErrNotIndexed, ErrRetired,
+	ErrEntryForm, ErrHistory, ErrCheckpoint, ErrNotIndexed, ErrRetired,
 	ErrRewritten, ErrProofForm, ErrIndexKey, ErrDuplicateCase, ErrIndexBusy,
 	sign.ErrMalformed, sign.ErrTooLarge, sign.ErrNamespace, sign.ErrHashAlgorithm,
 	sign.ErrWrongKey, sign.ErrBadSignature,

@@ -62,10 +62,7 @@ func newAmberKeyGenCmd() *cobra.Command {
 				return usageErr(errors.New("--out is required"))
 			}
 			if err := sign.GenerateKeyWithComment(out, identity); err != nil {
-				if errors.Is(err, sign.ErrKeyExists) {
-					return refusedErr(err)
-				}
-				return usageErr(err)
+				return usageErr(err) // an existing key (sign.ErrKeyExists) is an output that exists
 			}
 			s, err := sign.LoadSigner(out)
 			if err != nil {

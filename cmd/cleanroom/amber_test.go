@@ -63,9 +63,9 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 		want string // substring of stdout (JSON)
 	}{
 		{"key gen", []string{"--json", "amber", "key", "gen", "--out", p("k"), "--identity", "producer@example"}, 0, `"signing_key_id": "SHA256:`},
-		{"key gen refuses to overwrite", []string{"amber", "key", "gen", "--out", p("k")}, 1, ""},
+		{"key gen refuses to overwrite", []string{"amber", "key", "gen", "--out", p("k")}, 2, ""},
 		{"case build", append([]string{"--json"}, build("A-1", p("case"))...), 0, `"isolation_class": "full_isolation"`},
-		{"case build into an existing dir", build("A-1", p("case")), 1, ""},
+		{"case build into an existing dir", build("A-1", p("case")), 2, ""},
 		{"case build, CRLF spec", build("A-2", p("case2"), "--spec", p("crlf.md")), 1, ""},
 		{"case build, missing flag", []string{"amber", "case", "build", "--repo", p("src")}, 2, ""},
 		{"second case", build("A-3", p("case3"), "--cutoff-utc", "2026-01-16T00:00:00Z"), 0, ""},

@@ -248,6 +248,7 @@ func TestExitCodes(t *testing.T) {
 		{"unusable: wrong argument count", []string{"run", "id"}, 2},
 		{"unusable: no such world", []string{"run", "verify", "--world", filepath.Join(w, "absent")}, 2},
 		{"unusable: output exists", []string{"run", "report", "--world", w, "--md", out}, 2},
+		{"unusable: a key that exists", []string{"amber", "key", "gen", "--out", out}, 2},
 		{"unusable: a class not one of the six", []string{"run", "finding", "classify", "--world", w, "find-000000000000", "--class", "MAYBE_A_BUG", "--ruling", "x"}, 2},
 		{"unusable: no such finding", []string{"run", "finding", "classify", "--world", w, "find-000000000000", "--class", "SPEC_GAP", "--ruling", "x"}, 2},
 	}
