@@ -12,10 +12,13 @@ import (
 )
 
 const (
-	// MaxSize is the largest input Read accepts: 8 MiB.
+	// MaxSize is the largest input Read accepts: 8 MiB. It bounds the
+	// memory and time one piece of evidence can cost a verifier.
 	MaxSize = 8 << 20
 	// MaxDepth is the deepest a value may be nested; the top-level value is at
-	// depth 0, so 65 nested arrays are accepted and 66 refused.
+	// depth 0, so 65 nested arrays are accepted and 66 refused. It keeps a
+	// document from exhausting the stack of a recursive consumer
+	// (Canonical, Stringify, a schema validator, JavaScript's JSON.parse).
 	MaxDepth = 64
 )
 
@@ -28,6 +31,7 @@ func Read(b []byte) (any, error) {
 	case len(b) == 0:
 		return nil, &Error{Class: ClassEmpty, Detail: "no bytes"}
 	case len(b) > MaxSize:
+		// Refused before any parsing: a huge input costs nothing more.
 		return nil, &Error{Class: ClassTooLarge, Offset: MaxSize, Detail: fmt.Sprintf("%d bytes is more than the %d-byte limit", len(b), MaxSize)}
 	case bytes.HasPrefix(b, bom):
 		return nil, &Error{Class: ClassBOM, Detail: "leading UTF-8 byte order mark"}
