@@ -41,8 +41,8 @@ func (r SandboxRunner) Run(ctx context.Context, inv Invocation) (Outcome, error)
 		if err != nil {
 			return Outcome{}, err
 		}
-		// Only /usr is bound into the container: an interpreter elsewhere
-		// would not exist inside it.
+		// The interpreter must be the host's /usr one, which the sandbox
+		// binds read-only at the same path (so /usr/local/bin/node too);
 		// p is a clean join of a fixed directory and the name.
 		if !strings.HasPrefix(p, "/usr/") {
 			return Outcome{}, fmt.Errorf("interpreter %s is outside /usr, which is all the sandbox binds", p)
