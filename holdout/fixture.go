@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -78,7 +77,9 @@ func SelfTest(experimentDir string) (*FixtureReport, error) {
 // directory.
 func SelfTestWith(s *Schemas, fixturesDir string) (*FixtureReport, error) {
 	read := func(name string) ([]byte, error) {
-		b, err := os.ReadFile(filepath.Join(fixturesDir, name))
+		// The project's bounded reader: a FIFO or an oversized fixture is
+		// refused, not read.
+		b, err := evidence.ReadFileBytes(filepath.Join(fixturesDir, name))
 		if err != nil {
 			return nil, fmt.Errorf("fixture: %w", err)
 		}
