@@ -189,11 +189,11 @@ func schemaProtocols(pkgDir string, disk []pkgwalk.FileDigest) (Protocols, error
 	p := Protocols{Wire: WireProtocol}
 	b, err := readWalked(pkgDir, SchemaFile, disk)
 	if err != nil {
-		return p, &ReleaseError{File: SchemaFile, Rule: ErrSchemaConstants, Detail: err.Error()}
+		return p, &ReleaseError{File: SchemaFile, Rule: ErrSchemaConstants, Err: err}
 	}
 	obj, err := evidence.ReadObject(b)
 	if err != nil {
-		return p, &ReleaseError{File: SchemaFile, Rule: ErrSchemaConstants, Detail: err.Error()}
+		return p, &ReleaseError{File: SchemaFile, Rule: ErrSchemaConstants, Err: err}
 	}
 	cv, _ := obj.Get("constants")
 	co, _ := cv.(*evidence.Object)
@@ -230,11 +230,11 @@ func HoldoutCommitment(pkgDir, holdoutDir string) (commitment string, entries in
 	}
 	indexBytes, err := readWalked(holdoutDir, "INDEX.json", files)
 	if err != nil {
-		return "", 0, &ReleaseError{File: holdoutDir, Pointer: "INDEX.json", Rule: ErrHoldoutIndex, Detail: err.Error()}
+		return "", 0, &ReleaseError{File: holdoutDir, Pointer: "INDEX.json", Rule: ErrHoldoutIndex, Err: err}
 	}
 	idx, err := evidence.ReadObject(indexBytes)
 	if err != nil {
-		return "", 0, &ReleaseError{File: filepath.Join(holdoutDir, "INDEX.json"), Rule: ErrHoldoutIndex, Detail: err.Error()}
+		return "", 0, &ReleaseError{File: filepath.Join(holdoutDir, "INDEX.json"), Rule: ErrHoldoutIndex, Err: err}
 	}
 	ev, _ := idx.Get("entries")
 	arr, ok := ev.([]any)

@@ -64,12 +64,14 @@ const (
 )
 
 // ReleaseError is one refusal: the file, the JSON Pointer inside it (or a
-// path inside the package), the rule and a detail.
+// path inside the package), the rule, a detail and the cause, if any (an
+// evidence refusal, an I/O error), kept for errors.Is / errors.As.
 type ReleaseError struct {
 	File    string
 	Pointer string
 	Rule    ReleaseRule
 	Detail  string
+	Err     error
 }
 
 func (e *ReleaseError) Error() string {
@@ -86,8 +88,15 @@ func (e *ReleaseError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Detail)
 	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
 	return b.String()
 }
+
+// Unwrap exposes the cause (errors.Is(err, evidence.ClassDuplicateName)).
+func (e *ReleaseError) Unwrap() error { return e.Err }
 
 // Is lets errors.Is match a *ReleaseError against its rule.
 func (e *ReleaseError) Is(target error) bool {

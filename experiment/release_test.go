@@ -625,6 +625,17 @@ func TestHoldoutCommitmentRules(t *testing.T) {
 			t.Errorf("got %v, want %v", err, ErrHoldoutIndex)
 		}
 	})
+	t.Run("INDEX.json with a duplicate member", func(t *testing.T) {
+		pkg, holdout := synthetic(t)
+		if err := os.WriteFile(filepath.Join(holdout, "INDEX.json"), []byte(`{"entries":[],"entries":[]}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The rule and the strict reader's class both reach the caller.
+		_, _, err := HoldoutCommitment(pkg, holdout)
+		if !errors.Is(err, ErrHoldoutIndex) || !errors.Is(err, evidence.ClassDuplicateName) {
+			t.Errorf("got %v, want %v and %v", err, ErrHoldoutIndex, evidence.ClassDuplicateName)
+		}
+	})
 	t.Run("issue without holdout commits absent; verify reports not present", func(t *testing.T) {
 		pkg, _ := synthetic(t)
 		is, err := IssueRelease(pkg, synthOpts)
