@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -109,35 +108,34 @@ func CheckKernel() (*KernelReport, error) {
 	return r, nil
 }
 
-// v1Controllers returns the controllers mounted as cgroup v1 hierarchies,
-// read from /proc/self/mountinfo (super options of each "cgroup" mount).
+// v1Controllers returns the controllers mounted as cgroup v1 hierarchies:
+// the superblock options of each "cgroup" mount in this process's mount
+// table that /proc/cgroups lists as enabled.
 func v1Controllers() []string {
-	f, err := os.Open("/proc/self/mountinfo")
+	table, err := ReadMountInfo(0)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	procCgroups, _ := os.ReadFile("/proc/cgroups")
+	return controllersV1(table, procCgroups)
+}
+
+// controllersV1 is v1Controllers over a parsed mount table and the bytes of
+// /proc/cgroups.
+func controllersV1(table []MountInfo, procCgroups []byte) []string {
 	known := map[string]bool{}
-	if b, err := os.ReadFile("/proc/cgroups"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			fs := strings.Fields(line)
-			if len(fs) == 4 && !strings.HasPrefix(fs[0], "#") && fs[3] == "1" {
-				known[fs[0]] = true
-			}
+	for _, line := range strings.Split(string(procCgroups), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) == 4 && !strings.HasPrefix(fs[0], "#") && fs[3] == "1" {
+			known[fs[0]] = true
 		}
 	}
 	set := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		_, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
+	for _, m := range table {
+		if m.FSType != "cgroup" {
 			continue
 		}
-		fs := strings.Fields(post)
-		if len(fs) < 3 || fs[0] != "cgroup" {
-			continue
-		}
-		for _, o := range strings.Split(fs[2], ",") {
+		for _, o := range m.SuperOptions {
 			if known[o] {
 				set[o] = true
 			}

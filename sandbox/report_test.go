@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +39,24 @@ func TestCheckKernelReport(t *testing.T) {
 		if !found {
 			t.Errorf("not root, but missing does not say so: %q", rep.Missing)
 		}
+	}
+}
+
+// On a cgroup v1 host the controllers are the enabled ones mounted as
+// "cgroup" hierarchies (a v2 mount or a disabled controller does not count).
+func TestControllersV1(t *testing.T) {
+	table, err := ParseMountInfo(strings.NewReader(`30 25 0:26 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory
+31 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct
+32 25 0:28 / /sys/fs/cgroup/pids rw,nosuid - cgroup cgroup rw,pids
+33 25 0:29 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate
+34 25 0:30 / /tmp rw - tmpfs tmpfs rw,memory
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	procCgroups := []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t2\t1\t1\ncpuacct\t2\t1\t1\nmemory\t3\t1\t1\npids\t4\t1\t0\n")
+	got := strings.Join(controllersV1(table, procCgroups), ",")
+	if got != "cpu,cpuacct,memory" {
+		t.Errorf("controllers %s, want cpu,cpuacct,memory", got)
 	}
 }
