@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,9 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
-	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
 
@@ -29,26 +26,6 @@ is recomputable from the package.`,
 	}
 	c.AddCommand(newReleaseVerifyCmd(), newReleaseIDCmd(), newReleaseIssueCmd(), newReleaseDiffCmd())
 	return c
-}
-
-// releaseFailure maps an error of the experiment package to an exit code:
-// a record or package that broke a rule is refused (1); anything else (a
-// path that does not exist, a permission) is unusable input (2).
-func releaseFailure(err error) error {
-	var re *experiment.ReleaseError
-	var ee *evidence.Error
-	var pr *pkgwalk.RefusalError
-	if errors.As(err, &re) || errors.As(err, &ee) || errors.As(err, &pr) {
-		return refusedErr(err)
-	}
-	var problems pkgwalk.Problems
-	if errors.As(err, &problems) {
-		return refusedErr(err)
-	}
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-		return usageErr(err)
-	}
-	return refusedErr(err)
 }
 
 func newReleaseVerifyCmd() *cobra.Command {
@@ -74,7 +51,7 @@ rule, 2 unusable arguments.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := experiment.VerifyRelease(args[0], holdout)
 			if err != nil {
-				return releaseFailure(err)
+				return ruleFailure(err)
 			}
 			if allowMissing {
 				for i := range rep.Checks {
@@ -164,7 +141,7 @@ does not or the record broke a rule, 2 unusable arguments.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := experiment.ReadRelease(args[0])
 			if err != nil {
-				return releaseFailure(err)
+				return ruleFailure(err)
 			}
 			id, err := r.ID()
 			if err != nil {
@@ -231,7 +208,7 @@ Exit status: 0 issued, 1 refused (the package or an archive broke a rule),
 			}
 			is, err := experiment.IssueRelease(args[0], opts)
 			if err != nil {
-				return releaseFailure(err)
+				return ruleFailure(err)
 			}
 			return printResult(cmd, is, func(w io.Writer) {
 				fmt.Fprintf(w, "issued  %s\n", is.ID)
@@ -278,11 +255,11 @@ arguments.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := experiment.ReadRelease(args[0])
 			if err != nil {
-				return releaseFailure(err)
+				return ruleFailure(err)
 			}
 			b, err := experiment.ReadRelease(args[1])
 			if err != nil {
-				return releaseFailure(err)
+				return ruleFailure(err)
 			}
 			res := diffResult{A: args[0], B: args[1], Changes: experiment.DiffReleases(a, b), Substantive: []string{}}
 			if res.SrelA, err = a.ID(); err != nil {

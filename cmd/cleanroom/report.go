@@ -50,7 +50,7 @@ file that exists.`,
 		}
 		rep, err := report.Gather(cmd.Context(), w, report.Options{Transcript: transcript})
 		if err != nil {
-			return runFailure(err)
+			return ruleFailure(err)
 		}
 		written := []string{}
 		for _, out := range []struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
@@ -71,14 +72,21 @@ func lockContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), d)
 }
 
-// runFailure maps an error of a run operation to an exit code: a broken
-// rule is refused (1); a file or key that cannot be read is unusable (2).
-func runFailure(err error) error {
-	var rp *experiment.RunProblem
-	var ve *experiment.VerifyError
-	var te *experiment.TransitionError
-	var ee *evidence.Error
-	if errors.As(err, &ve) || errors.As(err, &te) || errors.As(err, &rp) || errors.As(err, &ee) {
+// ruleFailure maps an error of a release or run operation to an exit code:
+// a record, package or transition that broke a rule is refused (1); a file
+// or key that cannot be read is unusable (2).
+func ruleFailure(err error) error {
+	var (
+		re *experiment.ReleaseError
+		ve *experiment.VerifyError
+		te *experiment.TransitionError
+		rp *experiment.RunProblem
+		ee *evidence.Error
+		pr *pkgwalk.RefusalError
+		ps pkgwalk.Problems
+	)
+	if errors.As(err, &re) || errors.As(err, &ve) || errors.As(err, &te) || errors.As(err, &rp) ||
+		errors.As(err, &ee) || errors.As(err, &pr) || errors.As(err, &ps) {
 		return refusedErr(err)
 	}
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
@@ -120,7 +128,7 @@ func doTransition(cmd *cobra.Command, loadSign func() (experiment.TransitionOpti
 	defer cancel()
 	t, err := step(ctx, w, opt)
 	if err != nil {
-		return runFailure(err)
+		return ruleFailure(err)
 	}
 	var ex func(io.Writer)
 	if extra != nil {
@@ -341,7 +349,7 @@ signature beside every receipt on the chain.`,
 		}
 		rep, err := experiment.Verify(cmd.Context(), w, opt)
 		if err != nil {
-			return runFailure(err)
+			return ruleFailure(err)
 		}
 		if err := printResult(cmd, rep, func(out io.Writer) { printRunReport(out, rep) }); err != nil {
 			return err
@@ -414,7 +422,7 @@ are shown; a problem with the run is printed below the timeline.`,
 		}
 		rep, entries, err := experiment.Timeline(cmd.Context(), w, runReplay)
 		if err != nil {
-			return runFailure(err)
+			return ruleFailure(err)
 		}
 		var out []timelineEntry
 		for _, e := range entries {

@@ -209,7 +209,7 @@ func runMeasurement(cmd *cobra.Command, runner func() (adapter.RunOptions, error
 		return perr
 	}
 	if err != nil {
-		return runFailure(err)
+		return ruleFailure(err)
 	}
 	return nil
 }
