@@ -7,7 +7,9 @@
 // behind), is fsynced, then moved into place by a rename relative to a
 // descriptor of the directory, and the directory is fsynced. A name never
 // holds partial bytes. [Create] never replaces anything (renameat2
-// RENAME_NOREPLACE); [Replace] swaps whole files atomically.
+// RENAME_NOREPLACE); [Replace] swaps whole files atomically. A whole
+// directory is written into a [StageDir] beside its name and published by
+// [CreateDir] the same way: a reader sees all of it or none.
 //
 // Directories are opened O_DIRECTORY|O_NOFOLLOW and temporary files are
 // created O_CREAT|O_EXCL|O_NOFOLLOW beneath that descriptor, so a symlink
