@@ -330,8 +330,11 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	if err != nil {
 		return fail(2, err)
 	}
-	// The relay's death ends the room (the setting does not survive exec).
-	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
+	// The relay's death ends the room (the setting does not survive exec):
+	// a room that cannot promise that does not serve.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fail(2, fmt.Errorf("prctl(PR_SET_PDEATHSIG): %w", err))
+	}
 	if err := sandbox.AssertUnprivileged(); err != nil {
 		return fail(2, err)
 	}
