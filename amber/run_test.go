@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/sandbox"
@@ -23,12 +24,17 @@ import (
 )
 
 // The test binary is libcontainer's init when re-executed as `init`, and
-// the sandbox's shim when it is the container's first process.
+// the sandbox's shim when it is the container's first process. Like the
+// command (cmd/cleanroom/init.go) and the sandbox's and adapter's tests, it
+// keeps the main goroutine on the main thread: a thread that setns(2)'d is
+// discarded, except the main thread, which would stay in the foreign
+// namespace and make /proc/self describe it.
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		libcontainer.Init()
 	}
 	sandbox.RunShimIfRequested()
+	runtime.LockOSThread()
 }
 
 func needSandbox(t *testing.T) {
