@@ -427,7 +427,7 @@ func valueOrAbsent(v any, ok bool) any {
 func jsSorted(a []any) []any {
 	out := slices.Clone(a)
 	slices.SortStableFunc(out, func(x, y any) int {
-		return evidence.CompareUTF16(jsString(x), jsString(y))
+		return evidence.CompareUTF16(evidence.JSString(x), evidence.JSString(y))
 	})
 	return out
 }

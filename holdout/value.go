@@ -1,7 +1,6 @@
 package holdout
 
 import (
-	"strconv"
 	"strings"
 	"unicode/utf16"
 
@@ -77,31 +76,6 @@ func stable(v any) string {
 		return "\x00UNENCODABLE:" + err.Error()
 	}
 	return s
-}
-
-// jsString is JavaScript's String(v) for JSON values: what the default
-// Array.prototype.sort compares.
-func jsString(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return strconv.FormatBool(x)
-	case float64:
-		return string(evidence.AppendNumber(nil, x))
-	case string:
-		return x
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			if e != nil {
-				parts[i] = jsString(e)
-			}
-		}
-		return strings.Join(parts, ",")
-	default:
-		return "[object Object]"
-	}
 }
 
 // clip16 returns the first n UTF-16 code units of s (the reference's
