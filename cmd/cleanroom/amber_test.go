@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
+	"github.com/cleanroom-dev/cleanroom/sign"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,19 +61,19 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 		name string
 		args []string
 		code int
-		want string // substring of stdout (JSON)
+		want string // in stdout (JSON) or, for a refusal, stderr (the rule broken)
 	}{
 		{"key gen", []string{"--json", "amber", "key", "gen", "--out", p("k"), "--identity", "producer@example"}, 0, `"signing_key_id": "SHA256:`},
-		{"key gen refuses to overwrite", []string{"amber", "key", "gen", "--out", p("k")}, 2, ""},
+		{"key gen refuses to overwrite", []string{"amber", "key", "gen", "--out", p("k")}, 2, sign.ErrKeyExists.Error()},
 		{"case build", append([]string{"--json"}, build("A-1", p("case"))...), 0, `"isolation_class": "full_isolation"`},
-		{"case build into an existing dir", build("A-1", p("case")), 2, ""},
-		{"case build, CRLF spec", build("A-2", p("case2"), "--spec", p("crlf.md")), 1, ""},
-		{"case build, missing flag", []string{"amber", "case", "build", "--repo", p("src")}, 2, ""},
+		{"case build into an existing dir", build("A-1", p("case")), 2, amber.ErrOutputExists.Error()},
+		{"case build, CRLF spec", build("A-2", p("case2"), "--spec", p("crlf.md")), 1, amber.ErrPinBytes.Error()},
+		{"case build, missing flag", []string{"amber", "case", "build", "--repo", p("src")}, 2, "is required"},
 		{"second case", build("A-3", p("case3"), "--cutoff-utc", "2026-01-16T00:00:00Z"), 0, ""},
 		{"case verify", []string{"--json", "amber", "case", "verify", p("case"), "--pub", p("k.pub")}, 0, `"ok": true`},
 		{"index init", []string{"amber", "index", "init", p("ix"), "--origin", "test.invalid/index", "--key-out", p("ix.key")}, 0, ""},
 		{"index append", []string{"--json", "amber", "index", "append", p("ix"), "--key", p("ix.key"), "--case", p("case"), "--pub", p("k.pub")}, 0, `"index_version": 1`},
-		{"index append twice", []string{"amber", "index", "append", p("ix"), "--key", p("ix.key"), "--case", p("case"), "--pub", p("k.pub")}, 1, ""},
+		{"index append twice", []string{"amber", "index", "append", p("ix"), "--key", p("ix.key"), "--case", p("case"), "--pub", p("k.pub")}, 1, amber.ErrDuplicateCase.Error()},
 		{"index verify", []string{"--json", "amber", "index", "verify", p("ix"), "--pub", p("ix/index.pub")}, 0, `"entries": 1`},
 		{"index prove", []string{"amber", "index", "prove", p("ix"), "A-1"}, 0, "c2sp.org/tlog-proof@v1\nextra "},
 		{"index prove --json", []string{"--json", "amber", "index", "prove", p("ix"), "A-1"}, 0, `"proof": "c2sp.org/tlog-proof@v1\nextra `},
@@ -113,8 +114,8 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 					t.Errorf("refused run left %s", p("run"))
 				}
 			}
-			if !strings.Contains(out, step.want) {
-				t.Errorf("stdout lacks %q:\n%s", step.want, out)
+			if !strings.Contains(out+errb, step.want) {
+				t.Errorf("output lacks %q:\nstdout: %s\nstderr: %s", step.want, out, errb)
 			}
 			if step.name == "index prove" {
 				os.WriteFile(p("proof"), []byte(out), 0o644)
