@@ -43,10 +43,14 @@
 //
 // Every document crosses the strict reader (evidence.Read) before anything
 // else looks at it: a duplicate member could otherwise attribute one
-// measurement two ways. Holdout files are opened beneath the holdout
-// directory through an os.Root and must be regular files, so a symlink cannot
-// substitute a file outside the committed tree. The findings register and the
-// questions log are append-only: each entry is written create-exclusive,
-// fsync'd and renamed into place, and names the digest of the entry before
-// it, so an edit to any earlier entry breaks the chain.
+// measurement two ways. Holdout files and log entries are opened beneath
+// their directory through an os.Root, O_NOFOLLOW|O_NONBLOCK, and must be
+// regular files (checked on the descriptor), so a symlink cannot substitute a
+// file outside the committed tree and a FIFO is refused rather than waited
+// on; every read is bounded by evidence.MaxSize. The findings register and
+// the questions log are append-only: each entry is published with
+// internal/durable (never replacing a name, fsync'd, renamed into place),
+// and names the digest of the entry before it, so an edit to any earlier
+// entry breaks the chain; a temporary file an interrupted append left is
+// ignored.
 package holdout
