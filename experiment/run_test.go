@@ -189,11 +189,47 @@ func TestLifecycleHonest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prevRec := rec.Clone()
-	prevRec.Status, prevRec.RunID = StatusCandidateFrozen, f.RunID
-	want, _ := NewReceipt(rec, "challenge set opened", prevRec).Bytes()
-	if !bytes.Equal(got, want) {
-		t.Errorf("REVEALED receipt:\n%s\nwant\n%s", got, want)
+	// Checked against TRVM-FORMATS §5.2 written out here, not against the
+	// code's own receipt builder: member order, the values that bind it to
+	// the chain, and the JSON.stringify(v, null, 1) + "\n" byte form.
+	o, err := evidence.ReadObject(got)
+	if err != nil {
+		t.Fatalf("REVEALED receipt refused: %v", err)
+	}
+	if names := strings.Join(o.Names(), ","); names != "type,run_id,status,previous_run_id,previous_status,spec_release_id,blind_package_id,instrument_digest,adapters,note" {
+		t.Errorf("REVEALED receipt members %s", names)
+	}
+	for _, m := range []struct {
+		name string
+		want any
+	}{
+		{"type", "TRVM-BLIND-RUN-RECEIPT-v2"},
+		{"run_id", r.RunID},
+		{"status", "REVEALED"},
+		{"previous_run_id", f.RunID},
+		{"previous_status", "CANDIDATE_FROZEN"},
+		{"spec_release_id", rec.SpecReleaseID},
+		{"blind_package_id", rec.BlindPackageID},
+		{"instrument_digest", rec.InstrumentDigest},
+		{"note", "challenge set opened"},
+	} {
+		if v, _ := o.Get(m.name); v != m.want {
+			t.Errorf("REVEALED receipt %s = %v, want %v", m.name, v, m.want)
+		}
+	}
+	av, _ := o.Get("adapters")
+	adapters, _ := av.([]any)
+	if len(adapters) != len(rec.Adapters) {
+		t.Errorf("REVEALED receipt has %d adapters, the record %d", len(adapters), len(rec.Adapters))
+	}
+	for i := range min(len(adapters), len(rec.Adapters)) {
+		ao, _ := adapters[i].(*evidence.Object)
+		if impl, _ := ao.Get("implementation"); impl != rec.Adapters[i].Implementation {
+			t.Errorf("receipt adapter %d is %v, the record's %s (record order)", i, impl, rec.Adapters[i].Implementation)
+		}
+	}
+	if !bytes.HasPrefix(got, []byte("{\n \"type\": \"")) || !bytes.HasSuffix(got, []byte("\n}\n")) {
+		t.Errorf("REVEALED receipt is not in the one-space JSON.stringify form:\n%s", got)
 	}
 	a, err := Abort(bg, w, "test over", TransitionOptions{})
 	if err != nil {
