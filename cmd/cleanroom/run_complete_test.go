@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/adapter"
+	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
 
@@ -48,13 +49,20 @@ func TestRunCompleteCLI(t *testing.T) {
 	if len(ids) != 2 || !strings.Contains(out, "H4.candidate") || !strings.Contains(out, "NOT SANDBOXED") || !strings.Contains(out, "unclassified findings block completion") {
 		t.Fatalf("complete with findings:\n%s", out)
 	}
-	must(2, "run", "finding", "classify", "--world", w, ids[0], "--class", "MAYBE_A_BUG", "--ruling", "x")
-	must(2, "run", "finding", "classify", "--world", w, "find-000000000000", "--class", "SPEC_GAP", "--ruling", "x")
+	// Each refusal names its rule.
+	refused := func(want int, rule error, args ...string) {
+		t.Helper()
+		if out := must(want, args...); !strings.Contains(out, rule.Error()) {
+			t.Errorf("%v: output lacks the rule %q:\n%s", args, rule, out)
+		}
+	}
+	refused(2, holdout.ErrClass, "run", "finding", "classify", "--world", w, ids[0], "--class", "MAYBE_A_BUG", "--ruling", "x")
+	refused(2, holdout.ErrUnknownFinding, "run", "finding", "classify", "--world", w, "find-000000000000", "--class", "SPEC_GAP", "--ruling", "x")
 	for _, id := range ids {
 		must(0, "run", "finding", "classify", "--world", w, id, "--class", "SPEC_GAP", "--ruling", "the grammar does not say")
 	}
-	must(1, "run", "finding", "classify", "--world", w, ids[0], "--class", "GO_PRODUCER_DEFECT", "--ruling", "again")
-	must(2, "run", "question", "add", "--world", w, "--revision", "1", "--question", "q", "--why", "w", "--ruling", "r", "--class", "NONE")
+	refused(1, holdout.ErrAlreadyClassified, "run", "finding", "classify", "--world", w, ids[0], "--class", "GO_PRODUCER_DEFECT", "--ruling", "again")
+	refused(2, holdout.ErrClass, "run", "question", "add", "--world", w, "--revision", "1", "--question", "q", "--why", "w", "--ruling", "r", "--class", "NONE")
 	must(0, "run", "question", "add", "--world", w, "--revision", "1", "--question", "q", "--why", "w", "--ruling", "r", "--class", "SPEC_GAP")
 	out = must(0, "run", "complete", "--world", w, "--no-sandbox")
 	if !strings.Contains(out, "COMPLETE brun-") {
