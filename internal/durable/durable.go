@@ -41,25 +41,46 @@ func ReplaceFile(path string, data []byte, perm os.FileMode) error {
 	return Replace(filepath.Dir(path), filepath.Base(path), data, perm)
 }
 
-func publish(dir, name string, data []byte, perm os.FileMode, flags uint) error {
+// CreateIn is Create in the directory open as dir (named dir.Name() in
+// errors): for a caller that checked that very directory (where it is, what
+// it is) and must write into it, not into whatever its path names by then.
+func CreateIn(dir *os.File, name string, data []byte, perm os.FileMode) error {
+	if err := checkName(dir.Name(), name); err != nil {
+		return err
+	}
+	return publishAt(int(dir.Fd()), dir.Name(), name, data, perm, unix.RENAME_NOREPLACE)
+}
+
+func checkName(dir, name string) error {
 	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
 		// A separator would address another directory than the one held.
 		return fmt.Errorf("durable: %q in %s: %w", name, dir, ErrBadName)
 	}
-	return withDir(dir, func(fd int) error {
-		tmp, err := writeTemp(fd, dir, name, data, perm)
-		if err != nil {
-			return err
+	return nil
+}
+
+func publish(dir, name string, data []byte, perm os.FileMode, flags uint) error {
+	if err := checkName(dir, name); err != nil {
+		return err
+	}
+	return withDir(dir, func(fd int) error { return publishAt(fd, dir, name, data, perm, flags) })
+}
+
+// publishAt writes data to a temporary file beneath the directory fd and
+// renames it to name there (dir names the directory in errors).
+func publishAt(fd int, dir, name string, data []byte, perm os.FileMode, flags uint) error {
+	tmp, err := writeTemp(fd, dir, name, data, perm)
+	if err != nil {
+		return err
+	}
+	if err := unix.Renameat2(fd, tmp, fd, name, flags); err != nil {
+		_ = unix.Unlinkat(fd, tmp, 0)
+		if errors.Is(err, unix.EEXIST) {
+			return &os.PathError{Op: "create", Path: filepath.Join(dir, name), Err: fs.ErrExist}
 		}
-		if err := unix.Renameat2(fd, tmp, fd, name, flags); err != nil {
-			_ = unix.Unlinkat(fd, tmp, 0)
-			if errors.Is(err, unix.EEXIST) {
-				return &os.PathError{Op: "create", Path: filepath.Join(dir, name), Err: fs.ErrExist}
-			}
-			return &os.PathError{Op: "rename", Path: filepath.Join(dir, name), Err: err}
-		}
-		return fsyncFD(fd, dir)
-	})
+		return &os.PathError{Op: "rename", Path: filepath.Join(dir, name), Err: err}
+	}
+	return fsyncFD(fd, dir)
 }
 
 func writeTemp(dirfd int, dir, name string, data []byte, perm os.FileMode) (string, error) {

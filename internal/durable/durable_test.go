@@ -103,3 +103,42 @@ func assertNoTemps(t *testing.T, dir string) {
 		}
 	}
 }
+
+// CreateIn writes into the directory held, even when its path has since
+// been re-pointed elsewhere.
+func TestCreateInWritesTheHeldDirectory(t *testing.T) {
+	base := t.TempDir()
+	held := filepath.Join(base, "out")
+	if err := os.Mkdir(held, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.Open(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	// The name now leads elsewhere.
+	if err := os.Rename(held, filepath.Join(base, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	if err := os.Symlink(other, held); err != nil {
+		t.Fatal(err)
+	}
+	if err := CreateIn(d, "m.json", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(base, "moved", "m.json")); err != nil || string(b) != "x" {
+		t.Errorf("held directory: %q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(other); len(ents) != 0 {
+		t.Errorf("the re-pointed path got %d entries", len(ents))
+	}
+	if err := CreateIn(d, "m.json", []byte("y"), 0o644); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("second CreateIn: %v, want fs.ErrExist", err)
+	}
+	if err := CreateIn(d, "../x", []byte("y"), 0o644); !errors.Is(err, ErrBadName) {
+		t.Errorf("CreateIn(../x): %v, want ErrBadName", err)
+	}
+	assertNoTemps(t, filepath.Join(base, "moved"))
+}
