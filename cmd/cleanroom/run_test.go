@@ -37,22 +37,22 @@ func TestRunCLILifecycle(t *testing.T) {
 	for _, step := range []struct {
 		args []string
 		code int
-		out  string
+		out  string // in stdout, or for a refusal in stderr (the rule broken)
 	}{
 		{[]string{"run", "--world", w, "verify"}, 1, "✗ run record present"},
 		{[]string{"run", "--world", w, "pin", "--reference", filepath.Join(w, "governance", "reference-adapter.json")}, 0, "PINNED brun-"},
-		{[]string{"run", "--world", w, "reveal"}, 1, ""},
-		{freeze[:len(freeze)-2], 1, ""}, // no --tool-version
+		{[]string{"run", "--world", w, "reveal"}, 1, string(experiment.ErrIllegalTransition)},
+		{freeze[:len(freeze)-2], 1, string(experiment.ErrProvenance)}, // no --tool-version
 		{freeze, 0, "CANDIDATE_FROZEN brun-"},
 		{[]string{"run", "--world", w, "reveal"}, 0, "REVEALED brun-"},
 		{[]string{"run", "--world", w, "verify"}, 0, "✓ receipt chain reaches PINNED"},
 		{[]string{"run", "--world", w, "status"}, 0, "CANDIDATE_FROZEN"},
-		{[]string{"run", "--world", w, "abort"}, 2, ""},
-		{[]string{"run", "--world", w, "verify", "--state-root", w}, 2, ""},
+		{[]string{"run", "--world", w, "abort"}, 2, "--reason is required"},
+		{[]string{"run", "--world", w, "verify", "--state-root", w}, 2, "unknown flag: --state-root"},
 		{[]string{"run", "--world", w, "abort", "--reason", "done"}, 0, "ABORTED brun-"},
 	} {
 		code, out, errs := runCLI(t, step.args...)
-		if code != step.code || !strings.Contains(out, step.out) {
+		if code != step.code || !strings.Contains(out+errs, step.out) {
 			t.Fatalf("%v: exit %d (want %d)\n%s%s", step.args[3:], code, step.code, out, errs)
 		}
 	}
