@@ -72,11 +72,23 @@ func isInside(dirfd int, root string) (bool, error) {
 // is written beside a package or mount, since a manifest inside is a file
 // outside the identity it describes. The file is created exclusively (an
 // existing out is an error) and appears complete or not at all: it is
-// written to a temporary file in the same directory, fsynced, then linked
-// into place.
+// written to a temporary file in the same directory, fsynced, then renamed
+// into place without replacing anything (durable.CreateIn).
 func WriteManifestFile(out string, m *Manifest, note string, trees ...string) error {
+	b, err := m.MarshalRecord(note)
+	if err != nil {
+		return err
+	}
+	// One descriptor for the check and the write: checking the path and
+	// then writing to the path would let a directory renamed or re-linked
+	// in between receive the manifest inside the package after all.
+	dir, err := os.OpenFile(filepath.Dir(out), os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening the directory of %s: %w", out, err)
+	}
+	defer dir.Close()
 	for _, t := range trees {
-		inside, err := IsInside(t, out)
+		inside, err := isInside(int(dir.Fd()), t)
 		if err != nil {
 			return err
 		}
@@ -84,11 +96,13 @@ func WriteManifestFile(out string, m *Manifest, note string, trees ...string) er
 			return &RefusalError{Path: out, Rule: ErrOutputInside, Detail: "inside " + t}
 		}
 	}
-	b, err := m.MarshalRecord(note)
-	if err != nil {
+	if err := durable.CreateIn(dir, filepath.Base(out), b, 0o644); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s already exists (records are never overwritten): %w", out, err)
+		}
 		return err
 	}
-	return WriteFileExclusive(out, b)
+	return nil
 }
 
 // WriteFileExclusive creates path with the bytes b, atomically and
