@@ -156,7 +156,7 @@ func CommandProblem(a experiment.Adapter) error {
 // Execute runs one adapter of the run against the challenges and scores its
 // output. Every failure is returned as an ABSENT (or NOT_RUN) measurement
 // with its rule; the error is non-nil only when cleanroom itself cannot
-// proceed (no runner, no scratch space).
+// proceed (no runner, no scratch space, ctx cancelled).
 func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt Options) (*Measurement, error) {
 	m := &Measurement{Implementation: a.Implementation, Role: a.Role}
 	absent := func(rule error, format string, args ...any) (*Measurement, error) {
@@ -175,6 +175,9 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	}
 	if opt.Runner == nil || opt.Schemas == nil {
 		return nil, errors.New("adapter: Execute needs a runner and the package's schemas")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", a.Implementation, err)
 	}
 	if err := CommandProblem(a); err != nil {
 		return absent(ErrCommand, "%w", err)
@@ -242,6 +245,11 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	m.Runner, m.Sandboxed = opt.Runner.Name(), opt.Runner.Sandboxed()
 	out, err := opt.Runner.Run(ctx, Invocation{Dir: dir, Args: args, Timeout: opt.Timeout, Memory: opt.Memory})
 	if err != nil {
+		// A cancelled measurement is not the adapter's failure: nothing is
+		// recorded for it.
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("%s: %w", a.Implementation, cerr)
+		}
 		return absent(ErrExit, "%s did not run: %w", a.Implementation, err)
 	}
 	m.Outcome = &out

@@ -259,3 +259,44 @@ func TestCommandProblem(t *testing.T) {
 		}
 	}
 }
+
+// A measurement cancelled by the caller is an error, never an ABSENT
+// measurement recorded as the adapter's timeout: before the run (nothing is
+// staged) and while the adapter runs.
+func TestExecuteCancelled(t *testing.T) {
+	needNode(t)
+	w, s, chs := world(t)
+	marker := filepath.Join(t.TempDir(), "started")
+	a := candidate(t, w, "wsx/c", "#!/bin/sh\ntouch '"+marker+"'\nsleep 30\n")
+	cases := []struct {
+		name   string
+		cancel func(ctx context.Context, cancel context.CancelFunc)
+	}{
+		{"before the run", func(_ context.Context, cancel context.CancelFunc) { cancel() }},
+		{"while the adapter runs", func(ctx context.Context, cancel context.CancelFunc) {
+			// Cancel once the adapter has started (the marker exists);
+			// the goroutine ends with the test's context either way.
+			go func() {
+				for ctx.Err() == nil {
+					if _, err := os.Stat(marker); err == nil {
+						cancel()
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}()
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c.cancel(ctx, cancel)
+			m, err := Execute(ctx, w, a, Options{Revealed: true, Runner: UnsandboxedRunner{}, Schemas: s,
+				Challenges: chs, ExpectRelease: testSrel, ScratchDir: t.TempDir()})
+			if !errors.Is(err, context.Canceled) || m != nil {
+				t.Fatalf("measurement %+v, error %v; want no measurement and context.Canceled", m, err)
+			}
+		})
+	}
+}

@@ -155,6 +155,10 @@ func (UnsandboxedRunner) Run(ctx context.Context, inv Invocation) (Outcome, erro
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	out := Outcome{Stderr: stderr.String()}
 	switch {
+	case timedOut && ctx.Err() != nil:
+		// The caller cancelled: that is not the adapter's timeout, and no
+		// measurement may record it as one.
+		return out, fmt.Errorf("adapter run cancelled: %w", ctx.Err())
 	case timedOut:
 		out.Status = StatusTimeout
 		out.ExitCode = -1
