@@ -108,6 +108,7 @@ type Subject struct {
 	Verdict            string                 `json:"verdict"`
 	ResultPredicates   *experiment.Predicates `json:"result_predicates"` // as the RESULT records them
 	resultsByChallenge map[string][]holdout.Result
+	countsByChallenge  map[string]holdout.Counts // the scorer's own tally
 	missingSet         map[string]bool
 }
 
@@ -380,6 +381,7 @@ func (r *Report) gatherResult(w *experiment.World, rec *experiment.Record, rel *
 		}
 		s.Scored = true
 		s.Total, s.Pass, s.Fail, s.Unr, s.Missing, s.Verdict = rp.Total, rp.Pass, rp.Fail, rp.Unresolved, rp.Missing, rp.Verdict()
+		s.countsByChallenge = rp.ByChallenge()
 		s.resultsByChallenge = map[string][]holdout.Result{}
 		for _, x := range rp.Results {
 			s.resultsByChallenge[x.ID] = append(s.resultsByChallenge[x.ID], x)
@@ -419,17 +421,7 @@ func (r *Report) tabulate(chs []*holdout.Challenge) {
 			case s.missingSet[c.ID]:
 				cell, class = Missing, "missing"
 			default:
-				var n holdout.Counts
-				for _, x := range s.resultsByChallenge[c.ID] {
-					switch x.Outcome() {
-					case "PASS":
-						n.Pass++
-					case "FAIL":
-						n.Fail++
-					default:
-						n.Unresolved++
-					}
-				}
+				n := s.countsByChallenge[c.ID]
 				cell = fmt.Sprintf("%d pass, %d fail, %d unresolved", n.Pass, n.Fail, n.Unresolved)
 				switch {
 				case n.Fail > 0:
