@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"html"
 	"io"
 	"io/fs"
@@ -207,6 +208,17 @@ func TestReportComplete(t *testing.T) {
 		}
 		if strings.Join(p.Outcomes, ",") != "pass,pass" {
 			t.Errorf("%s #%d: %v", p.Challenge, p.Index, p.Outcomes)
+		}
+	}
+	// Each challenge's cell tallies its predicates: all pass, for both.
+	perChallenge := map[string]int{}
+	for _, p := range r.Predicates {
+		perChallenge[p.Challenge]++
+	}
+	for _, c := range r.Challenges {
+		want := fmt.Sprintf("%d pass, 0 fail, 0 unresolved", perChallenge[c.ID])
+		if perChallenge[c.ID] == 0 || strings.Join(c.Cells, "|") != want+"|"+want || strings.Join(c.Class, ",") != "pass,pass" {
+			t.Errorf("%s: cells %q classes %v, want %q for both", c.ID, c.Cells, c.Class, want)
 		}
 	}
 	for _, s := range r.Subjects {
