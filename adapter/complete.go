@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -77,27 +76,19 @@ func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunM
 	// alone: Verify walked the receipts to this record.
 	revealed := rec.Status.Revealed()
 	m := &RunMeasurement{Record: rec, Release: rel}
-	pkg := w.PackageDir()
-	s, err := holdout.LoadPackageSchemas(pkg)
-	if err != nil {
-		return nil, err
+	// Without the release the challenge set could not be authenticated
+	// against its commitment (LoadInstrument would load it as it stands).
+	if rel == nil {
+		return m, errors.New("adapter: the verified run carries no release; the challenge set cannot be authenticated")
 	}
-	if m.SelfTest, err = holdout.SelfTestWith(s, filepath.Join(pkg, "experiment", "fixtures")); err != nil {
-		return nil, err
-	}
-	if !m.SelfTest.OK() {
-		return m, fmt.Errorf("%w: %v", holdout.ErrSelfTest, m.SelfTest.Problems)
-	}
-	if m.Holdout, err = holdout.LoadCommitted(pkg, w.HoldoutDir(), rel, s); err != nil {
-		return m, err
-	}
-	sc, err := holdout.NewScorer(s, m.Holdout.Challenges)
+	ins, err := holdout.LoadInstrument(w.PackageDir(), w.HoldoutDir(), rel)
+	m.SelfTest, m.Holdout = ins.SelfTest, ins.Holdout
 	if err != nil {
 		return m, err
 	}
 	var docs []holdout.Document
 	for _, a := range rec.Adapters {
-		sm, err := Execute(ctx, w, a, Options{Revealed: revealed, Runner: opt.Runner, Schemas: s, Challenges: m.Holdout.Challenges, Scorer: sc,
+		sm, err := Execute(ctx, w, a, Options{Revealed: revealed, Runner: opt.Runner, Schemas: ins.Schemas, Challenges: m.Holdout.Challenges, Scorer: ins.Scorer,
 			ExpectRelease: rec.SpecReleaseID, Timeout: opt.Timeout, Memory: opt.Memory, ScratchDir: opt.Scratch})
 		if err != nil {
 			return m, err

@@ -2,7 +2,6 @@ package holdout
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -25,39 +24,11 @@ func Replay(ctx context.Context, in experiment.ReplayInput) (*experiment.ReplayO
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	pkg := in.World.PackageDir()
-	s, err := LoadPackageSchemas(pkg)
+	ins, err := LoadInstrument(in.World.PackageDir(), in.HoldoutDir, in.Release)
 	if err != nil {
 		return nil, err
 	}
-	st, err := SelfTestWith(s, pkg+"/experiment/fixtures")
-	if err != nil {
-		return nil, err
-	}
-	if !st.OK() {
-		return nil, fmt.Errorf("%w: %v", ErrSelfTest, st.Problems)
-	}
-	var chs []*Challenge
-	if in.Release != nil {
-		h, err := LoadCommitted(pkg, in.HoldoutDir, in.Release, s)
-		if err != nil {
-			return nil, err
-		}
-		chs = h.Challenges
-	} else {
-		h, err := LoadDir(in.HoldoutDir)
-		if err != nil {
-			return nil, err
-		}
-		if probs := ValidateChallenges(s, h.Challenges); len(probs) > 0 {
-			return nil, &RefusedError{Problems: probs}
-		}
-		chs = h.Challenges
-	}
-	sc, err := NewScorer(s, chs)
-	if err != nil {
-		return nil, err
-	}
+	sc := ins.Scorer
 	out := &experiment.ReplayOutcome{Subjects: map[string]experiment.ReplayedSubject{}}
 	var read []Document
 	for _, a := range in.Record.Adapters {
