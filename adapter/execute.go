@@ -2,6 +2,8 @@ package adapter
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -299,9 +301,10 @@ func lastLine(s string) string {
 // stage copies the listed world-relative paths (files or directories) from
 // root into dir and returns their entries with the SHA-256 of the bytes
 // actually copied. The listing comes from pkgwalk.DigestOfPaths (no symlink
-// followed, special files refused); each file is then read once through an
-// os.Root with O_NOFOLLOW, hashed, compared with the listing and written, so
-// a file swapped between listing and copy is caught rather than staged.
+// followed, special files refused); each file is then copied once through
+// an os.Root with O_NOFOLLOW, hashed as it is copied and compared with the
+// listing, so a file swapped between listing and copy is caught rather than
+// staged.
 func stage(root, dir string, paths []string) ([]pkgwalk.FileDigest, error) {
 	_, files, err := pkgwalk.DigestOfPaths(root, paths)
 	if err != nil {
@@ -316,55 +319,55 @@ func stage(root, dir string, paths []string) ([]pkgwalk.FileDigest, error) {
 		if f.SHA256 == pkgwalk.Absent {
 			continue
 		}
-		b, err := readNoFollow(r, f.Path)
-		if err != nil {
-			return nil, err
-		}
-		if got := pkgwalk.SHA256Hex(b); got != f.SHA256 {
-			return nil, fmt.Errorf("%s changed while it was staged", f.Path)
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return nil, err
-		}
-		// Create-exclusive: a later path never overwrites a staged one.
-		fd, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
-		if errors.Is(err, os.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if _, err := fd.Write(b); err != nil {
-			fd.Close()
-			return nil, err
-		}
-		if err := fd.Close(); err != nil {
+		if err := stageFile(r, f, dir); err != nil {
 			return nil, err
 		}
 	}
 	return files, nil
 }
 
-// readNoFollow reads a frozen file beneath r for staging. It is not
-// bounded by evidence.MaxSize (a frozen binary may be larger); the caller
-// compares the bytes with the listing's digest.
-func readNoFollow(r *os.Root, p string) ([]byte, error) {
-	f, err := openNoFollow(r, p)
+// stageFile streams one listed file from r into dir (constant memory: a
+// frozen binary may be large), hashing the bytes it writes, and fails
+// unless they hash to the listing's digest.
+func stageFile(r *os.Root, f pkgwalk.FileDigest, dir string) error {
+	src, err := openNoFollow(r, f.Path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
+	defer src.Close()
+	fi, err := src.Stat()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Checked on the descriptor read: a FIFO or device would block or
 	// never end.
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
+		return fmt.Errorf("%s is not a regular file", f.Path)
 	}
-	return io.ReadAll(f)
+	dst := filepath.Join(dir, filepath.FromSlash(f.Path))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	// Create-exclusive: a later path never overwrites a staged one.
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), src)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("staging %s: %w", f.Path, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
+		return fmt.Errorf("%s changed while it was staged (%s, listed %s)", f.Path, got, f.SHA256)
+	}
+	return nil
 }
 
 // openNoFollow opens p beneath r for reading. O_NOFOLLOW: a symlink at p
