@@ -36,8 +36,10 @@
 // and both values, and a person's classification into one of the six
 // [Classes]; [Register.Outstanding] is what blocks completion. The questions
 // log ([AskQuestion], governance/questions/) keeps the contract's fields.
-// [Replay] is the experiment.ReplayFunc that re-derives a COMPLETE run from
-// its archive (`run verify`).
+// [LoadInstrument] loads what measures a run (schemas, self-test, committed
+// challenge set, scorer) for both adapter.MeasureRun and [Replay], the
+// experiment.ReplayFunc that re-derives a COMPLETE run from its archive
+// (`run verify`).
 //
 // # Security considerations
 //
