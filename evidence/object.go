@@ -4,6 +4,12 @@ package evidence
 // order, names unique. Values are nil, bool, float64, string, []any or
 // *Object.
 //
+// Reading an Object (Get, Has, Len, Names) never modifies it, so a value
+// [Read] returned may be read from many goroutines at once. Set and Delete
+// modify it. Members may be appended to directly; Get then still finds
+// them (the lookup index is used only while it covers every member). Rename
+// a member with Delete and Set, not by assigning to Members[i].Name.
+//
 // JavaScript orders the array-index names of an object ("0", "1", …) before
 // the others; Object keeps the document order, which is what canonical bytes
 // and the reference's records depend on (neither uses such names).
@@ -38,25 +44,28 @@ func (o *Object) Len() int {
 
 // Get returns the value of the member name and whether it exists.
 func (o *Object) Get(name string) (any, bool) {
-	if o == nil {
-		return nil, false
-	}
-	if o.index == nil && len(o.Members) > 8 {
-		o.reindex()
-	}
-	if o.index != nil {
-		i, ok := o.index[name]
-		if !ok {
-			return nil, false
-		}
+	if i, ok := o.find(name); ok {
 		return o.Members[i].Value, true
 	}
-	for _, m := range o.Members {
-		if m.Name == name {
-			return m.Value, true
+	return nil, false
+}
+
+// find returns the position of the member name. It only reads: the index
+// is used while it covers every member, otherwise the members are scanned.
+func (o *Object) find(name string) (int, bool) {
+	if o == nil {
+		return 0, false
+	}
+	if o.index != nil && len(o.index) == len(o.Members) {
+		i, ok := o.index[name]
+		return i, ok
+	}
+	for i := range o.Members {
+		if o.Members[i].Name == name {
+			return i, true
 		}
 	}
-	return nil, false
+	return 0, false
 }
 
 // Has reports whether the object has a member name.
@@ -67,22 +76,16 @@ func (o *Object) Has(name string) bool {
 
 // Set appends the member name, or replaces its value where it exists.
 func (o *Object) Set(name string, value any) {
-	if o.index == nil && len(o.Members) > 8 {
-		o.reindex()
+	if len(o.index) != len(o.Members) {
+		o.index = nil // stale: members were appended directly
+	}
+	o.indexIfLarge()
+	if i, ok := o.find(name); ok {
+		o.Members[i].Value = value
+		return
 	}
 	if o.index != nil {
-		if i, ok := o.index[name]; ok {
-			o.Members[i].Value = value
-			return
-		}
 		o.index[name] = len(o.Members)
-	} else {
-		for i := range o.Members {
-			if o.Members[i].Name == name {
-				o.Members[i].Value = value
-				return
-			}
-		}
 	}
 	o.Members = append(o.Members, Member{Name: name, Value: value})
 }
@@ -100,6 +103,9 @@ func (o *Object) Delete(name string) {
 
 // Names returns the member names in order.
 func (o *Object) Names() []string {
+	if o == nil {
+		return nil
+	}
 	names := make([]string, len(o.Members))
 	for i, m := range o.Members {
 		names[i] = m.Name
@@ -107,7 +113,12 @@ func (o *Object) Names() []string {
 	return names
 }
 
-func (o *Object) reindex() {
+// indexIfLarge builds the name index of an object with more than 8
+// members (below that a scan is as fast) when it has none.
+func (o *Object) indexIfLarge() {
+	if o.index != nil || len(o.Members) <= 8 {
+		return
+	}
 	o.index = make(map[string]int, len(o.Members))
 	for i, m := range o.Members {
 		o.index[m.Name] = i

@@ -141,6 +141,8 @@ func (r *reader) walk() (any, error) {
 			stack = stack[:len(stack)-1]
 			var v any
 			if f.obj != nil {
+				// Indexed now, before the value is shared: Get never writes.
+				f.obj.indexIfLarge()
 				v = f.obj
 			} else {
 				if f.arr == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
@@ -409,5 +410,43 @@ func TestEveryClassHasARefusalRow(t *testing.T) {
 		if c.Why() == "" {
 			t.Errorf("class %s has no reason", c)
 		}
+	}
+}
+
+// Reading an Object never writes it: a value Read returned can be read from
+// many goroutines (run with -race), and members appended directly are
+// found.
+func TestObjectReadOnlyGet(t *testing.T) {
+	v, err := evidence.Read([]byte(`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := v.(*evidence.Object)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got, ok := o.Get("j"); !ok || got != 10.0 {
+				t.Errorf("Get(j) = %v, %v", got, ok)
+			}
+		}()
+	}
+	wg.Wait()
+	o.Members = append(o.Members, evidence.Member{Name: "k", Value: "appended"})
+	if got, ok := o.Get("k"); !ok || got != "appended" {
+		t.Errorf("Get of a member appended directly = %v, %v", got, ok)
+	}
+	o.Set("k", "set")
+	o.Set("l", "new")
+	if got, _ := o.Get("k"); got != "set" || o.Len() != 12 {
+		t.Errorf("after Set: k = %v, %d members", got, o.Len())
+	}
+	if got, _ := o.Get("l"); got != "new" {
+		t.Errorf("Get(l) = %v", got)
+	}
+	var nilObj *evidence.Object
+	if nilObj.Names() != nil || nilObj.Has("a") {
+		t.Error("a nil *Object is not empty")
 	}
 }
