@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,5 +200,3 @@ func TestCompletedEvidenceTampering(t *testing.T) {
 		})
 	}
 }
-
-var _ = fmt.Sprint

@@ -376,5 +376,3 @@ func TestConcurrentTransitionsSerialise(t *testing.T) {
 	}
 	mustVerify(t, w, VerifyOptions{})
 }
-
-var _ = evidence.ClassDuplicateName
