@@ -23,6 +23,8 @@
 //   - a package or binary whose bytes no longer match the freeze
 //     ([ErrPackageDigest], [ErrBinaryDigest]);
 //   - a command that points outside the frozen files ([ErrCommand]);
+//   - a release package that cannot be staged as verified, e.g. one holding
+//     a symlink ([ErrReleasePackage]);
 //   - a non-zero exit, a signal, a timeout, an OOM kill ([ErrExit],
 //     [ErrTimeout]), an output that is missing, not a regular file, too large
 //     or not strictly readable ([ErrOutput]), or that the scorer refuses

@@ -35,6 +35,9 @@ var (
 	ErrBinaryDigest = errors.New("binary does not match the frozen binary_digest")
 	// ErrCommand: the command names something that is not a frozen file.
 	ErrCommand = errors.New("command points outside the frozen files")
+	// ErrReleasePackage: the release package (docs/spec/proof-wire) could
+	// not be staged beside the adapter as the run verified it.
+	ErrReleasePackage = errors.New("release package could not be staged")
 	// ErrExit: the adapter exited non-zero or was killed.
 	ErrExit = errors.New("adapter failed")
 	// ErrTimeout: the adapter exceeded its time limit.
@@ -217,7 +220,7 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	// The public release package, read by adapters for the corpus and the
 	// release identity. Staged after the frozen files, never over them.
 	if _, err := stage(w.Root, dir, []string{experiment.PackageDirName}); err != nil {
-		return absent(ErrCommand, "staging the release package: %w", err)
+		return absent(ErrReleasePackage, "staging %s: %w", experiment.PackageDirName, err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, ioDir), 0o777); err != nil {
 		return nil, err

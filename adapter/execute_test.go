@@ -300,3 +300,19 @@ func TestExecuteCancelled(t *testing.T) {
 		})
 	}
 }
+
+// The release package is staged beside every adapter; one that no longer
+// stages as verified (here: a symlink planted in it) makes the measurement
+// ABSENT under its own rule, not under the command's.
+func TestExecuteReleasePackageRefused(t *testing.T) {
+	needNode(t)
+	w, s, chs := world(t)
+	a := reference(t, w)
+	if err := os.Symlink("/etc/hostname", filepath.Join(w.PackageDir(), "planted")); err != nil {
+		t.Fatal(err)
+	}
+	m := run(t, w, s, chs, a, true, 0)
+	if m.State != Absent || m.Rule != ErrReleasePackage || !errors.Is(m.Err, pkgwalk.ErrSymlink) {
+		t.Fatalf("state %s rule %v (%v), want ABSENT %v caused by %v", m.State, m.Rule, m.Err, ErrReleasePackage, pkgwalk.ErrSymlink)
+	}
+}
