@@ -92,16 +92,6 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// writeAtomic writes data to path through the durable writer: a reader
-// sees the old file or the new one, never half of one. With noReplace an
-// existing path is never overwritten (the error matches os.ErrExist).
-func writeAtomic(path string, data []byte, mode os.FileMode, noReplace bool) error {
-	if noReplace {
-		return durable.CreateFile(path, data, mode)
-	}
-	return durable.ReplaceFile(path, data, mode)
-}
-
 // syncFile syncs a file written in a staging directory.
 func syncFile(path string) error {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
@@ -122,10 +112,10 @@ func writeSigned(path string, b []byte, signer *sign.Signer, namespace string) e
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(path, b, 0o644, false); err != nil {
+	if err := durable.ReplaceFile(path, b, 0o644); err != nil {
 		return err
 	}
-	return writeAtomic(path+".sig", sig, 0o644, false)
+	return durable.ReplaceFile(path+".sig", sig, 0o644)
 }
 
 // readSigned reads path (at most max bytes) and verifies path+".sig" over

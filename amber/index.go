@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 	"golang.org/x/sys/unix"
@@ -265,14 +266,14 @@ func InitIndex(dir, origin, keyOut string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(keyOut, []byte(skey+"\n"), 0o600, true); err != nil {
+	if err := durable.CreateFile(keyOut, []byte(skey+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("index key: %w", err)
 	}
 	ix := &Index{Dir: dir, VKey: vkey}
-	if err := writeAtomic(filepath.Join(dir, IndexPubFile), []byte(vkey+"\n"), 0o644, true); err != nil {
+	if err := durable.CreateFile(filepath.Join(dir, IndexPubFile), []byte(vkey+"\n"), 0o644); err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(filepath.Join(dir, IndexEntriesFile), nil, 0o644, true); err != nil {
+	if err := durable.CreateFile(filepath.Join(dir, IndexEntriesFile), nil, 0o644); err != nil {
 		return nil, err
 	}
 	if err := ix.sign(skey); err != nil {
@@ -308,7 +309,7 @@ func (ix *Index) sign(skey string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(ix.Dir, IndexCheckpointFile), signed, 0o644, false); err != nil {
+	if err := durable.ReplaceFile(filepath.Join(ix.Dir, IndexCheckpointFile), signed, 0o644); err != nil {
 		return err
 	}
 	ix.Checkpoint = cp
