@@ -150,7 +150,10 @@ func init() {
 			// Replace the spec file by a hard link to an identical copy.
 			spec := filepath.Join(dir, "spec/ADD.md")
 			cp := filepath.Join(dir, "vectors/copy-of-add")
-			b, _ := os.ReadFile(spec)
+			b, err := os.ReadFile(spec)
+			if err != nil {
+				return err
+			}
 			if err := os.WriteFile(cp, b, 0o644); err != nil {
 				return err
 			}
@@ -180,7 +183,10 @@ func TestWorkspaceBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := pkgwalk.NewManifest(tree, "")
+	m, err := pkgwalk.NewManifest(tree, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
 	limits := DefaultLimits
@@ -235,11 +241,17 @@ func TestWorkspaceBadInput(t *testing.T) {
 	if refused == 0 {
 		t.Errorf("10,000 writes all accepted; the caps must refuse some")
 	}
-	ents, _ := os.ReadDir(filepath.Join(ws, "many"))
+	ents, err := os.ReadDir(filepath.Join(ws, "many"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if want := limits.MaxFiles - 1; len(ents) != want {
 		t.Errorf("%d files written under many/, want %d (MaxFiles less Main.go)", len(ents), want)
 	}
-	outside, _ := os.ReadDir(base)
+	outside, err := os.ReadDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(outside) != 1 || outside[0].Name() != "ws" {
 		t.Errorf("beside the workspace: %v, want only ws", outside)
 	}
