@@ -490,6 +490,8 @@ func (ix *Index) commit(skey string, es ...*Entry) error {
 		buf.WriteByte('\n')
 	}
 	path := filepath.Join(ix.Dir, IndexEntriesFile)
+	// O_NOFOLLOW: a symlink planted as the entries file would send the
+	// append (and the log's history) somewhere else.
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
