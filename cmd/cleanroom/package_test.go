@@ -21,27 +21,8 @@ const syntheticPackageID = "bpkg-b37a3a1f55a4026bc5a39a7254dd8b87e133d0c5337d9fd
 // code main would return.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	root := newRootCmd()
 	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(args)
-	err := root.Execute()
-	switch {
-	case err == nil:
-		code = 0
-	default:
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-			if ee.err != nil {
-				errb.WriteString(ee.err.Error())
-			}
-		} else {
-			code = 2
-			errb.WriteString(err.Error())
-		}
-	}
+	code = execute(args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 

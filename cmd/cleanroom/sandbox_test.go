@@ -49,23 +49,25 @@ func TestSandboxCommands(t *testing.T) {
 		name string
 		args []string
 		code int
+		rule string // for a refusal: in stderr
 	}{
-		{"check", []string{"sandbox", "check"}, 0},
-		{"exec status passes through", []string{"sandbox", "exec", ws, "--", "/bin/sh", "-c", "exit 3"}, 3},
-		{"exec timeout", []string{"sandbox", "exec", "--timeout", "1s", "--", "/bin/sleep", "30"}, sandbox.ExitTimeout},
-		{"exec OOM", []string{"sandbox", "exec", "--memory", "32M", "--", "/bin/sh", "-c", "head -c 200000000 /dev/zero | tail -c 100000000 >/dev/null"}, sandbox.ExitOOM},
-		{"exec sealed package", []string{"sandbox", "exec", "--package", pkg, "--package-id", pkgID, "--", "/bin/sh", "-c", "grep -q spec /package/SPEC.md && ! touch /package/x"}, 0},
-		{"exec package not the pinned bpkg", []string{"sandbox", "exec", "--package", pkg, "--package-id", otherID, "--", "/bin/true"}, 1},
-		{"exec --package-id without --package", []string{"sandbox", "exec", "--package-id", pkgID, "--", "/bin/true"}, 2},
-		{"exec bad --net", []string{"sandbox", "exec", "--net", "allow:example.com:443", "--", "/bin/true"}, 2},
-		{"exec bad --memory", []string{"sandbox", "exec", "--memory", "lots", "--", "/bin/true"}, 2},
-		{"probe sealed", []string{"sandbox", "probe", "--sealed", ln.Addr().String()}, 0},
-		{"probe allowlist without control", []string{"sandbox", "probe", "--net", "allow:10.213.255.1:80", "--sealed", ln.Addr().String()}, 2},
-		{"probe without --sealed", []string{"sandbox", "probe"}, 2},
+		{"check", []string{"sandbox", "check"}, 0, ""},
+		{"exec status passes through", []string{"sandbox", "exec", ws, "--", "/bin/sh", "-c", "exit 3"}, 3, ""},
+		{"exec timeout", []string{"sandbox", "exec", "--timeout", "1s", "--", "/bin/sleep", "30"}, sandbox.ExitTimeout, ""},
+		{"exec OOM", []string{"sandbox", "exec", "--memory", "32M", "--", "/bin/sh", "-c", "head -c 200000000 /dev/zero | tail -c 100000000 >/dev/null"}, sandbox.ExitOOM, ""},
+		{"exec sealed package", []string{"sandbox", "exec", "--package", pkg, "--package-id", pkgID, "--", "/bin/sh", "-c", "grep -q spec /package/SPEC.md && ! touch /package/x"}, 0, ""},
+		{"exec package not the pinned bpkg", []string{"sandbox", "exec", "--package", pkg, "--package-id", otherID, "--", "/bin/true"}, 1, "is not the pinned bpkg"},
+		{"exec --package-id without --package", []string{"sandbox", "exec", "--package-id", pkgID, "--", "/bin/true"}, 2, "--package-id needs --package"},
+		{"exec bad --net", []string{"sandbox", "exec", "--net", "allow:example.com:443", "--", "/bin/true"}, 2, "want IP:PORT with a literal address"},
+		{"exec bad --memory", []string{"sandbox", "exec", "--memory", "lots", "--", "/bin/true"}, 2, "invalid size"},
+		{"probe sealed", []string{"sandbox", "probe", "--sealed", ln.Addr().String()}, 0, ""},
+		{"probe allowlist without control", []string{"sandbox", "probe", "--net", "allow:10.213.255.1:80", "--sealed", ln.Addr().String()}, 2, "needs a positive control"},
+		{"probe without --sealed", []string{"sandbox", "probe"}, 2, `required flag(s) "sealed" not set`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := run(tc.args); got != tc.code {
-				t.Errorf("cleanroom %v: exit %d, want %d", tc.args, got, tc.code)
+			got, _, errs := runCLI(t, tc.args...)
+			if got != tc.code || !strings.Contains(errs, tc.rule) {
+				t.Errorf("cleanroom %v: exit %d, want %d (stderr must name %q):\n%s", tc.args, got, tc.code, tc.rule, errs)
 			}
 		})
 	}
