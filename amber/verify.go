@@ -130,6 +130,8 @@ func verifyManifest(dir string, pub ssh.PublicKey, schema *evidence.Schema, rep 
 		}
 		rep.Passed = append(rep.Passed, CheckManifestSchema)
 	}
+	// The manifest must name the key that signed it: a manifest re-signed by
+	// another key would otherwise still claim its original producer.
 	if fp := sign.Fingerprint(pub); m.Producer.SigningKeyID != fp {
 		return fail(CheckSigningKeyID, mpath, fmt.Errorf("%w: signing_key_id %q, key %s", ErrMismatch, m.Producer.SigningKeyID, fp))
 	}
@@ -149,6 +151,8 @@ func VerifyBundle(ctx context.Context, path string, m *Manifest, rep *VerifyRepo
 	if err != nil {
 		return fail(CheckBundleHeader, err)
 	}
+	// A bundle of another commit (or ref) than the signed cutoff would hand
+	// the candidate history the manifest does not vouch for.
 	if hdr.RefName != BundleRef || hdr.RefOID != m.CutoffCommit {
 		return fail(CheckBundleHeader, fmt.Errorf("%w: ref %s %s, manifest cutoff_commit %s", ErrMismatch, hdr.RefOID, hdr.RefName, m.CutoffCommit))
 	}
