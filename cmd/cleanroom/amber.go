@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -58,9 +57,6 @@ func newAmberKeyGenCmd() *cobra.Command {
 		Short: "Write an OpenSSH Ed25519 key pair (PATH, PATH.pub) and print its allowed_signers line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return usageErr(errors.New("--out is required"))
-			}
 			if err := sign.GenerateKeyWithComment(out, identity); err != nil {
 				return usageErr(err) // an existing key (sign.ErrKeyExists) is an output that exists
 			}
@@ -82,6 +78,7 @@ func newAmberKeyGenCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&out, "out", "", "private key path (PATH.pub is written beside it)")
 	c.Flags().StringVar(&identity, "identity", "producer", "identity for the key comment and the allowed_signers line")
+	_ = c.MarkFlagRequired("out")
 	return c
 }
 
@@ -189,9 +186,6 @@ transfer.fsckObjects and git fsck --full --strict in a scratch repository,
 then the oracle's sha256 and form. The failing check is named.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if pubPath == "" {
-				return usageErr(errors.New("--pub is required"))
-			}
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
 				return usageErr(err)
@@ -246,5 +240,6 @@ then the oracle's sha256 and form. The failing check is named.`,
 	c.Flags().StringVar(&pubPath, "pub", "", "producer's public key (KEY.pub)")
 	c.Flags().StringVar(&schemaPath, "schema", "", "also validate the manifest against this JSON Schema (the upstream manifest.schema.json)")
 	c.Flags().BoolVar(&noOracle, "no-oracle", false, "the host holds no oracle.pack: skip the oracle checks")
+	_ = c.MarkFlagRequired("pub")
 	return c
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -54,9 +53,6 @@ func newAmberIndexInitCmd() *cobra.Command {
 		Short: "Create an empty index and its note key (PATH, kept outside DIR)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if origin == "" || keyOut == "" {
-				return usageErr(errors.New("--origin and --key-out are required"))
-			}
 			ix, err := amber.InitIndex(args[0], origin, keyOut)
 			if err != nil {
 				return amberErr(err)
@@ -73,6 +69,9 @@ func newAmberIndexInitCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&origin, "origin", "", "log origin, also the key name (e.g. cases.example.org/index)")
 	c.Flags().StringVar(&keyOut, "key-out", "", "where to write the index's private note key")
+	for _, f := range []string{"origin", "key-out"} {
+		_ = c.MarkFlagRequired(f)
+	}
 	return c
 }
 
@@ -83,9 +82,6 @@ func newAmberIndexAppendCmd() *cobra.Command {
 		Short: "Append a case's entry (after verifying its manifest signature) and sign the new checkpoint",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if key == "" || caseDir == "" || pubPath == "" {
-				return usageErr(errors.New("--key, --case and --pub are required"))
-			}
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
 				return usageErr(err)
@@ -111,6 +107,9 @@ func newAmberIndexAppendCmd() *cobra.Command {
 	c.Flags().StringVar(&key, "key", "", "the index's private note key")
 	c.Flags().StringVar(&caseDir, "case", "", "case directory (its manifest.yaml and manifest.yaml.sig are read)")
 	c.Flags().StringVar(&pubPath, "pub", "", "producer's public key (KEY.pub)")
+	for _, f := range []string{"key", "case", "pub"} {
+		_ = c.MarkFlagRequired(f)
+	}
 	return c
 }
 
@@ -121,9 +120,6 @@ func newAmberIndexRetireCmd() *cobra.Command {
 		Short: "Append the retirement of a case (nothing is edited or deleted)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if key == "" || caseID == "" || date == "" {
-				return usageErr(errors.New("--key, --case-id and --date are required"))
-			}
 			ix, err := amber.RetireCaseFile(args[0], key, caseID, date)
 			if err != nil {
 				return amberErr(err)
@@ -141,6 +137,9 @@ func newAmberIndexRetireCmd() *cobra.Command {
 	c.Flags().StringVar(&key, "key", "", "the index's private note key")
 	c.Flags().StringVar(&caseID, "case-id", "", "case to retire")
 	c.Flags().StringVar(&date, "date", "", "retirement date")
+	for _, f := range []string{"key", "case-id", "date"} {
+		_ = c.MarkFlagRequired(f)
+	}
 	return c
 }
 
@@ -257,9 +256,6 @@ func newAmberIndexVerifyProofCmd() *cobra.Command {
 		Short: "Check a tlog-proof offline against the index key and print the entry it proves",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if pubPath == "" {
-				return usageErr(errors.New("--pub is required (the index key you trust)"))
-			}
 			vkey, err := readTrustedVKey(pubPath)
 			if err != nil {
 				return err
@@ -284,5 +280,6 @@ func newAmberIndexVerifyProofCmd() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&pubPath, "pub", "", "the index verifier key you trust")
+	_ = c.MarkFlagRequired("pub")
 	return c
 }

@@ -42,9 +42,6 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 				return usageErr(fmt.Errorf("--candidate %q: want PROVIDER/MODEL", candidate))
 			}
 			o.Provider, o.Model = prov, model
-			if pubPath == "" || keyPath == "" || o.IndexDir == "" || sealed == "" || o.Out == "" {
-				return usageErr(errors.New("--pub, --key, --index, --sealed and --out are required"))
-			}
 			var err error
 			if o.Producer, err = sign.LoadPublicKey(pubPath); err != nil {
 				return usageErr(err)
@@ -99,6 +96,9 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 	f.StringSliceVar(&o.Env, "env", nil, "KEY=VALUE for the candidate (repeatable)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "candidate wall-clock limit (default the sandbox's)")
 	f.StringVar(&stateDir, "state-dir", "", "sandbox state directory (default the sandbox's)")
+	for _, f := range []string{"pub", "key", "index", "sealed", "out"} {
+		_ = c.MarkFlagRequired(f)
+	}
 	return c
 }
 
@@ -117,9 +117,6 @@ record's manifest, bundle, oracle, spec and cutoff; a signed summary, when
 given, must agree; a spec file, when given, must hash to spec_sha256.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if pubPath == "" {
-				return usageErr(errors.New("--pub is required"))
-			}
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
 				return usageErr(err)
@@ -167,5 +164,6 @@ given, must agree; a spec file, when given, must hash to spec_sha256.`,
 	v.Flags().StringVar(&summary, "summary", "", "signed summary.yaml (its .sig beside it)")
 	v.Flags().StringVar(&spec, "spec", "", "the Core specification file (spec_sha256 by possession)")
 	c.AddCommand(v)
+	_ = v.MarkFlagRequired("pub")
 	return c
 }

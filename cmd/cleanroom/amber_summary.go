@@ -25,9 +25,6 @@ summary.yaml.sig (namespace amber-summary@cleanroom) into --out (default
 CASEDIR). The retirement state and index_version come from the index.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if pubPath == "" || keyPath == "" || indexDir == "" {
-				return usageErr(errors.New("--pub, --key and --index are required"))
-			}
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
 				return usageErr(err)
@@ -73,6 +70,9 @@ CASEDIR). The retirement state and index_version come from the index.`,
 	c.Flags().StringVar(&indexDir, "index", "", "index directory")
 	c.Flags().StringVar(&indexPub, "index-pub", "", "trusted index verifier key (default: the index's index.pub)")
 	c.Flags().StringVar(&out, "out", "", "directory for summary.yaml (default CASEDIR)")
+	for _, f := range []string{"pub", "key", "index"} {
+		_ = c.MarkFlagRequired(f)
+	}
 	return c
 }
 
@@ -136,9 +136,6 @@ pending_adjudication. Without --leak-date, the case manifest's last leak check
 recorded as passed is the leak date; with none passed, no valid run stands.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if retired == "" {
-				return usageErr(errors.New("--retired is required"))
-			}
 			o := amber.AdjudicateOptions{LeakDate: leak, Retired: retired}
 			if caseDir != "" {
 				if pubPath == "" {
@@ -175,5 +172,6 @@ recorded as passed is the leak date; with none passed, no valid run stands.`,
 	c.Flags().StringVar(&retired, "retired", "", "when the leak was confirmed and the case retired")
 	c.Flags().StringVar(&caseDir, "case", "", "case directory (for the last passed leak check)")
 	c.Flags().StringVar(&pubPath, "pub", "", "producer's public key (with --case)")
+	_ = c.MarkFlagRequired("retired")
 	return c
 }
