@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,12 +23,9 @@ func newFleetCmd() *cobra.Command {
 	return c
 }
 
-// readRuns reads and checks a run list; a broken rule is exit 1, an
-// unreadable file exit 2.
+// readRuns reads and checks a run list (--runs, a required flag); a broken
+// rule is exit 1, an unreadable file exit 2.
 func readRuns(path string) ([]fleet.Run, []byte, error) {
-	if path == "" {
-		return nil, nil, usageErr(errors.New("--runs is required"))
-	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, usageErr(err)
@@ -59,9 +55,6 @@ requests = limits, never retried, the pinned identities as annotations) and
 runs.json, the list as given. Apply with kubectl apply -f DIR.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return usageErr(errors.New("--out is required"))
-			}
 			runs, raw, err := readRuns(runsPath)
 			if err != nil {
 				return err
@@ -80,6 +73,9 @@ runs.json, the list as given. Apply with kubectl apply -f DIR.`,
 	}
 	c.Flags().StringVar(&runsPath, "runs", "", "the run list (JSON array)")
 	c.Flags().StringVar(&out, "out", "", "the plan directory to create")
+	for _, f := range []string{"runs", "out"} {
+		_ = c.MarkFlagRequired(f)
+	}
 	return c
 }
 
@@ -99,9 +95,6 @@ planned case manifest and candidate (provider/model). Every run is reported;
 the exit is 1 unless every run verified.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if from == "" || into == "" {
-				return usageErr(errors.New("--from and --into are required"))
-			}
 			runs, _, err := readRuns(runsPath)
 			if err != nil {
 				return err
@@ -141,6 +134,9 @@ the exit is 1 unless every run verified.`,
 	c.Flags().StringVar(&into, "into", "", "the local results directory")
 	c.Flags().StringVar(&pub, "pub", "", "producer's public key for AMBER run records")
 	c.Flags().StringVar(&signer, "signer-key", "", "OpenSSH public key whose receipt signatures blind runs must carry")
+	for _, f := range []string{"runs", "from", "into"} {
+		_ = c.MarkFlagRequired(f)
+	}
 	return c
 }
 

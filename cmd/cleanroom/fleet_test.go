@@ -38,7 +38,7 @@ func TestFleetCLI(t *testing.T) {
 		{"plan", []string{"--json", "fleet", "plan", "--runs", runs, "--out", plan}, 0, `"file": "amber-case-1.yaml"`},
 		{"plan again", []string{"fleet", "plan", "--runs", runs, "--out", plan}, 2, "file already exists"},
 		{"bad run list", []string{"fleet", "plan", "--runs", bad, "--out", filepath.Join(dir, "p2")}, 1, bad + ": /0/runtime_class: runtime class"},
-		{"no --runs", []string{"fleet", "plan", "--out", filepath.Join(dir, "p3")}, 2, "--runs is required"},
+		{"no --runs", []string{"fleet", "plan", "--out", filepath.Join(dir, "p3")}, 2, `required flag(s) "runs" not set`},
 		{"collect nothing", []string{"--json", "fleet", "collect", "--runs", runs, "--from", filepath.Join(dir, "none"), "--into", filepath.Join(dir, "results")}, 1, `"verdict": "missing"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -105,9 +105,6 @@ total, pass, fail, unresolved, implementation, spec_release_id}, or
 {refused: "…"}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if challenges == "" || observations == "" {
-				return usageErr(errors.New("--challenges and --observations are required"))
-			}
 			s, err := holdout.LoadPackageSchemas(pkg)
 			if err != nil {
 				return usageErr(err)
@@ -151,6 +148,9 @@ total, pass, fail, unresolved, implementation, spec_release_id}, or
 	f.StringVar(&pkg, "package", defaultPackage, "the pinned package root whose experiment/ holds both schemas")
 	f.StringVar(&expRel, "expect-release", "", "refuse unless the document's spec_release_id is this srel")
 	f.StringVar(&expImpl, "expect-implementation", "", "refuse unless the document's implementation is this label")
+	for _, f := range []string{"challenges", "observations"} {
+		_ = c.MarkFlagRequired(f)
+	}
 	return c
 }
 

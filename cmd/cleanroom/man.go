@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,9 +45,6 @@ get no page. The header date is SOURCE_DATE_EPOCH, or the commit time
 stamped into the binary, or today.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" {
-				return usageErr(errors.New("--dir is required"))
-			}
 			date, err := manDate()
 			if err != nil {
 				return usageErr(err)
@@ -69,5 +65,6 @@ stamped into the binary, or today.`,
 		},
 	}
 	c.Flags().StringVar(&dir, "dir", "", "directory to write the pages into")
+	_ = c.MarkFlagRequired("dir")
 	return c
 }

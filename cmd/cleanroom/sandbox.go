@@ -359,9 +359,6 @@ start. Only full isolation (--net none) can be rendered; the sealed package
 binary and to the host paths by absolute path.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return usageErr(fmt.Errorf("--out is required"))
-			}
 			cfg, err := f.config(args)
 			if err != nil {
 				return usageErr(err)
@@ -387,6 +384,7 @@ binary and to the host paths by absolute path.`,
 	}
 	f.register(c)
 	c.Flags().StringVar(&out, "out", "", "the bundle directory to create (must not exist)")
+	_ = c.MarkFlagRequired("out")
 	return c
 }
 
