@@ -97,13 +97,6 @@ reachable from the cutoff, and a spec or protocol file with CRLF, a BOM or
 invalid UTF-8 are refused. Without --allow the case is full_isolation.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for name, v := range map[string]string{"--repo": o.Repo, "--cutoff-commit": o.CutoffCommit, "--cutoff-utc": o.CutoffUTC,
-				"--oracle": o.OracleDir, "--profile": o.Profile, "--case-id": o.CaseID, "--spec": o.SpecFile,
-				"--protocol": o.ProtocolFile, "--key": keyPath, "--out": o.Out} {
-				if v == "" {
-					return usageErr(fmt.Errorf("%s is required", name))
-				}
-			}
 			s, err := sign.LoadSigner(keyPath)
 			if err != nil {
 				return usageErr(err)
@@ -169,6 +162,9 @@ invalid UTF-8 are refused. Without --allow the case is full_isolation.`,
 	f.StringVar(&o.LeakProcedure, "leak-check", "", "leak-check procedure")
 	f.StringVar(&o.LeakDate, "leak-check-date", "", "leak-check date (default: today, UTC)")
 	f.StringVar(&o.LeakResult, "leak-check-result", "", "leak-check result: passed or failed (default passed)")
+	for _, name := range []string{"repo", "cutoff-commit", "cutoff-utc", "oracle", "profile", "case-id", "spec", "protocol", "key", "out"} {
+		_ = c.MarkFlagRequired(name)
+	}
 	return c
 }
 

@@ -68,7 +68,7 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 		{"case build", append([]string{"--json"}, build("A-1", p("case"))...), 0, `"isolation_class": "full_isolation"`},
 		{"case build into an existing dir", build("A-1", p("case")), 2, amber.ErrOutputExists.Error()},
 		{"case build, CRLF spec", build("A-2", p("case2"), "--spec", p("crlf.md")), 1, amber.ErrPinBytes.Error()},
-		{"case build, missing flag", []string{"amber", "case", "build", "--repo", p("src")}, 2, "is required"},
+		{"case build, missing flag", []string{"amber", "case", "build", "--repo", p("src")}, 2, `required flag(s) "case-id", "cutoff-commit"`},
 		{"second case", build("A-3", p("case3"), "--cutoff-utc", "2026-01-16T00:00:00Z"), 0, ""},
 		{"case verify", []string{"--json", "amber", "case", "verify", p("case"), "--pub", p("k.pub")}, 0, `"ok": true`},
 		{"index init", []string{"amber", "index", "init", p("ix"), "--origin", "test.invalid/index", "--key-out", p("ix.key")}, 0, ""},
