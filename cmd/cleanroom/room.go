@@ -60,6 +60,7 @@ func (f *roomFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.rootLabel, "root-label", "", "the manifest's root label (default docs/spec/proof-wire)")
 	c.Flags().StringVar(&f.workspace, "workspace", "", "the implementer's workspace: created by the room, must not exist")
 	c.Flags().StringVar(&f.transcript, "transcript", "", "write the transcript (JSON Lines) here; must not exist")
+	_ = c.MarkFlagRequired("workspace")
 }
 
 // options resolves the flags into ServeOptions (absolute paths, the pin).
@@ -79,14 +80,9 @@ func (f *roomFlags) options() (harness.ServeOptions, error) {
 	default:
 		return o, usageErr(errors.New("give --world DIR, or --package DIR with --expect bpkg-…"))
 	}
-	if f.workspace == "" {
-		return o, usageErr(errors.New("--workspace is required"))
-	}
 	var err error
-	for _, p := range []*string{&o.PackageDir} {
-		if *p, err = filepath.Abs(*p); err != nil {
-			return o, usageErr(err)
-		}
+	if o.PackageDir, err = filepath.Abs(o.PackageDir); err != nil {
+		return o, usageErr(err)
 	}
 	if o.Workspace, err = filepath.Abs(f.workspace); err != nil {
 		return o, usageErr(err)
@@ -194,9 +190,6 @@ accord; 1 if the turn limit ended it.`,
 			if err != nil {
 				return err
 			}
-			if model == "" || endpoint == "" || keyEnv == "" {
-				return usageErr(errors.New("--model, --endpoint and --api-key-env are required"))
-			}
 			key := os.Getenv(keyEnv)
 			if key == "" {
 				return usageErr(fmt.Errorf("environment variable %s is empty", keyEnv))
@@ -241,6 +234,9 @@ accord; 1 if the turn limit ended it.`,
 	c.Flags().IntVar(&maxTurns, "max-turns", 80, "stop after this many model turns")
 	c.Flags().IntVar(&seed, "seed", 1, "seed sent with every request")
 	c.Flags().DurationVar(&timeout, "request-timeout", 5*time.Minute, "deadline for one model request")
+	for _, name := range []string{"model", "endpoint", "api-key-env"} {
+		_ = c.MarkFlagRequired(name)
+	}
 	return c
 }
 
