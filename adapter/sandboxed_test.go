@@ -3,25 +3,16 @@ package adapter
 import (
 	"context"
 	"os"
-	"runtime"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
-	_ "github.com/opencontainers/cgroups/devices"
-	"github.com/opencontainers/runc/libcontainer"
-	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+	"github.com/cleanroom-dev/cleanroom/sandbox/sandboxinit"
 )
 
 // The test binary is libcontainer's init when re-executed as `init`, and
 // the sandbox's shim when it asks for one (as cmd/cleanroom/init.go).
-func init() {
-	if len(os.Args) > 1 && os.Args[1] == "init" {
-		libcontainer.Init()
-	}
-	sandbox.RunShimIfRequested()
-	runtime.LockOSThread()
-}
+func init() { sandboxinit.Run() }
 
 // The honest reference adapter, run in the candidate sandbox, measures the
 // same 20/20 as unsandboxed. Needs root and the kernel features the sandbox

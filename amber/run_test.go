@@ -12,30 +12,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/sandbox"
+	"github.com/cleanroom-dev/cleanroom/sandbox/sandboxinit"
 	"github.com/cleanroom-dev/cleanroom/sign"
-
-	_ "github.com/opencontainers/cgroups/devices"
-	"github.com/opencontainers/runc/libcontainer"
-	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 )
 
-// The test binary is libcontainer's init when re-executed as `init`, and
-// the sandbox's shim when it is the container's first process. Like the
-// command (cmd/cleanroom/init.go) and the sandbox's and adapter's tests, it
-// keeps the main goroutine on the main thread: a thread that setns(2)'d is
-// discarded, except the main thread, which would stay in the foreign
-// namespace and make /proc/self describe it.
-func init() {
-	if len(os.Args) > 1 && os.Args[1] == "init" {
-		libcontainer.Init()
-	}
-	sandbox.RunShimIfRequested()
-	runtime.LockOSThread()
-}
+// The test binary starts containers: it routes libcontainer's init and the
+// sandbox shim as the command does (sandboxinit.Run).
+func init() { sandboxinit.Run() }
 
 func needSandbox(t *testing.T) {
 	t.Helper()

@@ -409,7 +409,7 @@ func demoCanonicalise(_ context.Context, env *demoEnv) (string, error) {
 		return "", err
 	}
 	dst := filepath.Join(env.out, "observation.canonical.json")
-	if err := os.WriteFile(dst, c, 0o644); err != nil {
+	if err := pkgwalk.WriteFileExclusive(dst, c); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d bytes → %d canonical bytes, sha256 %s", len(b), len(c), shortHex(pkgwalk.SHA256Hex(c))), nil
