@@ -83,7 +83,9 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		cmd := sandbox.SealedCommand("/proc/self/exe", args, stageEnv)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 		if err := cmd.Start(); err != nil {
-			done <- fmt.Errorf("starting the sealed server: %w", err)
+			// Creating the namespaces is the first thing the kernel may
+			// refuse (no privilege, no user namespaces here).
+			done <- fmt.Errorf("starting the sealed server in new namespaces: %w: %w", ErrNoIsolation, err)
 			return
 		}
 		waited := make(chan error, 1)
@@ -246,13 +248,13 @@ func RunStage(prefix []string, args []string, stdin io.Reader, stdout, stderr io
 // serve stage with every privilege dropped.
 func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int) int {
 	if err := sandbox.AssertIsolatedFrom(os.Getppid()); err != nil {
-		return fail(2, err)
+		return fail(ExitNoIsolation, err)
 	}
 	if err := sandbox.MakeRootPrivate(); err != nil {
-		return fail(2, err)
+		return fail(ExitNoIsolation, err)
 	}
 	if err := sandbox.AssertNoNetwork(); err != nil {
-		return fail(2, err)
+		return fail(ExitNoIsolation, err)
 	}
 	var m *pkgwalk.Manifest
 	_, err := sandbox.Seal(c.mount, c.ViewBytes, func(dir string) error {
@@ -262,7 +264,12 @@ func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int)
 		return err
 	})
 	if err != nil {
-		return fail(refusalCode(err), err)
+		// A refused package is the input's fault (1); a view that could not
+		// be mounted, sealed or asserted is this machine's (ExitNoIsolation).
+		if code := refusalCode(err); code == 1 {
+			return fail(1, err)
+		}
+		return fail(ExitNoIsolation, err)
 	}
 	rec, err := m.MarshalRecord("")
 	if err != nil {
@@ -277,7 +284,8 @@ func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int)
 	next = append(next, args...)
 	next = append(next, "--manifest-fd", strconv.Itoa(fd))
 	err = sandbox.ExecUnprivileged(next, stageEnv)
-	return fail(2, err)
+	// Privileges that cannot be dropped are isolation that cannot be had.
+	return fail(ExitNoIsolation, err)
 }
 
 // manifestFD puts the manifest record in a sealed memfd that the serve
@@ -310,6 +318,15 @@ func readManifestFD(fd int) (*pkgwalk.Manifest, error) {
 	}
 	return pkgwalk.ParseManifestRecord(b)
 }
+
+// ExitNoIsolation is the sealed stage's exit status when this machine
+// cannot establish the room's isolation (namespaces, the private
+// read-only view, dropped privileges): the command's exit 3.
+const ExitNoIsolation = 3
+
+// ErrNoIsolation is wrapped by Serve's error when the sealed server could
+// not even be started in its new namespaces.
+var ErrNoIsolation = errors.New("this machine cannot establish the clean room's isolation")
 
 // refusalCode is 1 for a refusal of the input (package, pin, prompt,
 // workspace: all *pkgwalk.RefusalError), 2 for anything else.

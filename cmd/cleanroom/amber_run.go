@@ -64,7 +64,7 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 			}
 			iso := &amber.SandboxIsolation{StateDir: stateDir}
 			if err := iso.Available(); err != nil {
-				return usageErr(err)
+				return isolationErr(err)
 			}
 			o.Isolation = iso
 			res, err := amber.Run(cmd.Context(), o)

@@ -82,13 +82,13 @@ artifacts stay in the output directory (a fresh temporary directory unless
 			var results []demoStageResult
 			start := time.Now()
 			// Asked once, before anything runs: can this machine isolate?
-			_, isolationErr := sandbox.CheckKernel()
+			_, kernelErr := sandbox.CheckKernel()
 			for i, st := range demoStages() {
-				if st.isolated && isolationErr != nil {
+				if st.isolated && kernelErr != nil {
 					if !jsonOutput(cmd) {
 						fmt.Fprintf(w, "  %2d %-34s NOT RUN\n", i+1, st.name)
 					}
-					return usageErr(fmt.Errorf("demo stopped before %q: this machine cannot create the isolation it needs: %w (`cleanroom sandbox check` lists what this machine offers); artifacts so far in %s", st.name, isolationErr, out))
+					return isolationErr(fmt.Errorf("demo stopped before %q: this machine cannot create the isolation it needs: %w (`cleanroom sandbox check` lists what this machine offers); artifacts so far in %s", st.name, kernelErr, out))
 				}
 				t0 := time.Now()
 				res, err := st.run(cmd.Context(), env)

@@ -141,6 +141,9 @@ the prompt was refused; exit 2: the seal could not be established here.`,
 			if errors.As(err, &re) {
 				return refusedErr(err)
 			}
+			if errors.Is(err, harness.ErrNoIsolation) {
+				return isolationErr(err)
+			}
 			if err != nil {
 				return usageErr(err)
 			}

@@ -20,8 +20,9 @@ func newRootCmd() *cobra.Command {
 
 Every document it reads crosses one strict JSON reader; every identity it
 computes hashes one canonical encoding. Exit codes: 0 success, 1 refused (the
-input broke a rule; each problem is named), 2 unusable arguments or an
-environment that cannot do the work (the missing piece is named).`,
+input broke a rule; each problem is named), 2 unusable arguments or input
+that cannot be read, 3 this machine cannot establish the isolation the
+command needs (the missing piece is named).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -55,6 +56,12 @@ func refusedErr(err error) error { return &exitError{code: 1, err: err} }
 // usageErr ends a command with exit 2: the arguments or the environment
 // cannot do the work.
 func usageErr(err error) error { return &exitError{code: 2, err: err} }
+
+// isolationErr ends a command with exit 3: this machine cannot establish
+// the isolation the command needs (namespaces, cgroups, nf_tables, root).
+// It is not a usage error — the same arguments work where the kernel
+// allows — and not a refusal of the input.
+func isolationErr(err error) error { return &exitError{code: 3, err: err} }
 
 // jsonOutput reports whether --json was given.
 func jsonOutput(cmd *cobra.Command) bool {

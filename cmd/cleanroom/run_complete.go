@@ -11,6 +11,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
 )
 
@@ -33,9 +34,12 @@ func runnerFlags(c *cobra.Command) func() (adapter.RunOptions, error) {
 		o := adapter.RunOptions{Timeout: timeout, Memory: memory}
 		if noSandbox {
 			o.Runner = adapter.UnsandboxedRunner{}
-		} else {
-			o.Runner = adapter.SandboxRunner{}
+			return o, nil
 		}
+		if _, err := sandbox.CheckKernel(); err != nil {
+			return o, isolationErr(fmt.Errorf("the adapters run in the candidate sandbox: %w (--no-sandbox runs them unisolated, recorded as such)", err))
+		}
+		o.Runner = adapter.SandboxRunner{}
 		return o, nil
 	}
 }

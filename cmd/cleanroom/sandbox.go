@@ -44,7 +44,7 @@ func newSandboxCheckCmd() *cobra.Command {
 		Short: "Report what the kernel offers for the candidate sandbox (namespaces, cgroups) and what is missing",
 		Long: `check reports the namespaces, user namespaces, cgroup version and cgroup
 controllers of this machine, so an operator knows before a run whether the
-candidate sandbox can be established. It exits 2 and names every missing
+candidate sandbox can be established. It exits 3 and names every missing
 piece when it cannot.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,7 +53,7 @@ piece when it cannot.`,
 				return perr
 			}
 			if err != nil {
-				return usageErr(err)
+				return isolationErr(err)
 			}
 			return nil
 		},
@@ -189,6 +189,9 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			cfg, err := f.config(args)
 			if err != nil {
 				return usageErr(err)
+			}
+			if _, err := sandbox.CheckKernel(); err != nil {
+				return isolationErr(err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, unix.SIGTERM)
 			defer stop()

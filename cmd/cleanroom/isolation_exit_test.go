@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestIsolationUnavailableExitsThree runs the commands that need the
+// candidate sandbox as an unprivileged user (the sandbox is not rootless):
+// each must exit 3 and name the missing piece — not 2 (usage) and not 1
+// (refused input), and never a stack trace.
+func TestIsolationUnavailableExitsThree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the binary as another user")
+	}
+	dir, err := os.MkdirTemp("", "cleanroom-exit3-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// nobody must be able to reach and run the binary and write the demo's
+	// output directory.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "cleanroom")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"sandbox check", []string{"sandbox", "check"}, "missing root"},
+		{"sandbox exec", []string{"sandbox", "exec", "--", "/bin/true"}, "missing root"},
+		{"demo", []string{"demo", "--out", filepath.Join(dir, "demo")}, "cannot create the isolation it needs"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Dir = dir
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + dir}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+				t.Fatalf("%v: %v, want exit 3\n%s", tc.args, err, out)
+			}
+			if !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "goroutine ") {
+				t.Errorf("%v: output lacks %q (or has a stack trace):\n%s", tc.args, tc.want, out)
+			}
+		})
+	}
+}
