@@ -10,8 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -115,45 +113,16 @@ var (
 	OutPath        = ioDir + "/observations.json"
 )
 
-// pathish matches an argument that names a file (the reference's rule).
-var pathish = regexp.MustCompile(`/|\.(mjs|cjs|js|py|sh|exe|bin|out)$`)
-
-// interpreters may launch an adapter without a frozen binary.
-var interpreters = []string{"node"}
-
-// CommandProblem checks that an adapter's command executes only frozen
-// files: command[0] is the frozen binary, or a permitted interpreter whose
-// first argument is a frozen package file; every other path-like argument is
-// a package file or a placeholder. It returns nil when the command is sound.
+// CommandProblem checks, just before execution, that an adapter's command
+// executes only frozen files — experiment.CommandProblems, the rule run
+// verification applies — and that a candidate runs as its own frozen
+// binary. It returns nil when the command is sound.
 func CommandProblem(a experiment.Adapter) error {
-	if len(a.Command) == 0 {
-		return fmt.Errorf("%s: no command: %w", a.Implementation, ErrCommand)
-	}
-	pkg := map[string]bool{}
-	for _, f := range a.PackageFiles {
-		pkg[f] = true
-	}
-	start := 1
-	switch {
-	case a.BinaryPath != nil:
-		if a.Command[0] != *a.BinaryPath {
-			return fmt.Errorf("%s: command[0] %q is not the frozen binary %q: %w", a.Implementation, a.Command[0], *a.BinaryPath, ErrCommand)
-		}
-	case a.Role == experiment.RoleCandidate:
+	if a.Role == experiment.RoleCandidate && a.BinaryPath == nil {
 		return fmt.Errorf("%s: a candidate runs as its own frozen binary, and none is recorded: %w", a.Implementation, ErrCommand)
-	default:
-		if !slices.Contains(interpreters, a.Command[0]) {
-			return fmt.Errorf("%s: command[0] %q is neither a frozen binary nor a permitted interpreter: %w", a.Implementation, a.Command[0], ErrCommand)
-		}
-		if len(a.Command) < 2 || !pkg[a.Command[1]] {
-			return fmt.Errorf("%s: the interpreter is not handed a frozen package file: %w", a.Implementation, ErrCommand)
-		}
-		start = 2
 	}
-	for _, x := range a.Command[start:] {
-		if x != experiment.PlaceholderChallenges && x != experiment.PlaceholderOut && pathish.MatchString(x) && !pkg[x] {
-			return fmt.Errorf("%s: argument %q names a path outside the frozen package: %w", a.Implementation, x, ErrCommand)
-		}
+	if ds := experiment.CommandProblems(a); len(ds) > 0 {
+		return fmt.Errorf("%s: %s: %w", a.Implementation, strings.Join(ds, "; "), ErrCommand)
 	}
 	return nil
 }

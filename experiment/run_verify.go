@@ -179,10 +179,10 @@ func (w *World) executionProblems(a Adapter, file string) []*RunProblem {
 	if a.BinaryPath != nil && a.BinaryDigest == nil {
 		ps = append(ps, problem(ErrBinaryRequired, file, "%s: binary_path %q with no binary_digest is not a freeze", who, *a.BinaryPath))
 	}
+	for _, d := range CommandProblems(a) {
+		ps = append(ps, problem(ErrCommand, file, "%s: %s", who, d))
+	}
 	if a.BinaryPath != nil {
-		if a.Command[0] != *a.BinaryPath {
-			ps = append(ps, problem(ErrCommand, file, "%s: command[0] is %q and the frozen binary is %q", who, a.Command[0], *a.BinaryPath))
-		}
 		if w.containedPath(*a.BinaryPath) {
 			_, files, err := pkgwalk.DigestOfPaths(w.Root, []string{*a.BinaryPath})
 			switch {
@@ -197,28 +197,51 @@ func (w *World) executionProblems(a Adapter, file string) []*RunProblem {
 					Detail: fmt.Sprintf("%s: the executable's bytes are %s and the run froze %s", who, files[0].SHA256, *a.BinaryDigest)})
 			}
 		}
+	}
+	return ps
+}
+
+// CommandProblems is the one rule for what an adapter's command may
+// execute (TRVM-FORMATS §5.7, executionProblems): with a frozen binary,
+// command[0] is that binary; without one, command[0] is a permitted
+// interpreter and command[1] a frozen package file; every other path-like
+// argument is a package file or a placeholder. It returns one description
+// per breach, none when the command is sound. The runner checks it again
+// just before executing, so a command cannot reach outside the frozen files
+// between verification and use.
+func CommandProblems(a Adapter) []string {
+	if len(a.Command) == 0 {
+		return []string{"no command"}
+	}
+	pkg := map[string]bool{}
+	for _, f := range a.PackageFiles {
+		pkg[f] = true
+	}
+	var ds []string
+	start := 2
+	if a.BinaryPath != nil {
+		start = 1
+		if a.Command[0] != *a.BinaryPath {
+			ds = append(ds, fmt.Sprintf("command[0] is %q and the frozen binary is %q", a.Command[0], *a.BinaryPath))
+		}
 	} else {
 		if !slices.Contains(interpreters, a.Command[0]) {
-			ps = append(ps, problem(ErrCommand, file, "%s: command[0] %q is neither the frozen binary nor a permitted interpreter %v", who, a.Command[0], interpreters))
+			ds = append(ds, fmt.Sprintf("command[0] %q is neither the frozen binary nor a permitted interpreter %v", a.Command[0], interpreters))
 		}
 		if len(a.Command) < 2 || !pkg[a.Command[1]] {
 			arg := ""
 			if len(a.Command) >= 2 {
 				arg = a.Command[1]
 			}
-			ps = append(ps, problem(ErrCommand, file, "%s: the interpreter is handed %q, which is not a frozen package file", who, arg))
+			ds = append(ds, fmt.Sprintf("the interpreter is handed %q, which is not a frozen package file", arg))
 		}
-	}
-	start := 2
-	if a.BinaryPath != nil {
-		start = 1
 	}
 	for _, x := range a.Command[min(start, len(a.Command)):] {
 		if x != PlaceholderChallenges && x != PlaceholderOut && pathish.MatchString(x) && !pkg[x] {
-			ps = append(ps, problem(ErrCommand, file, "%s: command argument %q names a path outside the frozen package", who, x))
+			ds = append(ds, fmt.Sprintf("command argument %q names a path outside the frozen package", x))
 		}
 	}
-	return ps
+	return ds
 }
 
 func ptrOr(p *string) string {
