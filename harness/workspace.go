@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
 )
@@ -211,29 +210,14 @@ func (w *Workspace) writeBeneath(segs []string, content []byte) error {
 		closeParent = func() { unix.Close(fd) }
 	}
 	name := segs[len(segs)-1]
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return err
-	}
-	tmp := ".tmp-" + hex.EncodeToString(rnd[:]) + "-" + name
-	fd, err := unix.Openat2(parent, tmp, &unix.OpenHow{Flags: unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC | unix.O_NOFOLLOW, Mode: 0o644, Resolve: resolveBeneath})
+	// The durable writer works on a descriptor of its own: the held parent
+	// (reached beneath the workspace above) is the directory written, and
+	// the file and the directory entry are both fsynced.
+	dup, err := unix.Dup(parent)
 	if err != nil {
-		return fmt.Errorf("create: %w", err)
+		return fmt.Errorf("dup: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), tmp)
-	_, werr := f.Write(content)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = unix.Renameat(parent, tmp, parent, name)
-	}
-	if werr != nil {
-		_ = unix.Unlinkat(parent, tmp, 0)
-		return werr
-	}
-	return nil
+	dir := os.NewFile(uintptr(dup), "workspace/"+strings.Join(segs[:len(segs)-1], "/"))
+	defer dir.Close()
+	return durable.ReplaceIn(dir, name, content, 0o644)
 }

@@ -51,6 +51,15 @@ func CreateIn(dir *os.File, name string, data []byte, perm os.FileMode) error {
 	return publishAt(int(dir.Fd()), dir.Name(), name, data, perm, unix.RENAME_NOREPLACE)
 }
 
+// ReplaceIn is Replace in the directory open as dir: the held directory is
+// the one written, whatever its path names by then.
+func ReplaceIn(dir *os.File, name string, data []byte, perm os.FileMode) error {
+	if err := checkName(dir.Name(), name); err != nil {
+		return err
+	}
+	return publishAt(int(dir.Fd()), dir.Name(), name, data, perm, 0)
+}
+
 func checkName(dir, name string) error {
 	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
 		// A separator would address another directory than the one held.

@@ -142,3 +142,26 @@ func TestCreateInWritesTheHeldDirectory(t *testing.T) {
 	}
 	assertNoTemps(t, filepath.Join(base, "moved"))
 }
+
+// ReplaceIn swaps a file of the held directory whole and leaves no
+// temporary file behind.
+func TestReplaceInSwapsInTheHeldDirectory(t *testing.T) {
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, content := range []string{"first", "second"} {
+		if err := ReplaceIn(d, "src.go", []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "src.go")); err != nil || string(b) != content {
+			t.Fatalf("after ReplaceIn(%q): %q, %v", content, b, err)
+		}
+	}
+	if err := ReplaceIn(d, "a/b", []byte("x"), 0o644); !errors.Is(err, ErrBadName) {
+		t.Errorf("ReplaceIn with a separator: %v, want ErrBadName", err)
+	}
+	assertNoTemps(t, dir)
+}
