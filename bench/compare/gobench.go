@@ -70,7 +70,7 @@ func goBenchRows(c *config) []Row {
 	one := func(issue int, name, work, target string, limit time.Duration) {
 		d, n, ok := g.ns(name)
 		if !ok {
-			rows = append(rows, absent(issue, work, target, name+" absent from the Go benchmark output (skipped or failed)"))
+			rows = append(rows, absent(issue, work, target, name+" absent from the Go benchmark output (skipped, failed or timed out: see bench/out/go-bench.txt)"))
 			return
 		}
 		v := reported
@@ -87,7 +87,7 @@ func goBenchRows(c *config) []Row {
 			work := fmt.Sprintf("%s, %d %s", what, n, param)
 			d, cnt, ok2 := g.ns(name)
 			if !ok || !ok2 {
-				rows = append(rows, absent(issue, work, "linear growth", name+" absent from the Go benchmark output"))
+				rows = append(rows, absent(issue, work, "linear growth", name+" absent from the Go benchmark output (skipped, failed or timed out: see bench/out/go-bench.txt)"))
 				continue
 			}
 			linear := time.Duration(float64(d0) * float64(n) / float64(sizes[0]))
