@@ -234,10 +234,13 @@ func TestParseRecordRefusals(t *testing.T) {
 // and a record that is accepted re-renders to bytes that read back to the
 // same identity.
 func FuzzParseRecord(f *testing.F) {
+	// The honest record is the seed that reaches the render/re-read arm;
+	// losing it would leave the fuzzer exercising refusals only.
 	seed, err := os.ReadFile(filepath.Join("..", "testdata", "run", "record-pinned.json"))
-	if err == nil {
-		f.Add(seed)
+	if err != nil {
+		f.Fatalf("the fuzzer's accepted-record seed: %v", err)
 	}
+	f.Add(seed)
 	f.Add([]byte(`{"type":"TRVM-BLIND-RUN-RECEIPT-v2","adapters":[{"environment":{}}]}`))
 	f.Add([]byte(`[1,2]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
