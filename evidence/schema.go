@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -72,14 +73,11 @@ const xSortedVocabURL = "https://cleanroom.invalid/vocab/x-sorted"
 const schemaBaseURL = "https://schema.cleanroom.invalid/"
 
 var (
-	xSortedVocab    *jsonschema.Vocabulary
-	xSortedVocabErr error
-	printer         = message.NewPrinter(language.English)
+	// Built on the first CompileSchema, not at start-up: every start of the
+	// binary (each sealed stage is one) would pay for it otherwise.
+	xSortedVocab = sync.OnceValues(newXSortedVocab)
+	printer      = message.NewPrinter(language.English)
 )
-
-func init() {
-	xSortedVocab, xSortedVocabErr = newXSortedVocab()
-}
 
 func newXSortedVocab() (*jsonschema.Vocabulary, error) {
 	meta := map[string]any{
@@ -112,8 +110,9 @@ func CompileSchema(name string, doc []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
-	if xSortedVocabErr != nil {
-		return nil, fmt.Errorf("schema %s: x-sorted vocabulary: %w", name, xSortedVocabErr)
+	vocab, err := xSortedVocab()
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: x-sorted vocabulary: %w", name, err)
 	}
 	loc := schemaBaseURL + url.PathEscape(name)
 	c := jsonschema.NewCompiler()
@@ -121,7 +120,7 @@ func CompileSchema(name string, doc []byte) (*Schema, error) {
 	// Refuses every external $ref: schemas never read files or the network.
 	c.UseLoader(jsonschema.SchemeURLLoader{})
 	c.AssertVocabs()
-	c.RegisterVocabulary(xSortedVocab)
+	c.RegisterVocabulary(vocab)
 	// Numbers stay float64, the value JSON.parse reads; the library compares
 	// them through their shortest decimal form, which is exact for a double.
 	if err := c.AddResource(loc, Plain(v)); err != nil {

@@ -1,0 +1,52 @@
+package evidence_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// The draft metaschemas and the x-sorted vocabulary are built on the first
+// CompileSchema instead of at start-up (third_party/jsonschema/PATCHES.md).
+// This test runs in a fresh process where it is the only test, so that its
+// goroutines race to be that first use: every one must still get a schema
+// refused by the metaschema, which is nil until the drafts are loaded.
+func TestFirstCompileConcurrent(t *testing.T) {
+	if os.Getenv("CLEANROOM_FIRST_COMPILE") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFirstCompileConcurrent$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "CLEANROOM_FIRST_COMPILE=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("fresh process: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "PASS") {
+			t.Fatalf("fresh process did not pass:\n%s", out)
+		}
+		return
+	}
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			if i%2 == 0 {
+				_, errs[i] = evidence.CompileSchema("bad", []byte(`{"minLength":-1}`))
+			} else {
+				_, errs[i] = evidence.CompileSchema("sorted", []byte(`{"type":"array","x-sorted":"yes"}`))
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		var ve *jsonschema.SchemaValidationError
+		if !errors.As(err, &ve) {
+			t.Errorf("goroutine %d: %v, want the metaschema's *jsonschema.SchemaValidationError", i, err)
+		}
+	}
+}
