@@ -18,7 +18,9 @@
 // schema's rules, carry unknown or duplicate keys, a second document,
 // anchors, aliases or non-core tags; bundles whose header is not v3 with one
 // ref and no prerequisites; index entries that are not the canonical seven
-// fields, histories that are edited, reordered, truncated or rewritten, and
+// fields, histories that are edited, reordered, truncated or rewritten,
+// entries after the signed checkpoint (an interrupted append or unsigned
+// lines: refused on reading, discarded by the key holder's next write), and
 // checkpoints not signed by the index key; runs of cases that are not in the
 // index or are retired.
 //

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -65,6 +66,7 @@ var (
 	ErrNotIndexed    = errors.New("case is not in the index")
 	ErrRetired       = errors.New("case is retired")
 	ErrRewritten     = errors.New("index history was rewritten")
+	ErrUncommitted   = errors.New("entries after the signed checkpoint")
 	ErrProofForm     = errors.New("malformed tlog-proof")
 	ErrIndexKey      = errors.New("index key does not match index.pub")
 	ErrDuplicateCase = errors.New("case already in the index")
@@ -320,76 +322,123 @@ func (ix *Index) sign(skey string) error {
 // index key; empty means the index's own index.pub (trust on first use: a
 // consumer should pin the key it was given out of band).
 func LoadIndex(dir, vkey string) (*Index, error) {
+	ix, _, err := loadIndex(dir, vkey, false)
+	return ix, err
+}
+
+func loadIndex(dir, vkey string, allowTail bool) (*Index, int64, error) {
 	pub, err := readCapped(filepath.Join(dir, IndexPubFile), maxIndexKey)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if vkey == "" {
 		vkey = string(pub)
 	} else if strings.TrimSpace(vkey) != strings.TrimSpace(string(pub)) {
-		return nil, &CheckError{Check: CheckCheckpointSignature, File: IndexPubFile, Err: fmt.Errorf("%w: index.pub is not the trusted key", ErrIndexKey)}
+		return nil, 0, &CheckError{Check: CheckCheckpointSignature, File: IndexPubFile, Err: fmt.Errorf("%w: index.pub is not the trusted key", ErrIndexKey)}
 	}
 	ix := &Index{Dir: dir, VKey: strings.TrimSpace(vkey)}
 	signed, err := readCapped(filepath.Join(dir, IndexCheckpointFile), maxCheckpoint)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cp, err := OpenCheckpoint(signed, ix.VKey)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ix.Checkpoint = cp
-	if err := ix.readEntries(); err != nil {
-		return nil, err
+	committed, err := ix.readEntriesTail(allowTail)
+	if err != nil {
+		return nil, 0, err
 	}
-	return ix, nil
+	return ix, committed, nil
 }
 
-func (ix *Index) readEntries() error {
+// readEntriesTail reads the entries the checkpoint covers and verifies them.
+// Bytes after them are an uncommitted tail: entries appended but never
+// signed (an append interrupted between its write and its checkpoint, or
+// lines added without the key). They are not part of the log. A reader
+// refuses them (ErrUncommitted: it cannot tell a crash from tampering);
+// with allowTail the tail is tolerated and its offset returned, so that the
+// key holder's next write can discard it before appending.
+func (ix *Index) readEntriesTail(allowTail bool) (committed int64, err error) {
 	path := filepath.Join(ix.Dir, IndexEntriesFile)
 	f, _, err := openRegular(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), maxEntryLine+1)
+	r := bufio.NewReaderSize(f, 64<<10)
 	ix.hashes = make([]tlog.Hash, 0, 2*ix.Checkpoint.Size+1)
 	ix.Lines = make([][]byte, 0, ix.Checkpoint.Size)
 	ix.Entries = make([]*Entry, 0, ix.Checkpoint.Size)
 	fail := func(check string, line int, err error) error {
 		return &CheckError{Check: check, File: fmt.Sprintf("%s:%d", path, line), Err: err}
 	}
-	for sc.Scan() {
+	for int64(len(ix.Lines)) < ix.Checkpoint.Size {
 		n := len(ix.Lines) + 1
 		if n > maxIndexEntries {
-			return fail(CheckEntryCount, n, fmt.Errorf("over %d entries", maxIndexEntries))
+			return 0, fail(CheckEntryCount, n, fmt.Errorf("over %d entries", maxIndexEntries))
 		}
-		line := append([]byte(nil), sc.Bytes()...)
+		line, err := readEntryLine(r)
+		if err == io.EOF {
+			// Fewer entries than the checkpoint signs: history was cut.
+			return 0, fail(CheckEntryCount, n-1, fmt.Errorf("%w: %d entries, checkpoint size %d", ErrRewritten, n-1, ix.Checkpoint.Size))
+		}
+		if err != nil {
+			return 0, fail(CheckEntryForm, n, err)
+		}
 		e, err := ParseEntry(line)
 		if err != nil {
-			return fail(CheckEntryForm, n, err)
+			return 0, fail(CheckEntryForm, n, err)
 		}
 		if err := ix.addLeaf(line, e); err != nil {
-			return err
+			return 0, err
 		}
+		committed += int64(len(line)) + 1
 	}
-	if err := sc.Err(); err != nil {
-		return fail(CheckEntryForm, len(ix.Lines)+1, fmt.Errorf("%w: %w", ErrEntryForm, err))
+	tail, err := io.Copy(io.Discard, io.LimitReader(r, maxIndexEntries*maxEntryLine))
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", path, err)
 	}
-	if int64(len(ix.Lines)) != ix.Checkpoint.Size {
-		return fail(CheckEntryCount, len(ix.Lines), fmt.Errorf("%w: %d entries, checkpoint size %d", ErrRewritten, len(ix.Lines), ix.Checkpoint.Size))
+	if tail > 0 && !allowTail {
+		return 0, fail(CheckEntryCount, len(ix.Lines)+1, fmt.Errorf("%w: %d bytes after the %d entries the checkpoint signs (an interrupted append, or lines added without the key; the key holder's next append or retirement discards them)", ErrUncommitted, tail, ix.Checkpoint.Size))
 	}
 	root, err := ix.Root()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// Every leaf is covered by the signed root: an entry edited in place,
 	// inserted, removed or reordered changes the root.
 	if root != ix.Checkpoint.Root {
-		return &CheckError{Check: CheckRootHash, File: path, Err: fmt.Errorf("%w: entries hash to %s, checkpoint signs %s", ErrRewritten, root, ix.Checkpoint.Root)}
+		return 0, &CheckError{Check: CheckRootHash, File: path, Err: fmt.Errorf("%w: entries hash to %s, checkpoint signs %s", ErrRewritten, root, ix.Checkpoint.Root)}
 	}
-	return ix.checkHistory()
+	return committed, ix.checkHistory()
+}
+
+// readEntryLine returns one newline-terminated entry line without its
+// newline. A line over maxEntryLine, or a last line without its newline
+// (a torn write), is ErrEntryForm.
+func readEntryLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxEntryLine+1 {
+			return nil, fmt.Errorf("%w: over %d bytes", ErrEntryForm, maxEntryLine)
+		}
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(line) == 0:
+			return nil, io.EOF
+		case err == io.EOF:
+			return nil, fmt.Errorf("%w: last line has no newline (a torn write)", ErrEntryForm)
+		default:
+			return nil, err
+		}
+	}
 }
 
 // checkHistory applies the append-only rules per case: the first entry is
@@ -456,17 +505,53 @@ func loadForWrite(dir, skeyPath string) (*Index, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	ix, err := LoadIndex(dir, "")
+	ix, committed, err := loadIndex(dir, "", true)
 	if err != nil {
+		return nil, "", err
+	}
+	// The caller holds the index lock, the committed entries verified
+	// against the signed checkpoint, and the key is about to sign the next
+	// one: an uncommitted tail (never signed, so never part of the log) is
+	// cut off here, so that an interrupted append does not wedge the index
+	// and no unsigned line ever gets signed by being appended after.
+	if err := truncateEntries(filepath.Join(dir, IndexEntriesFile), committed); err != nil {
 		return nil, "", err
 	}
 	return ix, string(skey), nil
 }
 
+// truncateEntries cuts the entries file to size bytes (if it is longer) and
+// syncs it.
+func truncateEntries(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w", path, ErrNotRegular)
+	}
+	if fi.Size() <= size {
+		return nil
+	}
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("discarding the uncommitted tail of %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	return f.Close()
+}
+
 // commit appends the entries to entries.jsonl (O_APPEND, synced), then
-// writes the new signed checkpoint atomically. A crash between the two
-// leaves entries the checkpoint does not cover, which LoadIndex reports
-// (entry-count) rather than trusts.
+// writes the new signed checkpoint atomically. A crash between the two (or
+// during the append) leaves an uncommitted tail the checkpoint does not
+// cover: LoadIndex refuses it (ErrUncommitted) rather than trusts it, and
+// the key holder's next write discards it (loadForWrite).
 func (ix *Index) commit(skey string, es ...*Entry) error {
 	s, err := note.NewSigner(strings.TrimSpace(skey))
 	if err != nil {

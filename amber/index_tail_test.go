@@ -1,0 +1,106 @@
+package amber
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// An append interrupted after (part of) its write and before its checkpoint
+// leaves bytes the checkpoint does not sign. A reader refuses them by name;
+// the key holder's next write discards them and the index is whole again.
+func TestIndexUncommittedTail(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tail func(t *testing.T) []byte
+	}{
+		{"torn line", func(t *testing.T) []byte {
+			l, err := testEntry(7).Canonical()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l[:len(l)/2] // the write stopped mid-line
+		}},
+		{"whole line never signed", func(t *testing.T) []byte {
+			l, err := testEntry(7).Canonical()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append(l, '\n')
+		}},
+		{"two lines never signed", func(t *testing.T) []byte {
+			a, _ := testEntry(7).Canonical()
+			b, _ := testEntry(8).Canonical()
+			return append(append(append(a, '\n'), b...), '\n')
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, key := newTestIndex(t, 5)
+			p := filepath.Join(dir, IndexEntriesFile)
+			committed, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write(tc.tail(t)); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+
+			_, err = LoadIndex(dir, "")
+			var ce *CheckError
+			if !errors.As(err, &ce) || ce.Check != CheckEntryCount || !errors.Is(err, ErrUncommitted) {
+				t.Fatalf("LoadIndex with an uncommitted tail: %v, want %s / ErrUncommitted", err, CheckEntryCount)
+			}
+
+			// The key holder appends: the tail is gone, the new entry is
+			// the sixth, and the index verifies.
+			ix, err := AppendCaseFile(dir, key, testEntry(9))
+			if err != nil {
+				t.Fatalf("append after an interrupted one: %v", err)
+			}
+			if ix.Checkpoint.Size != 6 {
+				t.Errorf("checkpoint size %d, want 6", ix.Checkpoint.Size)
+			}
+			got, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := testEntry(9).Canonical()
+			if !bytes.Equal(got, append(append(committed, want...), '\n')) {
+				t.Errorf("entries after recovery:\n%s\nwant the 5 committed lines and the new one", got)
+			}
+			re, err := LoadIndex(dir, "")
+			if err != nil {
+				t.Fatalf("reload: %v", err)
+			}
+			if _, _, ok := re.Latest("A-000007"); ok {
+				t.Error("an entry that was never signed is in the index")
+			}
+		})
+	}
+}
+
+// A committed line must end with its newline: the last signed line torn
+// short (the file cut inside it) is an entry-form refusal, not a tail.
+func TestIndexTornCommittedLine(t *testing.T) {
+	dir, _ := newTestIndex(t, 3)
+	p := filepath.Join(dir, IndexEntriesFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b[:len(b)-1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadIndex(dir, "")
+	var ce *CheckError
+	if !errors.As(err, &ce) || ce.Check != CheckEntryForm || !errors.Is(err, ErrEntryForm) {
+		t.Fatalf("LoadIndex with the last signed line cut: %v, want %s / ErrEntryForm", err, CheckEntryForm)
+	}
+}
