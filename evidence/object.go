@@ -1,21 +1,24 @@
 package evidence
 
+import "sync/atomic"
+
 // Object is a JSON object as the strict reader read it: members in document
 // order, names unique. Values are nil, bool, float64, string, []any or
 // *Object.
 //
-// Reading an Object (Get, Has, Len, Names) never modifies it, so a value
-// [Read] returned may be read from many goroutines at once. Set and Delete
-// modify it. Members may be appended to directly; Get then still finds
-// them (the lookup index is used only while it covers every member). Rename
-// a member with Delete and Set, not by assigning to Members[i].Name.
+// Reading an Object (Get, Has, Len, Names) may be done from many goroutines
+// at once; Set and Delete modify it. Members may be appended to directly:
+// the name index of a large object is rebuilt on the next lookup once it no
+// longer covers every member (published atomically, so concurrent readers
+// may each build one and none sees a half-built map). Rename a member with
+// Delete and Set, not by assigning to Members[i].Name.
 //
 // JavaScript orders the array-index names of an object ("0", "1", …) before
 // the others; Object keeps the document order, which is what canonical bytes
 // and the reference's records depend on (neither uses such names).
 type Object struct {
 	Members []Member
-	index   map[string]int
+	index   atomic.Pointer[map[string]int]
 }
 
 // Member is one name/value pair of an [Object].
@@ -50,14 +53,14 @@ func (o *Object) Get(name string) (any, bool) {
 	return nil, false
 }
 
-// find returns the position of the member name. It only reads: the index
-// is used while it covers every member, otherwise the members are scanned.
+// find returns the position of the member name: by the index of a large
+// object (built here when missing or stale), by a scan of a small one.
 func (o *Object) find(name string) (int, bool) {
 	if o == nil {
 		return 0, false
 	}
-	if o.index != nil && len(o.index) == len(o.Members) {
-		i, ok := o.index[name]
+	if idx := o.indexOf(); idx != nil {
+		i, ok := idx[name]
 		return i, ok
 	}
 	for i := range o.Members {
@@ -68,6 +71,25 @@ func (o *Object) find(name string) (int, bool) {
 	return 0, false
 }
 
+// indexOf returns a name index covering every member of an object with
+// more than 8 members (below that a scan is as fast), building and
+// publishing a new one when the current one is missing or stale (members
+// appended directly). Building never modifies a map another reader holds.
+func (o *Object) indexOf() map[string]int {
+	if len(o.Members) <= 8 {
+		return nil
+	}
+	if p := o.index.Load(); p != nil && len(*p) == len(o.Members) {
+		return *p
+	}
+	idx := make(map[string]int, len(o.Members))
+	for i, m := range o.Members {
+		idx[m.Name] = i
+	}
+	o.index.Store(&idx)
+	return idx
+}
+
 // Has reports whether the object has a member name.
 func (o *Object) Has(name string) bool {
 	_, ok := o.Get(name)
@@ -76,16 +98,14 @@ func (o *Object) Has(name string) bool {
 
 // Set appends the member name, or replaces its value where it exists.
 func (o *Object) Set(name string, value any) {
-	if len(o.index) != len(o.Members) {
-		o.index = nil // stale: members were appended directly
-	}
-	o.indexIfLarge()
 	if i, ok := o.find(name); ok {
 		o.Members[i].Value = value
 		return
 	}
-	if o.index != nil {
-		o.index[name] = len(o.Members)
+	// Set is a writer (no concurrent readers), so it may extend the index
+	// it just validated in place instead of rebuilding it.
+	if p := o.index.Load(); p != nil && len(*p) == len(o.Members) {
+		(*p)[name] = len(o.Members)
 	}
 	o.Members = append(o.Members, Member{Name: name, Value: value})
 }
@@ -95,7 +115,7 @@ func (o *Object) Delete(name string) {
 	for i := range o.Members {
 		if o.Members[i].Name == name {
 			o.Members = append(o.Members[:i], o.Members[i+1:]...)
-			o.index = nil
+			o.index.Store(nil)
 			return
 		}
 	}
@@ -111,18 +131,6 @@ func (o *Object) Names() []string {
 		names[i] = m.Name
 	}
 	return names
-}
-
-// indexIfLarge builds the name index of an object with more than 8
-// members (below that a scan is as fast) when it has none.
-func (o *Object) indexIfLarge() {
-	if o.index != nil || len(o.Members) <= 8 {
-		return
-	}
-	o.index = make(map[string]int, len(o.Members))
-	for i, m := range o.Members {
-		o.index[m.Name] = i
-	}
 }
 
 // Plain converts a value read by [Read] into the plain Go form other

@@ -141,8 +141,9 @@ func (r *reader) walk() (any, error) {
 			stack = stack[:len(stack)-1]
 			var v any
 			if f.obj != nil {
-				// Indexed now, before the value is shared: Get never writes.
-				f.obj.indexIfLarge()
+				// Indexed now, before the value is shared, so that concurrent
+				// readers of a large object find the index ready.
+				f.obj.indexOf()
 				v = f.obj
 			} else {
 				if f.arr == nil {

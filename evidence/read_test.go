@@ -450,3 +450,44 @@ func TestObjectReadOnlyGet(t *testing.T) {
 		t.Error("a nil *Object is not empty")
 	}
 }
+
+// An object built by appending to Members directly is looked up through an
+// index too, from many goroutines at once (go test -race checks that the
+// index is published without a data race), and stays correct after more
+// direct appends, Set and Delete.
+func TestObjectAppendedDirectly(t *testing.T) {
+	o := &evidence.Object{}
+	for i := range 2000 {
+		o.Members = append(o.Members, evidence.Member{Name: fmt.Sprintf("n%d", i), Value: float64(i)})
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := g; i < 2000; i += 4 {
+				if got, ok := o.Get(fmt.Sprintf("n%d", i)); !ok || got != float64(i) {
+					t.Errorf("Get(n%d) = %v, %v", i, got, ok)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	o.Members = append(o.Members, evidence.Member{Name: "late", Value: "x"})
+	if got, ok := o.Get("late"); !ok || got != "x" {
+		t.Errorf("Get after a further direct append = %v, %v", got, ok)
+	}
+	o.Delete("n5")
+	if o.Has("n5") {
+		t.Error("n5 found after Delete")
+	}
+	if got, ok := o.Get("n6"); !ok || got != 6.0 {
+		t.Errorf("Get(n6) after Delete = %v, %v (the index must follow the shifted positions)", got, ok)
+	}
+	o.Set("n5", "back")
+	if got, _ := o.Get("n5"); got != "back" || o.Members[o.Len()-1].Name != "n5" {
+		t.Errorf("Set after Delete: %v, last member %q", got, o.Members[o.Len()-1].Name)
+	}
+	if _, ok := o.Get("absent"); ok {
+		t.Error("Get(absent) found something")
+	}
+}
