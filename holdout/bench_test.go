@@ -32,10 +32,6 @@ func generated(b *testing.B, n int, impl string) ([]*Challenge, any) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		// Set, not an append to Members: Set keeps the name index that
-		// evidence.Read gives a large object, so the scorer's lookups cost
-		// what they cost on a document read from disk (an appended member
-		// leaves the object unindexed and every Get a linear scan).
 		obs.Set(fmt.Sprintf("H%d", i), o)
 	}
 	doc := evidence.NewObject(
