@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -87,7 +88,9 @@ const (
 	DefaultLeakProcedure        = "producer attestation at build time that the oracle was never published"
 )
 
-var reHostPort = regexp.MustCompile(`^[A-Za-z0-9.-]+:[0-9]{1,5}$|^\[[0-9A-Fa-f:.]+\]:[0-9]{1,5}$`)
+var reHostPort = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9.-]+:[0-9]{1,5}$|^\[[0-9A-Fa-f:.]+\]:[0-9]{1,5}$`)
+})
 
 // Case is what a build produced.
 type Case struct {
@@ -121,11 +124,11 @@ func (o *BuildOptions) check() error {
 	bad := func(f string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+f, append([]any{ErrBuildArgument}, a...)...))
 	}
-	if !reCaseID.MatchString(o.CaseID) {
-		bad("case id %q must match %s", o.CaseID, reCaseID)
+	if !reCaseID().MatchString(o.CaseID) {
+		bad("case id %q must match %s", o.CaseID, reCaseID())
 	}
-	if !reUTC.MatchString(o.CutoffUTC) {
-		bad("cutoff %q must match %s", o.CutoffUTC, reUTC)
+	if !reUTC().MatchString(o.CutoffUTC) {
+		bad("cutoff %q must match %s", o.CutoffUTC, reUTC())
 	} else if _, err := time.Parse(time.RFC3339Nano, o.CutoffUTC); err != nil {
 		// The schema's pattern has no calendar check; 2026-13-45 is no instant.
 		bad("cutoff %q is not a calendar instant: %v", o.CutoffUTC, err)
@@ -141,7 +144,7 @@ func (o *BuildOptions) check() error {
 	}
 	seen := map[string]bool{}
 	for _, a := range o.Allow {
-		if !reHostPort.MatchString(a) {
+		if !reHostPort().MatchString(a) {
 			errs = append(errs, fmt.Errorf("%w: %q", ErrAllowlistFormat, a))
 		}
 		if seen[a] {
@@ -152,8 +155,8 @@ func (o *BuildOptions) check() error {
 	if o.LeakResult != "" && o.LeakResult != "passed" && o.LeakResult != "failed" {
 		bad("leak-check result %q must be passed or failed", o.LeakResult)
 	}
-	if o.LeakDate != "" && !reDateTime.MatchString(o.LeakDate) {
-		bad("leak-check date %q must match %s", o.LeakDate, reDateTime)
+	if o.LeakDate != "" && !reDateTime().MatchString(o.LeakDate) {
+		bad("leak-check date %q must match %s", o.LeakDate, reDateTime())
 	}
 	return errors.Join(errs...)
 }

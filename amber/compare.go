@@ -109,7 +109,7 @@ func parseWhen(s string) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t, nil
 	}
-	if !reUTC.MatchString(s) {
+	if !reUTC().MatchString(s) {
 		return time.Time{}, fmt.Errorf("%w: %q is not YYYY-MM-DD or a UTC instant", ErrBuildArgument, s)
 	}
 	return time.Parse(time.RFC3339Nano, s)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // gitEnv is the environment every git command runs with: the caller's, minus
@@ -87,7 +88,7 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-var reGitVersion = regexp.MustCompile(`^git version ([0-9][0-9A-Za-z.\-+]*)`)
+var reGitVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^git version ([0-9][0-9A-Za-z.\-+]*)`) })
 
 // GitVersion returns the version `git --version` reports ("2.39.5").
 func GitVersion(ctx context.Context) (string, error) {
@@ -95,7 +96,7 @@ func GitVersion(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	m := reGitVersion.FindSubmatch(out)
+	m := reGitVersion().FindSubmatch(out)
 	if m == nil {
 		return "", fmt.Errorf("unrecognised git --version output %q", out)
 	}
@@ -190,7 +191,7 @@ func ParseBundleHeader(r io.Reader) (*BundleHeader, error) {
 			if h.ObjectFormat == "sha256" {
 				want = 64
 			}
-			if !ok || len(oid) != want || !reCommit.MatchString(oid) || name == "" || strings.ContainsAny(name, " \t") {
+			if !ok || len(oid) != want || !reCommit().MatchString(oid) || name == "" || strings.ContainsAny(name, " \t") {
 				return nil, fmt.Errorf("%w: ref line %q", ErrBundleHeader, l)
 			}
 			refs++

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
@@ -85,7 +86,7 @@ type Entry struct {
 
 var entryFields = []string{"case_id", "manifest_sha256", "base_bundle_sha256", "oracle_pack_sha256", "spec_sha256", "cutoff_utc", "state"}
 
-var reState = regexp.MustCompile(`^(active|retired:[0-9]{4}-[0-9]{2}-[0-9]{2})$`)
+var reState = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(active|retired:[0-9]{4}-[0-9]{2}-[0-9]{2})$`) })
 
 // Retired reports whether the entry retires its case.
 func (e *Entry) Retired() bool { return strings.HasPrefix(e.State, "retired:") }
@@ -108,12 +109,12 @@ func (e *Entry) Canonical() ([]byte, error) {
 func checkEntry(o *evidence.Object) error {
 	c := &checker{file: IndexEntriesFile}
 	c.object("", o, entryFields, nil)
-	c.str(o, "", "case_id", reCaseID)
+	c.str(o, "", "case_id", reCaseID())
 	for _, f := range []string{"manifest_sha256", "base_bundle_sha256", "oracle_pack_sha256", "spec_sha256"} {
-		c.str(o, "", f, reSHA256)
+		c.str(o, "", f, reSHA256())
 	}
-	c.str(o, "", "cutoff_utc", reUTC)
-	c.str(o, "", "state", reState)
+	c.str(o, "", "cutoff_utc", reUTC())
+	c.str(o, "", "state", reState())
 	if len(c.errs) > 0 {
 		return fmt.Errorf("%w: %v", ErrEntryForm, c.errs)
 	}

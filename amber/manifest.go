@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"go.yaml.in/yaml/v3"
@@ -197,12 +198,18 @@ func (es FieldErrors) Unwrap() []error {
 	return out
 }
 
+// The field shapes are compiled on first use, not at start-up: every start
+// of the binary (the room's sealed stages too) would otherwise pay for them.
 var (
-	reSHA256   = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	reCaseID   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	reUTC      = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$`)
-	reCommit   = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
-	reDateTime = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z)?$`)
+	reSHA256 = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
+	reCaseID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
+	reUTC    = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$`)
+	})
+	reCommit   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{7,64}$`) })
+	reDateTime = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z)?$`)
+	})
 )
 
 // checker collects field problems against a closed set of rules.
@@ -255,7 +262,7 @@ func (c *checker) str(o *evidence.Object, ptr, name string, re *regexp.Regexp, e
 		c.fail(ptr+"/"+name, "must be a string")
 	case s == "":
 		c.fail(ptr+"/"+name, "must not be empty")
-	case re == reSHA256 && !isSHA256Hex(s), re != nil && re != reSHA256 && !re.MatchString(s):
+	case re == reSHA256() && !isSHA256Hex(s), re != nil && re != reSHA256() && !re.MatchString(s):
 		c.fail(ptr+"/"+name, "must match %s", re)
 	case len(enum) > 0 && !contains(enum, s):
 		c.fail(ptr+"/"+name, "must be one of %q", enum)
@@ -287,15 +294,15 @@ func checkManifest(file string, o *evidence.Object) error {
 	if v, ok := o.Get("schema_version"); ok && v != SchemaVersion {
 		c.fail("/schema_version", "must be %q", SchemaVersion)
 	}
-	c.str(o, "", "case_id", reCaseID)
+	c.str(o, "", "case_id", reCaseID())
 	c.str(o, "", "profile", nil)
 	if v, ok := o.Get("provenance"); ok {
 		if p, isObj := v.(*evidence.Object); !isObj || p.Len() == 0 {
 			c.fail("/provenance", "must be a non-empty mapping")
 		}
 	}
-	c.str(o, "", "cutoff_utc", reUTC)
-	c.str(o, "", "cutoff_commit", reCommit)
+	c.str(o, "", "cutoff_utc", reUTC())
+	c.str(o, "", "cutoff_commit", reCommit())
 	if v, ok := o.Get("time_to_topology"); ok {
 		t := c.object("/time_to_topology", v, []string{"rule", "evidence_class"}, nil)
 		c.str(t, "/time_to_topology", "rule", nil)
@@ -304,14 +311,14 @@ func checkManifest(file string, o *evidence.Object) error {
 	if v, ok := o.Get("cutoff_rule"); ok {
 		t := c.object("/cutoff_rule", v, []string{"rule", "script_output_sha256"}, nil)
 		c.str(t, "/cutoff_rule", "rule", nil)
-		c.str(t, "/cutoff_rule", "script_output_sha256", reSHA256)
+		c.str(t, "/cutoff_rule", "script_output_sha256", reSHA256())
 	}
-	c.str(o, "", "spec_sha256", reSHA256)
-	c.str(o, "", "protocol_sha256", reSHA256)
+	c.str(o, "", "spec_sha256", reSHA256())
+	c.str(o, "", "protocol_sha256", reSHA256())
 	if v, ok := o.Get("artifacts"); ok {
 		t := c.object("/artifacts", v, []string{"base_bundle_sha256", "oracle_pack_sha256"}, nil)
-		c.str(t, "/artifacts", "base_bundle_sha256", reSHA256)
-		c.str(t, "/artifacts", "oracle_pack_sha256", reSHA256)
+		c.str(t, "/artifacts", "base_bundle_sha256", reSHA256())
+		c.str(t, "/artifacts", "oracle_pack_sha256", reSHA256())
 	}
 	if v, ok := o.Get("construction"); ok {
 		c.construction("/construction", v)
@@ -352,7 +359,7 @@ func checkManifest(file string, o *evidence.Object) error {
 	if v, ok := o.Get("leak_check"); ok {
 		t := c.object("/leak_check", v, []string{"procedure", "last_run_date", "result"}, nil)
 		c.str(t, "/leak_check", "procedure", nil)
-		c.str(t, "/leak_check", "last_run_date", reDateTime)
+		c.str(t, "/leak_check", "last_run_date", reDateTime())
 		c.str(t, "/leak_check", "result", nil, "passed", "failed")
 	}
 	if v, ok := o.Get("retirement"); ok {
@@ -403,8 +410,8 @@ func (c *checker) retirement(ptr string, v any) {
 		return
 	}
 	if d, ok := t.Get("date"); ok && d != nil {
-		if s, isStr := d.(string); !isStr || !reDateTime.MatchString(s) {
-			c.fail(ptr+"/date", "must be null or a date matching %s", reDateTime)
+		if s, isStr := d.(string); !isStr || !reDateTime().MatchString(s) {
+			c.fail(ptr+"/date", "must be null or a date matching %s", reDateTime())
 		}
 	}
 }

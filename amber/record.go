@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/sign"
@@ -102,7 +103,7 @@ var recordFields = []string{"type", "case_id", "manifest_sha256", "index_version
 	"seal_probe", "isolation_check", "candidate", "scores", "terminal_state", "artifacts", "started_utc",
 	"finished_utc", "comparability", "index_proof", "reason"}
 
-var reB64Hash = regexp.MustCompile(`^[A-Za-z0-9+/]{43}=$`)
+var reB64Hash = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9+/]{43}=$`) })
 
 // Encode renders the record as JSON.stringify(v, null, 1) bytes, read back
 // through the strict reader first (so what is signed is evidence).
@@ -140,12 +141,12 @@ func ReadRecord(file string, b []byte) (*RunRecord, error) {
 	if t, _ := o.Get("type"); t != RecordType {
 		c.fail("/type", "must be %q", RecordType)
 	}
-	c.str(o, "", "case_id", reCaseID)
-	c.str(o, "", "manifest_sha256", reSHA256)
-	c.str(o, "", "index_root", reB64Hash)
+	c.str(o, "", "case_id", reCaseID())
+	c.str(o, "", "manifest_sha256", reSHA256())
+	c.str(o, "", "index_root", reB64Hash())
 	c.str(o, "", "terminal_state", nil, runStates...)
-	c.str(o, "", "started_utc", reUTC)
-	c.str(o, "", "finished_utc", reUTC)
+	c.str(o, "", "started_utc", reUTC())
+	c.str(o, "", "finished_utc", reUTC())
 	if x, ok := o.Get("index_version"); ok {
 		if f, isNum := x.(float64); !isNum || f != float64(int64(f)) || f < 1 {
 			c.fail("/index_version", "must be an integer ≥ 1")
@@ -154,7 +155,7 @@ func ReadRecord(file string, b []byte) (*RunRecord, error) {
 	if x, ok := o.Get("retirement_check"); ok {
 		t := c.object("/retirement_check", x, []string{"state", "checked_at"}, nil)
 		c.str(t, "/retirement_check", "state", nil, "active")
-		c.str(t, "/retirement_check", "checked_at", reUTC)
+		c.str(t, "/retirement_check", "checked_at", reUTC())
 	}
 	if x, ok := o.Get("candidate"); ok {
 		t := c.object("/candidate", x, []string{"provider", "model"}, nil)
@@ -164,9 +165,9 @@ func ReadRecord(file string, b []byte) (*RunRecord, error) {
 	if x, ok := o.Get("comparability"); ok {
 		t := c.object("/comparability", x, []string{"spec_sha256", "cutoff_utc", "base_bundle_sha256", "oracle_pack_sha256", "git_version", "bundle_format_version", "hash_algorithm"}, nil)
 		for _, f := range []string{"spec_sha256", "base_bundle_sha256", "oracle_pack_sha256"} {
-			c.str(t, "/comparability", f, reSHA256)
+			c.str(t, "/comparability", f, reSHA256())
 		}
-		c.str(t, "/comparability", "cutoff_utc", reUTC)
+		c.str(t, "/comparability", "cutoff_utc", reUTC())
 		c.str(t, "/comparability", "git_version", nil)
 		c.str(t, "/comparability", "bundle_format_version", nil)
 		c.str(t, "/comparability", "hash_algorithm", nil)
@@ -192,7 +193,7 @@ func ReadRecord(file string, b []byte) (*RunRecord, error) {
 				p := fmt.Sprintf("/artifacts/%d", i)
 				t := c.object(p, a, []string{"path", "sha256"}, nil)
 				c.str(t, p, "path", nil)
-				c.str(t, p, "sha256", reSHA256)
+				c.str(t, p, "sha256", reSHA256())
 			}
 		}
 	}

@@ -95,11 +95,11 @@ func ReadSummary(file string, b []byte) (*Summary, error) {
 	}
 	c := &checker{file: file}
 	c.object("", o, summaryFields, nil)
-	c.str(o, "", "case_id", reCaseID)
+	c.str(o, "", "case_id", reCaseID())
 	for _, f := range []string{"manifest_sha256", "base_bundle_sha256", "oracle_pack_sha256", "spec_sha256", "protocol_sha256"} {
-		c.str(o, "", f, reSHA256)
+		c.str(o, "", f, reSHA256())
 	}
-	c.str(o, "", "cutoff_utc", reUTC)
+	c.str(o, "", "cutoff_utc", reUTC())
 	c.str(o, "", "profile", nil)
 	c.str(o, "", "isolation_class", nil, FullIsolation, Allowlisted)
 	if v, ok := o.Get("construction"); ok {

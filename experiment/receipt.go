@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
@@ -19,7 +20,9 @@ const ReceiptType = "TRVM-BLIND-RUN-RECEIPT-v2"
 const maxChain = 64
 
 // receiptNameRE is the file name of a transition receipt.
-var receiptNameRE = regexp.MustCompile(`^(brun-[0-9a-f]{64})\.([A-Z_]+)\.json$`)
+var receiptNameRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(brun-[0-9a-f]{64})\.([A-Z_]+)\.json$`)
+})
 
 // Receipt is a transition receipt TRVM-BLIND-RUN-RECEIPT-v2, written at
 // governance/receipts/<run_id>.<STATUS>.json before the record on every
@@ -224,7 +227,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 
 	// Only a well-formed identity and a state can name a receipt file: a
 	// run_id such as "../blind-run" must never select another state file.
-	if !runIDRE.MatchString(r.RunID) || !r.Status.Valid() {
+	if !runIDRE().MatchString(r.RunID) || !r.Status.Valid() {
 		return nil, []*RunProblem{problem(ErrChain, w.stateRel(RecordFileName), "run_id %q / status %q cannot name a receipt", r.RunID, r.Status)}
 	}
 	cur, bad := load(r.RunID, r.Status)
@@ -247,7 +250,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 		file := w.stateRel(cur.File)
 		key := cur.Receipt.RunID + "|" + string(cur.Receipt.Status)
 		name := path.Base(cur.File)
-		m := receiptNameRE.FindStringSubmatch(name)
+		m := receiptNameRE().FindStringSubmatch(name)
 		if m == nil {
 			ps = append(ps, problem(ErrChain, file, "%s is not a receipt name", name))
 			break
@@ -276,7 +279,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 			break
 		}
 		prevID := *rc.PreviousRunID
-		if !runIDRE.MatchString(prevID) {
+		if !runIDRE().MatchString(prevID) {
 			ps = append(ps, problem(ErrChain, file, "names a malformed predecessor %q", prevID))
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
@@ -30,13 +31,13 @@ const (
 
 // labelRE is the implementation label vocabulary: an identifier, never a
 // path, because the label names the subject's archived observation file.
-var labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var labelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // runIDRE is the shape of a run identity.
-var runIDRE = regexp.MustCompile(`^brun-[0-9a-f]{64}$`)
+var runIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^brun-[0-9a-f]{64}$`) })
 
 // ValidLabel reports whether s is a valid implementation label.
-func ValidLabel(s string) bool { return labelRE.MatchString(s) }
+func ValidLabel(s string) bool { return labelRE().MatchString(s) }
 
 // Record is the run record TRVM-BLIND-IMPLEMENTATION-RUN-v3
 // (governance/blind-run.json, TRVM-FORMATS §5.1).
@@ -421,7 +422,7 @@ func labelProblems(labels []string, file, what string) []*RunProblem {
 	for _, l := range labels {
 		switch {
 		case !ValidLabel(l):
-			ps = append(ps, problem(ErrLabel, file, "%s names %q, which is not an implementation label (%s)", what, l, labelRE))
+			ps = append(ps, problem(ErrLabel, file, "%s names %q, which is not an implementation label (%s)", what, l, labelRE()))
 		case seen[l]:
 			ps = append(ps, problem(ErrDuplicateLabel, file, "%s names %q more than once", what, l))
 		}

@@ -217,7 +217,7 @@ func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
 		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: PackageDirName + "/" + ReleaseFile, Err: err}
 	}
 	archive, _, err := readRegularBeneath(w.PackageDir(), ReleasesDir+"/"+rel0.SpecReleaseID+".json")
-	if err != nil || !srelRE.MatchString(rel0.SpecReleaseID) || !bytes.Equal(archive, relRaw) {
+	if err != nil || !srelRE().MatchString(rel0.SpecReleaseID) || !bytes.Equal(archive, relRaw) {
 		return nil, problem(ErrRunReleaseNotArchived, PackageDirName+"/"+ReleaseFile, "%s is not archived byte for byte at %s/%s.json", rel0.SpecReleaseID, ReleasesDir, rel0.SpecReleaseID)
 	}
 	// The release must be what the package is: every digest recomputed
@@ -281,7 +281,7 @@ func (w *World) adapterFrom(role string, spec AdapterSpec, env *Environment) (Ad
 	if !ValidLabel(spec.Implementation) {
 		// A label carrying a path separator would carry the run's own
 		// terminal evidence out of the archive.
-		return Adapter{}, problem(ErrLabel, "", "%q is not an implementation label (%s)", spec.Implementation, labelRE)
+		return Adapter{}, problem(ErrLabel, "", "%q is not an implementation label (%s)", spec.Implementation, labelRE())
 	}
 	if len(spec.PackageFiles) == 0 {
 		return Adapter{}, problem(ErrProvenance, "", "%s: no package files: a subject with no source digest is named, not frozen", spec.Implementation)
@@ -387,7 +387,7 @@ func Freeze(ctx context.Context, w *World, opt FreezeOptions) (*Transition, erro
 	// A label is how an observation is attributed and how its archive file
 	// is named: checked before anything else reads it.
 	if !ValidLabel(opt.Implementation) {
-		return nil, problem(ErrLabel, "", "%q is not an implementation label (%s)", opt.Implementation, labelRE)
+		return nil, problem(ErrLabel, "", "%q is not an implementation label (%s)", opt.Implementation, labelRE())
 	}
 	if _, ok := r.Adapter(opt.Implementation); ok {
 		return nil, problem(ErrDuplicateLabel, "", "this run already has an adapter called %q", opt.Implementation)

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
@@ -135,11 +136,11 @@ type VerifyOptions struct {
 }
 
 // pathish matches a command argument that names a file.
-var pathish = regexp.MustCompile(`/|\.(mjs|cjs|js|py|sh|exe|bin|out)$`)
+var pathish = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/|\.(mjs|cjs|js|py|sh|exe|bin|out)$`) })
 
 // srelRE is the shape of a release identity; anything else cannot name a
 // file in releases/.
-var srelRE = regexp.MustCompile(`^srel-[0-9a-f]{64}$`)
+var srelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^srel-[0-9a-f]{64}$`) })
 
 // interpreters may launch a subject without a frozen binary; the runner
 // resolves it itself, never through PATH.
@@ -237,7 +238,7 @@ func CommandProblems(a Adapter) []string {
 		}
 	}
 	for _, x := range a.Command[min(start, len(a.Command)):] {
-		if x != PlaceholderChallenges && x != PlaceholderOut && pathish.MatchString(x) && !pkg[x] {
+		if x != PlaceholderChallenges && x != PlaceholderOut && pathish().MatchString(x) && !pkg[x] {
 			ds = append(ds, fmt.Sprintf("command argument %q names a path outside the frozen package", x))
 		}
 	}
@@ -318,7 +319,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	}
 
 	// The selected release is archived.
-	if _, err := os.Lstat(ArchivePath(w.PackageDir(), r.SpecReleaseID)); err != nil || !srelRE.MatchString(r.SpecReleaseID) {
+	if _, err := os.Lstat(ArchivePath(w.PackageDir(), r.SpecReleaseID)); err != nil || !srelRE().MatchString(r.SpecReleaseID) {
 		rep.add("selected release archived", []*RunProblem{problem(ErrRunReleaseNotArchived, recFile, "%s is not in %s/%s/", r.SpecReleaseID, PackageDirName, ReleasesDir)})
 	} else {
 		rep.add("selected release archived", nil)

@@ -311,7 +311,7 @@ func (w *World) eachLeftover(fn func(d *os.File, rel string)) {
 	visit("", nil)
 	var runs []string
 	visit(ReceiptsDirName, func(e os.DirEntry) {
-		if e.IsDir() && runIDRE.MatchString(e.Name()) {
+		if e.IsDir() && runIDRE().MatchString(e.Name()) {
 			runs = append(runs, path.Join(ReceiptsDirName, e.Name(), "observations"))
 		}
 	})

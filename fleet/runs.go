@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -97,14 +98,16 @@ func (e *RunListError) Error() string {
 
 func (e *RunListError) Unwrap() error { return e.Rule }
 
+// The shapes are compiled on first use, not at start-up: every start of the
+// binary (the room's stages too) would otherwise pay for them.
 var (
-	reHex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	reHex64 = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 	// A candidate is a label: a blind run's implementation name or an AMBER
 	// run's provider/model.
-	reCandidate = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,252}$`)
+	reCandidate = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,252}$`) })
 	// An image pinned by digest: whatever the registry serves under a tag
 	// can change, a digest cannot.
-	reImage = regexp.MustCompile(`^[a-z0-9][a-z0-9._:/-]*@sha256:[0-9a-f]{64}$`)
+	reImage = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._:/-]*@sha256:[0-9a-f]{64}$`) })
 )
 
 // Members of a run object, by kind; any other member is refused (a closed
@@ -208,7 +211,7 @@ func parseRun(v any, file, ptr string) (Run, error) {
 		// The identities as their records write them: srel-<hex>,
 		// bpkg-<hex>, and the case manifest's bare sha256.
 		prefix := identityPrefix[n]
-		if !strings.HasPrefix(s, prefix) || !reHex64.MatchString(s[len(prefix):]) {
+		if !strings.HasPrefix(s, prefix) || !reHex64().MatchString(s[len(prefix):]) {
 			return refuse(n, ErrIdentity, "%q: want %q followed by 64 lowercase hex digits", s, prefix)
 		}
 		switch n {
@@ -223,13 +226,13 @@ func parseRun(v any, file, ptr string) (Run, error) {
 	if r.Candidate, err = str("candidate"); err != nil {
 		return Run{}, err
 	}
-	if !reCandidate.MatchString(r.Candidate) {
+	if !reCandidate().MatchString(r.Candidate) {
 		return refuse("candidate", ErrCandidate, "%q is not a label", r.Candidate)
 	}
 	if r.Image, err = str("image"); err != nil {
 		return Run{}, err
 	}
-	if !reImage.MatchString(r.Image) {
+	if !reImage().MatchString(r.Image) {
 		return refuse("image", ErrImage, "%q: want NAME@sha256:<64 hex>", r.Image)
 	}
 	cmdv, _ := o.Get("command")

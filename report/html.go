@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -17,53 +18,57 @@ var htmlSource string
 // to a hostile value that html/template's escaping would somehow miss.
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; script-src 'none'; form-action 'none'; base-uri 'none'"
 
-var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"short": short,
-	"time":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"outcomeClass": func(s string) string {
-		switch s {
-		case Pass:
-			return "pass"
-		case Fail:
-			return "fail"
-		case Unresolved:
-			return "unresolved"
-		case Missing:
-			return "missing"
-		}
-		return "none"
-	},
-	"verdictClass": func(s string) string {
-		switch s {
-		case "PASS", "COMPLETE", "ALL FINDINGS CLASSIFIED", "NO DIFFERENCES":
-			return "pass"
-		case "NOT MEASURED":
+// htmlTmpl is parsed on first use, not at start-up: every start of the
+// binary (the room's sealed stages too) would otherwise pay for it.
+var htmlTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"short": short,
+		"time":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"outcomeClass": func(s string) string {
+			switch s {
+			case Pass:
+				return "pass"
+			case Fail:
+				return "fail"
+			case Unresolved:
+				return "unresolved"
+			case Missing:
+				return "missing"
+			}
 			return "none"
-		}
-		return "fail"
-	},
-	"statusClass": func(s string) string {
-		switch s {
-		case "COMPLETE":
-			return "pass"
-		case "ABORTED":
+		},
+		"verdictClass": func(s string) string {
+			switch s {
+			case "PASS", "COMPLETE", "ALL FINDINGS CLASSIFIED", "NO DIFFERENCES":
+				return "pass"
+			case "NOT MEASURED":
+				return "none"
+			}
 			return "fail"
-		}
-		return "none"
-	},
-	"csp": func() string { return CSP },
-	"val": func(v any) string {
-		if v == nil {
-			return "—"
-		}
-		return fmt.Sprint(v)
-	},
-}).Parse(htmlSource))
+		},
+		"statusClass": func(s string) string {
+			switch s {
+			case "COMPLETE":
+				return "pass"
+			case "ABORTED":
+				return "fail"
+			}
+			return "none"
+		},
+		"csp": func() string { return CSP },
+		"val": func(v any) string {
+			if v == nil {
+				return "—"
+			}
+			return fmt.Sprint(v)
+		},
+	}).Parse(htmlSource))
+})
 
 // HTML writes the report as one self-contained HTML page: inline CSS, no
 // script, no external reference.
 func (r *Report) HTML(w io.Writer) error {
-	return htmlTmpl.Execute(w, r)
+	return htmlTmpl().Execute(w, r)
 }
 
 // short abbreviates an identity for a table cell; the full value is kept
