@@ -36,6 +36,6 @@ awk -v n="$N" -v mb="$SIZE_MB" -v walk="$walk" -v sums="$sums" -v emit="$emit" -
 	printf "cleanroom package id     %8.3f s  %6.2f GB/s\n", walk, bytes / walk / 1e9
 	printf "find | xargs sha256sum   %8.3f s  %6.2f GB/s   (cleanroom %.2fx faster)\n", sums, bytes / sums / 1e9, sums / walk
 	if (ossl > 0) printf "openssl sha256, 1 core              %6.2f GB/s   (cleanroom: %.0f%% of it per core, %d cores)\n", ossl / 1e9, 100 * bytes / walk / (ossl * cores), cores
-	printf "cleanroom package emit   %8.3f s   (walk + write + re-walk and verify)\n", emit
+	printf "cleanroom package emit   %8.3f s   (structural walk + copy + walk of the copy)\n", emit
 	printf "cp -a                    %8.3f s   (emit takes %.2fx its time)\n", cp, emit / cp
 }'

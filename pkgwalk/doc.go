@@ -14,18 +14,29 @@
 // file byte-identical to a holdout file; JSON shaped like a holdout
 // challenge). NewManifest and Manifest.ID give the TRVM-BLIND-PACKAGE-v1
 // manifest and its bpkg, hashed over the canonical bytes of the evidence
-// package. Emit writes a package into an empty destination from its
-// manifest, file by file, refused unless the source is the pinned bpkg;
-// VerifyView checks that a tree is exactly a manifest and returns its bytes
-// in memory. DigestOfPaths and ListRegularFiles give the release and
+// package. Emit delivers a package into an empty destination file by file
+// and refuses unless what it delivered is the pinned bpkg; VerifyView
+// checks that a tree is exactly a manifest and returns its bytes in memory. DigestOfPaths and ListRegularFiles give the release and
 // instrument digests the same walk. The path-list digest of TRVM-FORMATS
 // §3.1 (PathListDigest) is the one function every such digest uses.
 //
 // Files are opened, read and hashed by one worker per core (WalkOptions
-// Workers); directories are read in order by one goroutine. Emit holds the
-// whole package in memory between its walk and its writes (that is what
-// makes the delivered bytes the measured bytes); a file larger than
+// Workers); directories are read in order by one goroutine. A file held in
+// memory (KeepBytes, a JSON file for the challenge-shape rule) larger than
 // MaxKeptFile is refused rather than held.
+//
+// Emit measures what it delivered, not what it read: a structural walk of
+// the source (every rule that needs no bytes, all problems reported before
+// anything is written), then a kernel-side copy of each file
+// (copy_file_range, from the descriptor that was checked to a file created
+// O_EXCL beneath a directory it made; exactly the fstat'ed size, a source
+// with a byte more or fewer refused), then the full walk of the
+// destination (every rule, content rules included, every byte hashed),
+// whose manifest must be the pinned bpkg. A refused emit removes what it
+// created. The source's bytes are never held in memory, so a package is
+// not limited by memory; the price is that a wrong pin, a leak in file
+// contents or a source changed during the copy is found after the copy,
+// and undone, rather than before it.
 //
 // pkgwalk does not mount, remount or isolate anything (that is sandbox/),
 // does not decide which bpkg is pinned (experiment/), and never repairs a
@@ -60,4 +71,15 @@
 // refuses to run rather than fall back to path resolution.
 // Symlinks in the path leading to a root are followed (only the final
 // component is checked); callers pass paths they chose.
+//
+// Emit's guarantee is on the destination: the bytes it reports as the
+// pinned bpkg are the bytes its final walk read from the delivered files,
+// through the destination descriptor it held from the start (a rename of
+// the destination path meanwhile changes nothing it measures). A source
+// changed between the structural walk and the copy, or a destination file
+// changed between the copy and the final walk, gives other digests and is
+// refused (ErrNotPinned, naming both ids); a source file swapped for a
+// symlink, FIFO or second link is refused when it is opened for the copy.
+// The final walk does not make the destination immutable afterwards: the
+// clean room seals it read-only and serves the bytes VerifyView returned.
 package pkgwalk

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,159 +25,354 @@ type EmitOptions struct {
 	// Sync fsyncs every file and directory written (not needed on the
 	// clean room's tmpfs).
 	Sync bool
-	// Progress is passed to the source walk.
+	// Progress is passed to the walk of the delivered copy (the one that
+	// reads and hashes).
 	Progress func(files int, bytes int64)
 }
 
-// Emit delivers the package at src into dest from its manifest: it walks
-// src (every rule of Walk), refuses unless the walk is free of problems and
-// its bpkg equals expect (ErrNotPinned), then creates in dest exactly the
-// directories the manifest implies and each manifested file, one by one,
-// from the very bytes that were hashed (O_CREAT|O_EXCL|O_NOFOLLOW beneath
-// descriptors of directories it has just made). dest must be absent (it is
-// created, mode 0755) or an empty directory. Finally dest is re-walked and
-// verified against the manifest, exempting nothing.
+// Emit delivers the package at src into dest and returns the manifest of
+// what was delivered, which is the pinned bpkg expect or the emit is
+// refused. dest must be absent (it is created, mode 0755) or an empty
+// directory (such as a freshly mounted tmpfs).
 //
-// Copying a directory delivers whatever is in it; emitting a manifest
-// delivers what was measured. The whole package is held in memory between
-// the walk and the writes. On an error after writing began, dest holds a
-// partial emission that never verifies; discard it.
+// It runs in three steps:
+//
+//  1. A structural walk of src: every rule of Walk that needs no file
+//     contents (entry types, links, mounts, path segments, case-folding,
+//     empty directories, leak paths), all problems reported at once, sorted,
+//     before anything is written.
+//  2. A copy, file by file, by parallel workers: each source file is opened
+//     beneath src with openat2 and checked on fstat of that descriptor as
+//     the walk does; the destination file is created O_CREAT|O_EXCL|
+//     O_NOFOLLOW beneath the descriptor of a directory Emit has just made
+//     (exactly the directories the files imply, nothing else); exactly the
+//     fstat'ed size is copied in the kernel with copy_file_range(2) (a
+//     read/write loop where the kernel cannot), and a source with a byte
+//     more or fewer is refused (ErrChanged).
+//  3. A full walk of the delivered copy, through the destination descriptor
+//     Emit holds: every rule of Walk, the content rules included (holdout
+//     copy with HoldoutDir, challenge shape), and the SHA-256 of every file.
+//     Its manifest must be exactly expect (ErrNotPinned, naming both ids).
+//
+// What is measured is what was delivered, so a source that changes during
+// the copy, or a destination written by someone else before the final
+// walk, is refused, never delivered under the pin. The source's bytes are
+// never held in memory (only a JSON file's, for the challenge-shape rule).
+// On any refusal or error after dest was opened, everything the emit
+// created is removed (its files, its directories, and dest itself when the
+// emit created it), so a refused emit leaves dest as it found it.
 func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Manifest, error) {
 	if err := CheckID(expect); err != nil {
 		return nil, err
 	}
-	tree, err := Walk(src, WalkOptions{KeepBytes: true, HoldoutDir: opts.HoldoutDir, Progress: opts.Progress})
+	srcf, prob, err := openRoot(src)
+	if err != nil {
+		return nil, err
+	}
+	if prob != nil {
+		return nil, fmt.Errorf("source %s: %w", src, Problems{prob})
+	}
+	defer srcf.Close()
+	tree, err := walkFrom(srcf, "", src, WalkOptions{structural: true}, nil)
 	if err != nil {
 		return nil, err
 	}
 	if err := tree.Err(); err != nil {
 		return nil, fmt.Errorf("source %s: %w", src, err)
 	}
-	m, err := NewManifest(tree, opts.RootLabel)
-	if err != nil {
-		return nil, err
-	}
-	id, err := m.ID()
-	if err != nil {
-		return nil, err
-	}
-	if id != expect {
-		return nil, fmt.Errorf("source %s: %w", src, &RefusalError{Path: ".", Rule: ErrNotPinned, Detail: fmt.Sprintf("the walk gives %s, pinned %s", id, expect)})
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if emitHook != nil {
+		emitHook("walked")
+	}
 
-	// Writing into the source would change what was just measured; checked
+	// Writing into the source would change what is being copied; checked
 	// before dest is created, and again on the opened directory.
 	if inside, err := IsInside(src, dest); err != nil {
 		return nil, err
 	} else if inside {
 		return nil, &RefusalError{Path: dest, Rule: ErrOutputInside, Detail: "destination inside the source package " + src}
 	}
-	destf, err := openEmptyDest(dest)
+	destf, made, err := openEmptyDest(dest)
 	if err != nil {
 		return nil, err
 	}
 	defer destf.Close()
+	e := &emission{dest: dest, destFD: int(destf.Fd()), madeRoot: made}
 	if inside, err := isInside(int(destf.Fd()), src); err != nil {
-		return nil, err
+		return nil, e.undo(err)
 	} else if inside {
-		return nil, &RefusalError{Path: dest, Rule: ErrOutputInside, Detail: "destination inside the source package " + src}
+		return nil, e.undo(&RefusalError{Path: dest, Rule: ErrOutputInside, Detail: "destination inside the source package " + src})
 	}
 
-	if err := writeFiles(ctx, destf, tree.Files, opts.Sync); err != nil {
-		return nil, fmt.Errorf("emitting into %s: %w", dest, err)
+	if err := copyFiles(ctx, srcf, destf, tree.Files, opts.Sync, e); err != nil {
+		var probs Problems
+		if errors.As(err, &probs) {
+			err = fmt.Errorf("source %s: %w", src, err)
+		} else {
+			err = fmt.Errorf("emitting into %s: %w", dest, err)
+		}
+		return nil, e.undo(err)
 	}
-	if _, err := verify(dest, m, false); err != nil {
-		return nil, fmt.Errorf("re-walking %s after emission: %w", dest, err)
+	if emitHook != nil {
+		emitHook("copied")
+	}
+
+	// The delivered copy is what is measured: walked through the descriptor
+	// that was filled, so a path renamed meanwhile changes nothing.
+	got, err := walkHeld(destf, dest, WalkOptions{HoldoutDir: opts.HoldoutDir, Progress: opts.Progress})
+	if err != nil {
+		return nil, e.undo(err)
+	}
+	if err := got.Err(); err != nil {
+		return nil, e.undo(fmt.Errorf("delivered copy %s: %w", dest, err))
+	}
+	m, err := NewManifest(got, opts.RootLabel)
+	if err != nil {
+		return nil, e.undo(err)
+	}
+	id, err := m.ID()
+	if err != nil {
+		return nil, e.undo(err)
+	}
+	if id != expect {
+		return nil, e.undo(fmt.Errorf("delivered copy %s: %w", dest, &RefusalError{Path: ".", Rule: ErrNotPinned, Detail: fmt.Sprintf("the delivered bytes give %s, pinned %s", id, expect)}))
 	}
 	return m, nil
 }
 
+// Test hooks (set only by tests, through export_test.go). emitHook is
+// called with "walked" after the structural walk of the source, with
+// "open PATH" in a copy worker after the source file PATH was opened and
+// checked and before a byte is copied, and with "copied" after the last
+// file was copied and before the delivered copy is walked.
+// forceCopyFallback makes every copy take the read/write loop; copyFallbacks
+// counts the files that did.
+var (
+	emitHook          func(stage string)
+	forceCopyFallback bool
+	copyFallbacks     atomic.Int64
+)
+
+// emission records what one Emit created beneath its destination, so that
+// a refused emit can remove exactly that.
+type emission struct {
+	dest     string
+	destFD   int
+	madeRoot bool // dest itself was created by this emit
+
+	mu    gosync.Mutex
+	files []string // created files, package paths
+	dirs  []string // created directories, parents before children
+}
+
+func (e *emission) addFile(p string) { e.mu.Lock(); e.files = append(e.files, p); e.mu.Unlock() }
+func (e *emission) addDir(p string)  { e.mu.Lock(); e.dirs = append(e.dirs, p); e.mu.Unlock() }
+
+// undo removes what the emit created (files, then directories deepest
+// first, then dest when the emit made it) and returns cause, with any
+// failure to remove added to it. Everything is removed by name beneath
+// descriptors opened like every other entry (no symlink followed, no mount
+// crossed), never by a path resolved from the top.
+func (e *emission) undo(cause error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var errs []error
+	parentFD, parent := -1, ""
+	closeParent := func() {
+		if parentFD >= 0 && parentFD != e.destFD {
+			unix.Close(parentFD)
+		}
+		parentFD = -1
+	}
+	// openParent returns the descriptor of the directory dir beneath dest
+	// ("" is dest itself), reusing the last one opened.
+	openParent := func(dir string) (int, error) {
+		if parentFD >= 0 && dir == parent {
+			return parentFD, nil
+		}
+		closeParent()
+		if dir == "" {
+			parentFD, parent = e.destFD, ""
+			return parentFD, nil
+		}
+		fd, err := openEntry(e.destFD, dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
+		if err != nil {
+			return -1, err
+		}
+		parentFD, parent = fd, dir
+		return fd, nil
+	}
+	slices.SortFunc(e.files, strings.Compare) // one parent opened per directory
+	for _, p := range e.files {
+		dir, name := splitPath(p)
+		fd, err := openParent(dir)
+		if err == nil {
+			err = unix.Unlinkat(fd, name, 0)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("removing %q: %w", p, err))
+		}
+	}
+	for i := len(e.dirs) - 1; i >= 0; i-- {
+		dir, name := splitPath(e.dirs[i])
+		fd, err := openParent(dir)
+		if err == nil {
+			err = unix.Unlinkat(fd, name, unix.AT_REMOVEDIR)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("removing directory %q: %w", e.dirs[i], err))
+		}
+	}
+	closeParent()
+	e.files, e.dirs = nil, nil
+	if e.madeRoot {
+		if err := removeMadeRoot(e.dest, e.destFD); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w (and removing what the emit created failed: %w)", cause, errors.Join(errs...))
+	}
+	return cause
+}
+
+// removeMadeRoot removes the (now empty) directory dest that Emit created,
+// only while the name still refers to the directory held open at fd: a
+// directory renamed into its place is left alone.
+func removeMadeRoot(dest string, fd int) error {
+	dest = filepath.Clean(dest)
+	pfd, err := unix.Open(filepath.Dir(dest), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("removing %s: %w", dest, err)
+	}
+	defer unix.Close(pfd)
+	var held, named unix.Stat_t
+	if err := unix.Fstat(fd, &held); err != nil {
+		return fmt.Errorf("removing %s: %w", dest, err)
+	}
+	if err := unix.Fstatat(pfd, filepath.Base(dest), &named, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("removing %s: %w", dest, err)
+	}
+	if held.Dev != named.Dev || held.Ino != named.Ino {
+		return fmt.Errorf("removing %s: the name no longer refers to the directory the emit created", dest)
+	}
+	if err := unix.Unlinkat(pfd, filepath.Base(dest), unix.AT_REMOVEDIR); err != nil {
+		return fmt.Errorf("removing %s: %w", dest, err)
+	}
+	return nil
+}
+
+// splitPath splits a package path into its directory ("" at the root) and
+// its last segment.
+func splitPath(p string) (string, string) {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i], p[i+1:]
+	}
+	return "", p
+}
+
 // openEmptyDest opens dest as a directory without following a final
-// symlink, creating it when absent, and refuses one that has any entry.
-func openEmptyDest(dest string) (*os.File, error) {
+// symlink, creating it when absent (made reports that), and refuses one
+// that has any entry.
+func openEmptyDest(dest string) (f *os.File, made bool, err error) {
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	// Clean: "dest/" would follow a final symlink despite O_NOFOLLOW.
 	dest = filepath.Clean(dest)
 	fd, err := unix.Open(dest, flags, 0)
 	if errors.Is(err, unix.ENOENT) {
 		if err := unix.Mkdir(dest, 0o755); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", dest, err)
+			return nil, false, fmt.Errorf("creating %s: %w", dest, err)
 		}
+		made = true
 		fd, err = unix.Open(dest, flags, 0)
 	}
 	switch {
 	case errors.Is(err, unix.ELOOP):
-		return nil, &RefusalError{Path: dest, Rule: ErrRootSymlink}
+		return nil, false, &RefusalError{Path: dest, Rule: ErrRootSymlink}
 	case errors.Is(err, unix.ENOTDIR):
 		var st unix.Stat_t
 		if unix.Lstat(dest, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			return nil, &RefusalError{Path: dest, Rule: ErrRootSymlink}
+			return nil, false, &RefusalError{Path: dest, Rule: ErrRootSymlink}
 		}
-		return nil, &RefusalError{Path: dest, Rule: ErrRootNotDir}
+		return nil, false, &RefusalError{Path: dest, Rule: ErrRootNotDir}
 	case err != nil:
-		return nil, fmt.Errorf("opening %s: %w", dest, err)
+		return nil, false, fmt.Errorf("opening %s: %w", dest, err)
 	}
-	f := os.NewFile(uintptr(fd), dest)
+	f = os.NewFile(uintptr(fd), dest)
 	names, err := f.Readdirnames(1)
 	if len(names) > 0 {
 		f.Close()
 		// A dirty destination would deliver whatever was already there.
-		return nil, &RefusalError{Path: dest, Rule: ErrDestNotEmpty, Detail: "holds " + quote(names[0])}
+		return nil, false, &RefusalError{Path: dest, Rule: ErrDestNotEmpty, Detail: "holds " + quote(names[0])}
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		f.Close()
-		return nil, fmt.Errorf("reading %s: %w", dest, err)
+		return nil, false, fmt.Errorf("reading %s: %w", dest, err)
 	}
-	return f, nil
+	return f, made, nil
 }
 
-// writeFiles creates the files (sorted by path, so every directory's files
-// are contiguous) beneath root, creating each implied directory once, just
-// before its first file. Each directory is made with mkdirat in a directory
-// this function made, then opened with openat2 (no symlink, no mount
-// crossing); each file is created O_EXCL|O_NOFOLLOW beneath its
-// directory's descriptor, so nothing that appeared meanwhile is ever
-// written through. Directories are made in order here; files are written
-// by parallel workers.
-func writeFiles(ctx context.Context, root *os.File, files []File, sync bool) (err error) {
-	rootFD, err := unix.FcntlInt(root.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+// copyFiles copies the files (sorted by path, so every directory's files
+// are contiguous) from beneath src to beneath dest, creating each implied
+// directory once, just before its first file. Each directory is made with
+// mkdirat in a directory this function made, then opened with openat2 (no
+// symlink, no mount crossing); each file is created O_EXCL|O_NOFOLLOW
+// beneath its directory's descriptor, so nothing that appeared meanwhile is
+// ever written through. Directories are made in order here; files are
+// copied by parallel workers (copyOne). A source file that breaks a rule
+// when it is opened for the copy, or changed size, ends the copy with a
+// Problems error naming every such file seen.
+func copyFiles(ctx context.Context, src, dest *os.File, files []File, sync bool, e *emission) (err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(src.Fd()), &st); err != nil {
+		return err
+	}
+	// The walker's rule decisions (openFile, openFailed) are reused for the
+	// source side; its problems end the copy.
+	w := &walker{rootDev: st.Dev}
+	srcFD := int(src.Fd())
+	rootFD, err := unix.FcntlInt(dest.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	type wjob struct {
+	type cjob struct {
 		dir  *dirRef
 		name string
 		file *File
 	}
-	jobs := make(chan wjob, 64)
+	jobs := make(chan cjob, 64)
 	var (
 		wg       gosync.WaitGroup
 		mu       gosync.Mutex
 		firstErr error
+		stopped  atomic.Bool
 	)
-	fail := func(e error) {
+	fail := func(err error) {
 		mu.Lock()
 		if firstErr == nil {
-			firstErr = e
+			firstErr = err
 		}
 		mu.Unlock()
+		stopped.Store(true)
 	}
-	failed := func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		return firstErr
+	refused := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.problems) > 0
 	}
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf []byte // for the read/write fallback, made on first use
 			for j := range jobs {
-				if failed() == nil {
-					if e := writeOne(j.dir.fd, j.name, j.file, sync); e != nil {
-						fail(e)
+				if !stopped.Load() {
+					if err := copyOne(w, srcFD, j.dir.fd, j.name, j.file, sync, &buf, e); err != nil {
+						fail(err)
+					} else if refused() {
+						stopped.Store(true)
 					}
 				}
 				j.dir.release()
@@ -198,11 +395,11 @@ func writeFiles(ctx context.Context, root *os.File, files []File, sync bool) (er
 	for i := range files {
 		file := &files[i]
 		if i%256 == 0 {
-			if e := ctx.Err(); e != nil {
-				fail(e)
+			if err := ctx.Err(); err != nil {
+				fail(err)
 			}
 		}
-		if failed() != nil {
+		if stopped.Load() {
 			break
 		}
 		segs := strings.Split(file.Path, "/")
@@ -213,34 +410,38 @@ func writeFiles(ctx context.Context, root *os.File, files []File, sync bool) (er
 			keep++
 		}
 		closeTo(keep)
-		for _, d := range dirs[len(stack)-1:] {
+		for k := len(stack) - 1; k < len(dirs); k++ {
+			d := dirs[k]
 			parent := stack[len(stack)-1].dir.fd
 			// EEXIST here means something else created it: refuse.
-			if e := unix.Mkdirat(parent, d, 0o755); e != nil {
-				fail(fmt.Errorf("mkdir for %q: %w", file.Path, e))
+			if err := unix.Mkdirat(parent, d, 0o755); err != nil {
+				fail(fmt.Errorf("mkdir for %q: %w", file.Path, err))
 				break
 			}
-			fd, e := openEntry(parent, d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
-			if e != nil {
-				fail(fmt.Errorf("opening new directory for %q: %w", file.Path, e))
+			e.addDir(strings.Join(dirs[:k+1], "/"))
+			fd, err := openEntry(parent, d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
+			if err != nil {
+				fail(fmt.Errorf("opening new directory for %q: %w", file.Path, err))
 				break
 			}
 			stack = append(stack, level{d, newDirRef(fd)})
 		}
-		if failed() != nil {
+		if stopped.Load() {
 			break
 		}
-		jobs <- wjob{dir: stack[len(stack)-1].dir.acquire(), name: base, file: file}
+		jobs <- cjob{dir: stack[len(stack)-1].dir.acquire(), name: base, file: file}
 	}
 	close(jobs)
 	wg.Wait()
-	if e := failed(); e != nil {
-		closeTo(0)
-		return e
-	}
 	closeTo(0)
+	if len(w.problems) > 0 {
+		return sortProblems(w.problems)
+	}
+	if firstErr != nil {
+		return firstErr
+	}
 	if sync {
-		return syncDirs(root, files)
+		return syncDirs(dest, files)
 	}
 	return nil
 }
@@ -267,38 +468,128 @@ func syncDirs(root *os.File, files []File) error {
 	return root.Sync()
 }
 
-func writeOne(dirfd int, name string, file *File, sync bool) error {
+// copyOne copies one file: the source is opened beneath the source root
+// srcFD and checked on fstat of that descriptor (w.openFile: a regular
+// file, one link, the root's filesystem; a refusal is recorded in w and
+// nothing is created), the destination is created exclusively beneath
+// dirfd, and exactly the fstat'ed size is copied (copyExactly).
+func copyOne(w *walker, srcFD, dirfd int, name string, file *File, sync bool, buf *[]byte, e *emission) error {
+	// The whole relative path resolves beneath the source root with the
+	// walk's openat2 rules: no symlink in any component, no mount crossed.
+	sfd, st, ok := w.openFile(srcFD, file.Path, file.Path)
+	if !ok {
+		return nil
+	}
+	defer unix.Close(sfd)
+	if st.Nlink != 1 {
+		// Recorded by openFile: a second name can change the bytes.
+		return nil
+	}
+	if emitHook != nil {
+		emitHook("open " + file.Path)
+	}
 	how := &unix.OpenHow{
 		Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Mode:    0o644,
 		Resolve: resolveFlags,
 	}
-	fd, err := unix.Openat2(dirfd, name, how)
+	dfd, err := unix.Openat2(dirfd, name, how)
 	for err == unix.EINTR {
-		fd, err = unix.Openat2(dirfd, name, how)
+		dfd, err = unix.Openat2(dirfd, name, how)
 	}
 	if err != nil {
 		return fmt.Errorf("creating %q: %w", file.Path, err)
 	}
-	for b := file.Data; len(b) > 0; {
+	e.addFile(file.Path)
+	changed, err := copyExactly(sfd, dfd, st.Size, buf)
+	if err == nil && sync {
+		err = unix.Fsync(dfd)
+	}
+	if cerr := unix.Close(dfd); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("copying %q: %w", file.Path, err)
+	}
+	if changed != "" {
+		w.problem(file.Path, ErrChanged, changed)
+	}
+	return nil
+}
+
+// copyExactly copies size bytes from sfd to dfd (both at offset 0) and
+// checks that the source has no byte more: changed is non-empty when the
+// source holds fewer or more bytes than its fstat said (it is being
+// written). The copy is done in the kernel with copy_file_range(2), never
+// through user space; where the kernel cannot (EXDEV, EINVAL, EOPNOTSUPP,
+// ENOSYS, for example between some filesystems) it continues with a
+// read/write loop through buf from where it stopped. Either way the bytes
+// delivered are measured afterwards, on the destination.
+func copyExactly(sfd, dfd int, size int64, buf *[]byte) (changed string, err error) {
+	var done int64
+	fallback := forceCopyFallback
+	for done < size && !fallback {
+		n, err := unix.CopyFileRange(sfd, nil, dfd, nil, int(min(size-done, 1<<30)), 0)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EXDEV || err == unix.EINVAL || err == unix.EOPNOTSUPP || err == unix.ENOSYS:
+			fallback = true
+			continue
+		case err != nil:
+			return "", err
+		case n == 0:
+			return fmt.Sprintf("fstat said %d bytes, it ended after %d", size, done), nil
+		}
+		done += int64(n)
+	}
+	if fallback && done < size {
+		copyFallbacks.Add(1)
+		if *buf == nil {
+			*buf = make([]byte, 256<<10)
+		}
+		for done < size {
+			n, err := readFull(sfd, (*buf)[:min(int64(len(*buf)), size-done)])
+			if err != nil {
+				return "", err
+			}
+			if n == 0 {
+				return fmt.Sprintf("fstat said %d bytes, it ended after %d", size, done), nil
+			}
+			if err := writeAll(dfd, (*buf)[:n]); err != nil {
+				return "", err
+			}
+			done += int64(n)
+		}
+	}
+	// One byte past the size fstat gave: a source that grew is refused
+	// rather than delivered truncated under a digest of its prefix.
+	var one [1]byte
+	for {
+		n, err := unix.Read(sfd, one[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if n > 0 {
+			return fmt.Sprintf("fstat said %d bytes, it has more", size), nil
+		}
+		return "", nil
+	}
+}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
 		n, err := unix.Write(fd, b)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			unix.Close(fd)
-			return fmt.Errorf("writing %q: %w", file.Path, err)
+			return err
 		}
 		b = b[n:]
-	}
-	if sync {
-		if err := unix.Fsync(fd); err != nil {
-			unix.Close(fd)
-			return fmt.Errorf("fsync %q: %w", file.Path, err)
-		}
-	}
-	if err := unix.Close(fd); err != nil {
-		return fmt.Errorf("closing %q: %w", file.Path, err)
 	}
 	return nil
 }

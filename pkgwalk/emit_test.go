@@ -289,3 +289,162 @@ func TestEmitSync(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Emit measures what it delivered: a source changed while it is copied, or
+// a copy changed before it is measured, is refused by its rule, and
+// everything the emit created is removed (dest is left as it was found).
+func TestEmitMeasuresTheDeliveredCopy(t *testing.T) {
+	const same = "S" // SPEC.md's replacement byte: same size, other bytes
+	rewrite := func(t *testing.T, path string) {
+		b, err := os.ReadFile(path)
+		must(t, err)
+		must(t, os.WriteFile(path, []byte(strings.Repeat(same, len(b))), 0o644))
+	}
+	at := func(stage string, do func(t *testing.T, src, dest string)) func(t *testing.T, src, dest, stage string) {
+		return func(t *testing.T, src, dest, got string) {
+			if got == stage {
+				do(t, src, dest)
+			}
+		}
+	}
+	cases := []struct {
+		name     string
+		absent   bool // dest absent before the emit (it creates it) instead of an empty directory
+		fallback bool // force the read/write copy loop
+		holdout  bool // a holdout directory holding a copy of SPEC.md
+		hook     func(t *testing.T, src, dest, stage string)
+		rule     pkgwalk.Rule // "" when the emit must succeed
+		path     string       // the problem's path ("" for ErrNotPinned)
+		left     []string     // what dest holds afterwards when refused
+	}{
+		{name: "source rewritten (same size) before its copy",
+			hook: at("open SPEC.md", func(t *testing.T, src, _ string) { rewrite(t, filepath.Join(src, "SPEC.md")) }),
+			rule: pkgwalk.ErrNotPinned},
+		{name: "source rewritten before its copy, read/write fallback", fallback: true,
+			hook: at("open SPEC.md", func(t *testing.T, src, _ string) { rewrite(t, filepath.Join(src, "SPEC.md")) }),
+			rule: pkgwalk.ErrNotPinned},
+		{name: "source rewritten, destination created by the emit", absent: true,
+			hook: at("open SPEC.md", func(t *testing.T, src, _ string) { rewrite(t, filepath.Join(src, "SPEC.md")) }),
+			rule: pkgwalk.ErrNotPinned},
+		{name: "source grows beyond its fstat size",
+			hook: at("open SPEC.md", func(t *testing.T, src, _ string) { appendTo(t, filepath.Join(src, "SPEC.md"), "grown\n") }),
+			rule: pkgwalk.ErrChanged, path: "SPEC.md"},
+		{name: "source grows beyond its fstat size, read/write fallback", fallback: true,
+			hook: at("open SPEC.md", func(t *testing.T, src, _ string) { appendTo(t, filepath.Join(src, "SPEC.md"), "grown\n") }),
+			rule: pkgwalk.ErrChanged, path: "SPEC.md"},
+		{name: "source shrinks below its fstat size",
+			hook: at("open SPEC.md", func(t *testing.T, src, _ string) { must(t, os.Truncate(filepath.Join(src, "SPEC.md"), 10)) }),
+			rule: pkgwalk.ErrChanged, path: "SPEC.md"},
+		{name: "source file swapped for a symlink after the walk",
+			hook: at("walked", func(t *testing.T, src, _ string) {
+				p := filepath.Join(src, "experiment/CONTRACT.md")
+				must(t, os.Remove(p))
+				must(t, os.Symlink("../SPEC.md", p))
+			}),
+			rule: pkgwalk.ErrSymlink, path: "experiment/CONTRACT.md"},
+		{name: "delivered file rewritten before it is measured",
+			hook: at("copied", func(t *testing.T, _, dest string) { rewrite(t, filepath.Join(dest, "SPEC.md")) }),
+			rule: pkgwalk.ErrNotPinned},
+		{name: "file planted in the delivered copy: only what the emit created is removed",
+			hook: at("copied", func(t *testing.T, _, dest string) { writeFile(t, filepath.Join(dest, "EXTRA.md"), "planted\n") }),
+			rule: pkgwalk.ErrNotPinned, left: []string{"EXTRA.md"}},
+		{name: "delivered copy of a holdout file", holdout: true,
+			rule: pkgwalk.ErrLeakHoldoutCopy, path: "SPEC.md"},
+		{name: "source rewritten after its copy: the pinned bytes are delivered",
+			hook: at("copied", func(t *testing.T, src, _ string) { rewrite(t, filepath.Join(src, "SPEC.md")) })},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := copySynthetic(t)
+			spec, err := os.ReadFile(filepath.Join(src, "SPEC.md"))
+			must(t, err)
+			dest := t.TempDir()
+			if c.absent {
+				dest = filepath.Join(dest, "mount")
+			}
+			var opts pkgwalk.EmitOptions
+			if c.holdout {
+				opts.HoldoutDir = t.TempDir()
+				must(t, os.WriteFile(filepath.Join(opts.HoldoutDir, "H1-copy.md"), spec, 0o644))
+			}
+			if c.fallback {
+				pkgwalk.ForceCopyFallback(t)
+			}
+			if c.hook != nil {
+				pkgwalk.SetEmitHook(t, func(stage string) { c.hook(t, src, dest, stage) })
+			}
+			m, err := pkgwalk.Emit(t.Context(), src, dest, syntheticID, opts)
+			if c.rule == "" {
+				if err != nil {
+					t.Fatalf("Emit: %v", err)
+				}
+				if id, _ := m.ID(); id != syntheticID {
+					t.Errorf("delivered %s", id)
+				}
+				if got, _ := os.ReadFile(filepath.Join(dest, "SPEC.md")); string(got) != string(spec) {
+					t.Errorf("delivered SPEC.md is not the pinned bytes: %q", got)
+				}
+				return
+			}
+			if !errors.Is(err, c.rule) {
+				t.Fatalf("Emit = %v, want %q", err, c.rule)
+			}
+			if c.path != "" && !hasProblem(problemsOf(t, err), c.path, c.rule) {
+				t.Errorf("no %q at %q in %v", c.rule, c.path, err)
+			}
+			if c.rule == pkgwalk.ErrNotPinned && (!strings.Contains(err.Error(), syntheticID) || strings.Count(err.Error(), pkgwalk.IDPrefix) < 2) {
+				t.Errorf("the refusal does not name both ids: %v", err)
+			}
+			entries, statErr := os.ReadDir(dest)
+			if c.absent {
+				if !errors.Is(statErr, os.ErrNotExist) {
+					t.Errorf("the destination the emit created is still there (%v, %d entries)", statErr, len(entries))
+				}
+				return
+			}
+			must(t, statErr)
+			var left []string
+			for _, e := range entries {
+				left = append(left, e.Name())
+			}
+			if !slices.Equal(left, c.left) {
+				t.Errorf("destination holds %v after the refusal, want %v", left, c.left)
+			}
+		})
+	}
+}
+
+// The read/write loop copy_file_range falls back to delivers the same
+// bytes, and is what was used when forced.
+func TestEmitCopyFallback(t *testing.T) {
+	pkgwalk.ForceCopyFallback(t)
+	src := copySynthetic(t)
+	dest := filepath.Join(t.TempDir(), "mount")
+	before := pkgwalk.CopyFallbacks()
+	m, err := pkgwalk.Emit(t.Context(), src, dest, syntheticID, pkgwalk.EmitOptions{Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := pkgwalk.CopyFallbacks() - before; n != syntheticFiles {
+		t.Errorf("%d files copied through the fallback, want %d (every file is non-empty)", n, syntheticFiles)
+	}
+	if _, err := pkgwalk.VerifyView(dest, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range m.Files {
+		a, _ := os.ReadFile(filepath.Join(src, f.Path))
+		b, _ := os.ReadFile(filepath.Join(dest, f.Path))
+		if string(a) != string(b) {
+			t.Errorf("%s: delivered bytes differ", f.Path)
+		}
+	}
+}
+
+func appendTo(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.WriteString(s)
+	must(t, err)
+	must(t, f.Close())
+}

@@ -82,6 +82,12 @@ type WalkOptions struct {
 	// (ListRegularFiles, DigestOfPaths): release surfaces and instrument
 	// files are digested, not delivered.
 	plain bool
+	// structural walks apply every rule that needs no file contents (entry
+	// types, links, mounts, names, case-folding, empty directories, leak
+	// paths) and read nothing: Emit's source walk, whose content rules and
+	// digests are applied to the delivered copy instead. Files carry Path
+	// and Size, no SHA256.
+	structural bool
 }
 
 // MaxKeptFile is the largest file a walk holds in memory (KeepBytes, or a
@@ -131,18 +137,10 @@ func openEntry(dirfd int, name string, flags uint64) (int, error) {
 // the decision is made on fstat of that descriptor, and the bytes hashed are
 // read from it. Files are read and hashed in parallel.
 func Walk(root string, opts WalkOptions) (*Tree, error) {
-	var holdout map[string]string
-	if opts.HoldoutDir != "" && !opts.plain {
-		files, err := ListRegularFiles(opts.HoldoutDir)
-		if err != nil {
-			return nil, fmt.Errorf("reading the holdout directory %s: %w", opts.HoldoutDir, err)
-		}
-		holdout = make(map[string]string, len(files))
-		for _, f := range files {
-			holdout[f.SHA256] = f.Path
-		}
+	holdout, err := loadHoldout(opts)
+	if err != nil {
+		return nil, err
 	}
-
 	rootf, prob, err := openRoot(root)
 	if err != nil {
 		return nil, err
@@ -152,6 +150,34 @@ func Walk(root string, opts WalkOptions) (*Tree, error) {
 	}
 	defer rootf.Close()
 	return walkFrom(rootf, "", root, opts, holdout)
+}
+
+// walkHeld is Walk of a root the caller already holds open (Emit's
+// destination): the tree walked is the directory behind d, whatever its
+// path names now.
+func walkHeld(d *os.File, root string, opts WalkOptions) (*Tree, error) {
+	holdout, err := loadHoldout(opts)
+	if err != nil {
+		return nil, err
+	}
+	return walkFrom(d, "", root, opts, holdout)
+}
+
+// loadHoldout returns the digests of the holdout files (digest -> path)
+// when the holdout-copy rule applies to this walk, else nil.
+func loadHoldout(opts WalkOptions) (map[string]string, error) {
+	if opts.HoldoutDir == "" || opts.plain || opts.structural {
+		return nil, nil
+	}
+	files, err := ListRegularFiles(opts.HoldoutDir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the holdout directory %s: %w", opts.HoldoutDir, err)
+	}
+	holdout := make(map[string]string, len(files))
+	for _, f := range files {
+		holdout[f.SHA256] = f.Path
+	}
+	return holdout, nil
 }
 
 // walkFrom walks the directory open at d; paths are prefix + "/" + name
@@ -191,13 +217,14 @@ func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[str
 			}
 		}()
 	}
-	// The root descriptor is duplicated so the walk's reference counting
-	// never closes the caller's.
-	fd, err := unix.FcntlInt(d.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	// The root is re-opened through its descriptor ("." beneath it), so
+	// the walk's reference counting never closes the caller's and its
+	// directory reads start at the beginning whatever the caller read of d.
+	fd, err := openEntry(int(d.Fd()), ".", openFlags|unix.O_DIRECTORY)
 	if err != nil {
 		close(w.jobs)
 		wg.Wait()
-		return nil, fmt.Errorf("dup %s: %w", root, err)
+		return nil, fmt.Errorf("opening %s: %w", root, err)
 	}
 	w.dir(newDirRef(fd), prefix)
 	close(w.jobs)
@@ -508,35 +535,57 @@ func typeName(mode uint32) string {
 // of that descriptor, and reads it (see read).
 func (w *walker) file(j job, buf []byte) {
 	defer j.dir.release()
-	fd, err := openEntry(j.dir.fd, j.name, openFlags)
-	if err != nil {
-		w.openFailed(j.dir.fd, j.name, j.path, err)
+	fd, st, ok := w.openFile(j.dir.fd, j.name, j.path)
+	if !ok {
 		return
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		w.problem(j.path, ErrUnreadable, err.Error())
+	if w.opts.structural {
+		w.mu.Lock()
+		w.files = append(w.files, File{Path: j.path, Size: st.Size})
+		w.mu.Unlock()
 		return
+	}
+	w.read(fd, j.path, st.Size, buf)
+}
+
+// openFile opens name beneath dirfd (p is its package path) and decides on
+// fstat of the descriptor: anything but a regular file on the root's
+// filesystem is recorded as a problem and closed (ok false). A second link
+// is recorded too, but the descriptor is still returned (a walk reads it
+// so that its problem list is complete; Emit refuses to copy it).
+func (w *walker) openFile(dirfd int, name, p string) (int, unix.Stat_t, bool) {
+	var st unix.Stat_t
+	fd, err := openEntry(dirfd, name, openFlags)
+	if err != nil {
+		w.openFailed(dirfd, name, p, err)
+		return -1, st, false
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		w.problem(p, ErrUnreadable, err.Error())
+		return -1, st, false
 	}
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
-		w.problem(j.path, ErrChanged, "became a directory during the walk")
-		return
+		unix.Close(fd)
+		w.problem(p, ErrChanged, "became a directory during the walk")
+		return -1, st, false
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		// Swapped after the directory was read: refuse what was opened.
-		w.problem(j.path, typeRule(st.Mode), "")
-		return
+		unix.Close(fd)
+		w.problem(p, typeRule(st.Mode), "")
+		return -1, st, false
 	case st.Dev != w.rootDev:
-		w.problem(j.path, ErrMountPoint, "")
-		return
+		unix.Close(fd)
+		w.problem(p, ErrMountPoint, "")
+		return -1, st, false
 	}
 	if st.Nlink != 1 && !w.opts.plain {
-		// Still read below, so the problem list is complete; a second
-		// name outside the package can change these bytes.
-		w.problem(j.path, ErrHardLink, fmt.Sprintf("nlink %d", st.Nlink))
+		// A second name outside the package can change these bytes.
+		w.problem(p, ErrHardLink, fmt.Sprintf("nlink %d", st.Nlink))
 	}
-	w.read(fd, j.path, st.Size, buf)
+	return fd, st, true
 }
 
 // readFull reads from fd into b until b is full or the file ends. A

@@ -119,7 +119,7 @@ func packageRows(c *config) []Row {
 		return exec.Command("cp", "-a", root, dst), func() { os.RemoveAll(dst) }, nil
 	})
 	ds, err = alternate(c.rounds, emit, cp)
-	ework := fmt.Sprintf("package emit (walk, write from the hashed bytes, re-walk and verify), %d files / %s, vs `cp -a`", n, mib(total))
+	ework := fmt.Sprintf("package emit (structural walk, kernel copy, walk and hash of the delivered copy), %d files / %s, vs `cp -a`", n, mib(total))
 	if err != nil {
 		return append(rows, fail(3, ework, "≤ 1.2× cp -a", err)...)
 	}

@@ -268,11 +268,14 @@ func newPackageEmitCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "emit --from DIR --into DEST --expect bpkg-…",
 		Short: "Deliver a package into an empty destination from its manifest, refused unless it is the pinned bpkg",
-		Long: `emit walks --from, refuses unless the walk has no problem and its bpkg is
---expect, then writes into --into (absent or an empty directory) exactly the
-directories the manifest implies and each manifested file, one by one, from
-the bytes that were hashed — never by copying the directory. The destination
-is then re-walked and verified against the manifest, exempting nothing.
+		Long: `emit walks --from with every structural rule of the package walk (all
+problems listed before anything is written), then creates in --into (absent or
+an empty directory) exactly the directories the files imply and copies each
+file, one by one, from the descriptor that was checked (in the kernel, exactly
+the size fstat gave; a source that grows or shrinks is refused). The delivered
+copy is then walked with every rule, content rules included, and hashed: its
+bpkg must be --expect. What is measured is what was delivered; a refused emit
+removes everything it created.
 
 --manifest-out FILE writes the manifest record beside the destination and the
 source, never inside either.`,
@@ -296,7 +299,7 @@ source, never inside either.`,
 					}
 				}
 			}
-			p := newWalkProgress("hashing " + from)
+			p := newWalkProgress("hashing the copy in " + into)
 			m, err := pkgwalk.Emit(cmd.Context(), from, into, expect, pkgwalk.EmitOptions{
 				RootLabel: rootLabel, HoldoutDir: holdoutDir, Sync: !noSync, Progress: p.update,
 			})
@@ -315,7 +318,7 @@ source, never inside either.`,
 				extra = append(extra, evidence.Member{Name: "manifest_out", Value: manifestOut})
 			}
 			return printResult(cmd, manifestResult(m, expect, extra...), func(w io.Writer) {
-				fmt.Fprintf(w, "emitted %s: %d files into %s, re-walked and verified\n", expect, m.FileCount, into)
+				fmt.Fprintf(w, "emitted %s: %d files into %s, the delivered copy walked and verified\n", expect, m.FileCount, into)
 			})
 		},
 	}
