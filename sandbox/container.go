@@ -259,7 +259,7 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 		return res, err
 	}
 
-	rootfs, err := prepareRootfs(bundle, cfg.Package != "" || cfg.PackageEmit != nil)
+	rootfs, err := prepareRootfs(bundle, cfg.Package != "" || cfg.PackageEmit != nil, false)
 	if err != nil {
 		return nil, err
 	}

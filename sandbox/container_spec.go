@@ -45,17 +45,17 @@ var minimalEtc = map[string]string{
 // Spec renders the configuration as an OCI runtime spec: the one
 // description both Exec (through libcontainer) and an OCI bundle use.
 // rootfs is the (empty, prepared) root directory, netnsPath the network
-// namespace to join, id names the cgroup.
+// namespace to join, id names the cgroup. The command is the container's
+// first process: Exec's container init sets the parent-death signal
+// itself (see sandboxinit), so no shim is needed.
 func (c *Config) Spec(rootfs, netnsPath, id string) (*specs.Spec, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("locating this binary for the sandbox shim: %w", err)
-	}
-	return c.spec(rootfs, netnsPath, id, exe)
+	return c.spec(rootfs, netnsPath, id, "")
 }
 
-// spec renders the configuration with exe as the shim (see
-// RunShimIfRequested); netnsPath "" means a new network namespace.
+// spec renders the configuration; a non-empty exe (an OCI bundle, run by
+// another runtime's init) is bound read-only at shimPath and is the first
+// process (see sandboxinit.ShimArg). netnsPath "" means a new network
+// namespace.
 func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 	cfg := c.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -86,9 +86,13 @@ func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 		// Public CA certificates only; /etc/ssl/private stays out.
 		mounts = append(mounts, specs.Mount{Destination: "/etc/ssl/certs", Type: "bind", Source: "/etc/ssl/certs", Options: []string{"rbind", "ro", rbindRO, "nosuid", "nodev", "noexec"}})
 	}
-	// This binary, read-only, as the container's first process (see
-	// RunShimIfRequested).
-	mounts = append(mounts, specs.Mount{Destination: shimPath, Type: "bind", Source: exe, Options: []string{"bind", "ro", "nosuid", "nodev"}})
+	args := cfg.Args
+	if exe != "" {
+		// This binary, read-only, as the container's first process (see
+		// sandboxinit.ShimArg).
+		mounts = append(mounts, specs.Mount{Destination: shimPath, Type: "bind", Source: exe, Options: []string{"bind", "ro", "nosuid", "nodev"}})
+		args = append([]string{shimPath, ShimArg}, cfg.Args...)
+	}
 	if cfg.Workspace != "" {
 		mounts = append(mounts, specs.Mount{Destination: "/workspace", Type: "bind", Source: cfg.Workspace, Options: []string{"bind", "rw", "nosuid", "nodev"}})
 	} else {
@@ -120,7 +124,7 @@ func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 		Hostname: "candidate",
 		Root:     &specs.Root{Path: rootfs, Readonly: true},
 		Process: &specs.Process{
-			Args: append([]string{shimPath, ShimArg}, cfg.Args...),
+			Args: args,
 			Env:  env,
 			Cwd:  "/workspace",
 			User: specs.User{UID: 0, GID: 0},
@@ -158,9 +162,10 @@ func swapAccounted() bool {
 }
 
 // prepareRootfs builds the empty root under bundle: mountpoints, the
-// symlinks of a usr-merged host, and the minimal /etc (bound read-only).
-// It returns the rootfs path.
-func prepareRootfs(bundle string, withPackage bool) (string, error) {
+// symlinks of a usr-merged host, the minimal /etc (bound read-only) and,
+// withShim, the mount point of the bundle's shim. It returns the rootfs
+// path.
+func prepareRootfs(bundle string, withPackage, withShim bool) (string, error) {
 	rootfs := filepath.Join(bundle, "rootfs")
 	etc := filepath.Join(bundle, "etc")
 	for _, d := range []string{rootfs, etc} {
@@ -177,11 +182,13 @@ func prepareRootfs(bundle string, withPackage bool) (string, error) {
 			return "", fmt.Errorf("rootfs: %w", err)
 		}
 	}
-	if err := os.Mkdir(filepath.Join(rootfs, filepath.Dir(shimPath)), 0o755); err != nil {
-		return "", fmt.Errorf("rootfs: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(rootfs, shimPath), nil, 0o755); err != nil {
-		return "", fmt.Errorf("rootfs: %w", err)
+	if withShim {
+		if err := os.Mkdir(filepath.Join(rootfs, filepath.Dir(shimPath)), 0o755); err != nil {
+			return "", fmt.Errorf("rootfs: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(rootfs, shimPath), nil, 0o755); err != nil {
+			return "", fmt.Errorf("rootfs: %w", err)
+		}
 	}
 	for _, d := range hostTopDirs {
 		fi, err := os.Lstat(d)

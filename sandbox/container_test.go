@@ -11,28 +11,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	_ "github.com/opencontainers/cgroups/devices"
+	"github.com/cleanroom-dev/cleanroom/sandbox/sandboxinit"
 	"github.com/opencontainers/runc/libcontainer"
-	_ "github.com/opencontainers/runc/libcontainer/nsenter"
 )
 
 // The test binary is libcontainer's init when it is re-executed as
-// `init` (runc's libcontainer/integration/init_test.go pattern).
+// `init`, and a bundle's shim: sandboxinit (which this package imports)
+// routes both from its init function.
 func init() {
-	if len(os.Args) > 1 && os.Args[1] == "init" {
-		libcontainer.Init()
-	}
-	RunShimIfRequested()
 	// As cmd/cleanroom/init.go: the main thread never runs a goroutine
 	// that enters another namespace, so /proc/self stays ours.
-	runtime.LockOSThread()
+	sandboxinit.Run()
 }
 
 func TestMain(m *testing.M) {
@@ -356,7 +351,7 @@ done < /proc/self/mountinfo
 }
 
 // If the harness dies (SIGKILL, no chance to clean up), the container
-// dies with it: the shim set PR_SET_PDEATHSIG on the container's init.
+// dies with it: the container's init set PR_SET_PDEATHSIG (sandboxinit).
 func TestHarnessDeathKillsContainer(t *testing.T) {
 	needSandbox(t)
 	marker := fmt.Sprintf("%d", 100000+time.Now().UnixNano()%800000)

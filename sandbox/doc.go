@@ -44,10 +44,13 @@
 // The harness's terminal is never passed as stdin (TIOCSTI).
 //
 // Harness death: libcontainer's init is a grandchild that does not inherit
-// its parent-death signal, so the container's first process is this
-// binary as a shim (bound read-only at /.cleanroom/shim) that sets
-// PR_SET_PDEATHSIG to SIGKILL and execs the command: if the harness is
-// killed, the kernel kills the container's PID 1 and with it every task.
+// its parent-death signal, so sandboxinit (linked by every binary that runs
+// containers) sets PR_SET_PDEATHSIG to SIGKILL in the container's init
+// before libcontainer's init runs; it survives the exec of the command. If
+// the harness is killed, the kernel kills the container's PID 1 and with
+// it every task. An OCI bundle, run by another runtime's init, starts this
+// binary as a shim (bound read-only at /.cleanroom/shim) that sets the
+// same signal and execs the command.
 // The cgroup and state directories of such a run are left behind.
 //
 // # The sealed view (seal*.go, mount*.go)

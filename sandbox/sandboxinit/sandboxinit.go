@@ -1,20 +1,46 @@
 // Package sandboxinit is the entry point every binary that starts candidate
-// containers must run first: libcontainer re-executes the binary as
-// `/proc/self/exe init` to become the container's init, and the sandbox's
-// shim is the same binary as the container's first process. Importing this
+// containers must link: libcontainer re-executes the binary as
+// `/proc/self/exe init` to become the container's init, and an OCI bundle
+// written by the sandbox starts the binary as its shim ([ShimArg]). Importing this
 // package also links runc's nsenter, whose cgo constructor sets up the
 // namespaces of `init` before the Go runtime starts.
 //
-// Call [Run] from an init function of the main package (or of a test
-// binary that runs containers). It refuses nothing and decides nothing; it
-// only routes the two re-executions.
+// The re-execution is routed from this package's own init function, not
+// from the main package: Go initialises a package as soon as its imports
+// are, so the container's init runs after libcontainer's dependencies
+// only, not after every package initialiser of the binary (the cleanroom
+// binary's own initialisers would add milliseconds to every container
+// start). Call [Run] from an init function of the main package (or of a
+// test binary that runs containers) for the main-thread lock it takes.
+// It refuses nothing and decides nothing; it only routes the two
+// re-executions.
+//
+// # Security Considerations
+//
+// The container's init sets PR_SET_PDEATHSIG to SIGKILL before
+// libcontainer's init runs: the init is a grandchild (nsexec's
+// CLONE_PARENT) that inherits no parent-death signal, and without one a
+// harness killed by SIGKILL would leave the candidate running with no
+// timeout. libcontainer's init keeps the signal across its credential
+// changes (it saves it first and restores it last) and the signal
+// survives the exec of the command (no set-uid or file-capability binary
+// can change credentials under no_new_privs). Its parent is the harness
+// thread that started the container, which sandbox.Exec keeps locked for
+// the life of the container. If the harness dies before the signal is
+// set, the init's next synchronisation with its parent fails and the
+// command never starts.
+//
+// An OCI bundle runs under another runtime's init, which sets no such
+// signal: its first process is this binary as a shim (ShimArg), which sets
+// it and execs the command, with the runtime as the parent.
 package sandboxinit
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 
-	"github.com/cleanroom-dev/cleanroom/sandbox"
 	// The devices cgroup manager: without it libcontainer refuses any
 	// device rules (and on cgroup v1 the devices controller is what keeps
 	// the candidate away from host devices).
@@ -24,22 +50,64 @@ import (
 	// up the namespaces of `init` when libcontainer starts it, and returns
 	// at once otherwise.
 	_ "github.com/opencontainers/runc/libcontainer/nsenter"
+	"golang.org/x/sys/unix"
 )
 
-// Run turns the process into libcontainer's container init when it was
-// re-executed as `init` (libcontainer.Init never returns: it execs the
-// container's first process), and into the sandbox shim when it is that
-// first process (sandbox.RunShimIfRequested never returns either).
-// Otherwise it keeps the calling goroutine — the main goroutine, when
-// called from an init function — on the main thread for the life of the
-// process: goroutines that setns(2) end locked and their threads are
-// discarded, except the main thread, which Go cannot discard; it would stay
-// parked in the foreign namespace, and /proc/self (the thread-group leader)
-// would then describe that namespace to everyone reading it.
-func Run() {
+// ShimArg is argv[1] of the bundle's shim (see the package comment).
+const ShimArg = "sandbox-shim"
+
+func init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
-		libcontainer.Init()
+		containerInit()
 	}
-	sandbox.RunShimIfRequested()
+	if len(os.Args) > 2 && os.Args[1] == ShimArg {
+		shim(os.Args[2:])
+	}
+}
+
+// containerInit never returns: libcontainer.Init execs the container's
+// first process or exits.
+func containerInit() {
+	// libcontainer.Init locks this goroutine to the main thread; the
+	// signal is a property of the thread, so set it from the same one,
+	// the thread that will exec the command.
+	runtime.LockOSThread()
+	// Without it, a harness killed by SIGKILL would leave the candidate
+	// running with no timeout (see the package's Security Considerations).
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "cleanroom container init: prctl(PR_SET_PDEATHSIG): %v\n", err)
+		os.Exit(126)
+	}
+	libcontainer.Init()
+	os.Exit(126) // not reached: Init execs or exits
+}
+
+// shim never returns: it sets PR_SET_PDEATHSIG to SIGKILL and execs args.
+// The signal survives the exec (no set-uid binary can raise privileges
+// under no_new_privs).
+func shim(args []string) {
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: prctl(PR_SET_PDEATHSIG): %v\n", err)
+		os.Exit(126)
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: %v\n", err)
+		os.Exit(127)
+	}
+	err = unix.Exec(path, args, os.Environ())
+	fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: exec %s: %v\n", path, err)
+	os.Exit(126)
+}
+
+// Run keeps the calling goroutine — the main goroutine, when called from an
+// init function — on the main thread for the life of the process:
+// goroutines that setns(2) end locked and their threads are discarded,
+// except the main thread, which Go cannot discard; it would stay parked in
+// the foreign namespace, and /proc/self (the thread-group leader) would
+// then describe that namespace to everyone reading it. (The container's
+// init and the shim never get here: this package's init function has
+// routed them.)
+func Run() {
 	runtime.LockOSThread()
 }
