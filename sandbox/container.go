@@ -108,7 +108,8 @@ type Config struct {
 	// is not empty and Seal is set).
 	Seal    *netip.AddrPort
 	Control *netip.AddrPort
-	// StateDir holds the container's state and root; default
+	// StateDir holds one directory per run, on which the run mounts a
+	// private tmpfs for the container's root and state; default
 	// /run/cleanroom-sandbox.
 	StateDir string
 }
@@ -238,6 +239,9 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{ID: id}
+	// Until the container has started (see primeCgroupAttach).
+	stopPriming := sync.OnceFunc(primeCgroupAttach())
+	defer stopPriming()
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
@@ -249,7 +253,13 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	if err := os.Mkdir(bundle, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox bundle dir: %w", err)
 	}
-	defer os.RemoveAll(bundle)
+	// Runs last: by then the bundle is an empty mount point.
+	defer os.Remove(bundle)
+	unmountBundle, err := mountBundle(bundle)
+	if err != nil {
+		return nil, err
+	}
+	defer unmountBundle()
 
 	ns, cleanup, err := prepareVantage(ctx, id, cfg.Allow, cfg.Seal, cfg.Control, &res.Isolation, &res.SealProbe)
 	if cleanup != nil {
@@ -290,7 +300,9 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	lc.ParentDeathSignal = int(unix.SIGKILL)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	c, err := libcontainer.Create(filepath.Join(cfg.StateDir, "state"), id, lc)
+	// libcontainer's state (state.json, exec.fifo) lives in the bundle's
+	// tmpfs too: one run, one directory, nothing shared between runs.
+	c, err := libcontainer.Create(filepath.Join(bundle, "state"), id, lc)
 	if err != nil {
 		return nil, fmt.Errorf("creating container: %w", err)
 	}
@@ -300,7 +312,10 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	p.Stdin, p.Stdout, p.Stderr = stdio.Stdin, orDiscard(stdio.Stdout), orDiscard(stdio.Stderr)
 	// Start leaves the container's init waiting on exec.fifo: the
 	// command has not started yet while its namespace is compared.
-	if err := c.Start(p); err != nil {
+	err = c.Start(p)
+	// The container's init is in its cgroups (or Start failed).
+	stopPriming()
+	if err != nil {
 		return nil, fmt.Errorf("starting container: %w", err)
 	}
 	killed := make(chan struct{})

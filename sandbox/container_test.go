@@ -391,23 +391,32 @@ func TestHarnessDeathKillsContainer(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	destroyStale(t, filepath.Join(state, "state"))
+	destroyStale(t, state)
 }
 
-// destroyStale destroys every stopped container under root (cgroups and
-// state of a harness that was killed).
-func destroyStale(t *testing.T, root string) {
-	ents, _ := os.ReadDir(root)
-	for _, e := range ents {
-		c, err := libcontainer.Load(root, e.Name())
-		if err != nil {
-			t.Logf("load %s: %v", e.Name(), err)
-			continue
-		}
-		if st, err := c.Status(); err == nil && st == libcontainer.Stopped {
-			if err := c.Destroy(); err != nil {
-				t.Errorf("destroy %s: %v", e.Name(), err)
+// destroyStale destroys every stopped container of the runs under the
+// state root (cgroups and state of a harness that was killed) and unmounts
+// their bundles' tmpfs.
+func destroyStale(t *testing.T, stateDir string) {
+	bundles, _ := os.ReadDir(stateDir)
+	for _, b := range bundles {
+		bundle := filepath.Join(stateDir, b.Name())
+		root := filepath.Join(bundle, "state")
+		ents, _ := os.ReadDir(root)
+		for _, e := range ents {
+			c, err := libcontainer.Load(root, e.Name())
+			if err != nil {
+				t.Logf("load %s: %v", e.Name(), err)
+				continue
 			}
+			if st, err := c.Status(); err == nil && st == libcontainer.Stopped {
+				if err := c.Destroy(); err != nil {
+					t.Errorf("destroy %s: %v", e.Name(), err)
+				}
+			}
+		}
+		if err := unix.Unmount(bundle, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount the stale bundle %s: %v", bundle, err)
 		}
 	}
 }
@@ -429,11 +438,14 @@ func TestCgroupLimitsApplied(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the container never showed up")
 		}
-		ents, _ := os.ReadDir(filepath.Join(state, "state"))
-		for _, e := range ents {
-			if c, err := libcontainer.Load(filepath.Join(state, "state"), e.Name()); err == nil {
-				if st, err := c.State(); err == nil && st.InitProcessPid != 0 {
-					paths = st.CgroupPaths
+		roots, _ := filepath.Glob(filepath.Join(state, "*", "state"))
+		for _, root := range roots {
+			ents, _ := os.ReadDir(root)
+			for _, e := range ents {
+				if c, err := libcontainer.Load(root, e.Name()); err == nil {
+					if st, err := c.State(); err == nil && st.InitProcessPid != 0 {
+						paths = st.CgroupPaths
+					}
 				}
 			}
 		}
