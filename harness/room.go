@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 
@@ -43,6 +44,37 @@ type ServeOptions struct {
 // updatemaxprocs=0,containermaxprocs=0 stop the Go runtime from holding the
 // host's cgroup CPU files open for the life of the server.
 var stageEnv = []string{"GODEBUG=updatemaxprocs=0,containermaxprocs=0"}
+
+// sealEnv is the seal stage's: stageEnv with the collector off. The stage
+// is short-lived start-up work (emit reads the package, keeps it, writes it
+// and re-reads it); a collection during it frees little and costs
+// milliseconds of readiness. Its heap is bounded by sealMemoryLimit instead,
+// and the exec into the serve stage discards it all.
+var sealEnv = append(append([]string{}, stageEnv...), "GOGC=off")
+
+// sealMemoryLimit is the seal stage's soft heap limit while the collector
+// is off: the package's bytes (at most the view's size) held once, a second
+// package's worth of verification buffers, and the runtime's own.
+func sealMemoryLimit(viewBytes int64) int64 { return 2*viewBytes + 32<<20 }
+
+// serveMemory bounds the serve stage's heap once the view is verified: the
+// collector keeps its default pacing (a collection when the heap doubles),
+// which is what holds a small package's server small, and a soft limit of
+// the verified bytes plus headroom stops a large package's heap from
+// growing to twice the package between collections. The headroom covers the
+// runtime, the MCP server and one answer's transient copies (the SDK encodes
+// a result, then frames it: about three times the largest file), and is
+// generous enough that setting the limit does not start a collection on
+// the way to the first answer.
+func serveMemory(v *pkgwalk.View) {
+	var total int64
+	largest := 0
+	for _, f := range v.Files {
+		total += int64(len(f.Data))
+		largest = max(largest, len(f.Data))
+	}
+	debug.SetMemoryLimit(total + 16<<20 + 3*int64(largest))
+}
 
 // ExitError carries the sealed server's exit status.
 type ExitError struct{ Code int }
@@ -80,7 +112,7 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		// Pdeathsig fires when the creating thread exits: keep this thread
 		// for the whole life of the child.
 		runtime.LockOSThread()
-		cmd := sandbox.SealedCommand("/proc/self/exe", args, stageEnv)
+		cmd := sandbox.SealedCommand("/proc/self/exe", args, sealEnv)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 		if err := cmd.Start(); err != nil {
 			// Creating the namespaces is the first thing the kernel may
@@ -247,6 +279,7 @@ func RunStage(prefix []string, args []string, stdin io.Reader, stdout, stderr io
 // started with: it isolates, mounts, emits, seals, asserts, and execs the
 // serve stage with every privilege dropped.
 func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int) int {
+	debug.SetMemoryLimit(sealMemoryLimit(c.ViewBytes))
 	if err := sandbox.AssertIsolatedFrom(os.Getppid()); err != nil {
 		return fail(ExitNoIsolation, err)
 	}
@@ -367,6 +400,7 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	if err != nil {
 		return fail(refusalCode(err), err)
 	}
+	serveMemory(room.View)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if stdin == io.Reader(os.Stdin) && stdout == io.Writer(os.Stdout) {
