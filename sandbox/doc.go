@@ -51,7 +51,20 @@
 // it every task. An OCI bundle, run by another runtime's init, starts this
 // binary as a shim (bound read-only at /.cleanroom/shim) that sets the
 // same signal and execs the command.
-// The cgroup and state directories of such a run are left behind.
+// The cgroups and the bundle of such a run (its directory under the state
+// root, with the run's tmpfs still mounted on it) are left behind.
+//
+// State: each run mounts a fresh tmpfs (mode 0700, nosuid, nodev, noexec,
+// 4 MiB, private propagation) on its own directory under the state root
+// (default /run/cleanroom-sandbox, itself 0700) and keeps there the
+// rootfs skeleton, the generated /etc and libcontainer's state; one
+// unmount removes it all. The state root's own filesystem is not trusted
+// to be tmpfs (it is ext4 on some hosts, where a removal file by file cost
+// milliseconds per run), and nothing is shared between runs. Before the
+// container starts, Exec keeps the kernel's cgroup attach lock warm
+// (primeCgroupAttach): a no-op migration of its own process into its own
+// cgroup, so the RCU grace period the first attach waits for is spent
+// while the namespace is built and checked; nothing is weakened by it.
 //
 // # The sealed view (seal*.go, mount*.go)
 //
