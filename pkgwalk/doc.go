@@ -21,7 +21,12 @@
 // §3.1 (PathListDigest) is the one function every such digest uses.
 //
 // Files are opened, read and hashed by one worker per core (WalkOptions
-// Workers); directories are read in order by one goroutine. A file held in
+// Workers); directories are read in order by one goroutine. Where the CPU
+// has the x86 SHA extensions each worker hashes two files at a time
+// (internal/sha2x: the rounds of two SHA-256 streams interleaved on one
+// core, nearly twice one stream's rate; padding and the final digest are
+// crypto/sha256's, and the tests check every digest against it); elsewhere
+// it uses crypto/sha256 alone. A file held in
 // memory (KeepBytes, a JSON file for the challenge-shape rule) larger than
 // MaxKeptFile is refused rather than held.
 //

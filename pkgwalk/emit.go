@@ -83,8 +83,8 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if emitHook != nil {
-		emitHook("walked")
+	if testHook != nil {
+		testHook("walked")
 	}
 
 	// Writing into the source would change what is being copied; checked
@@ -115,8 +115,8 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 		}
 		return nil, e.undo(err)
 	}
-	if emitHook != nil {
-		emitHook("copied")
+	if testHook != nil {
+		testHook("copied")
 	}
 
 	// The delivered copy is what is measured: walked through the descriptor
@@ -142,15 +142,17 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 	return m, nil
 }
 
-// Test hooks (set only by tests, through export_test.go). emitHook is
-// called with "walked" after the structural walk of the source, with
+// Test hooks (set only by tests, through export_test.go). testHook is
+// called with "walked" after Emit's structural walk of the source, with
 // "open PATH" in a copy worker after the source file PATH was opened and
-// checked and before a byte is copied, and with "copied" after the last
-// file was copied and before the delivered copy is walked.
+// checked and before a byte is copied, with "copied" after the last file
+// was copied and before the delivered copy is walked, and with "read PATH"
+// by any walk after the file PATH was opened and checked and before its
+// bytes are read.
 // forceCopyFallback makes every copy take the read/write loop; copyFallbacks
 // counts the files that did.
 var (
-	emitHook          func(stage string)
+	testHook          func(stage string)
 	forceCopyFallback bool
 	copyFallbacks     atomic.Int64
 )
@@ -485,8 +487,8 @@ func copyOne(w *walker, srcFD, dirfd int, name string, file *File, sync bool, bu
 		// Recorded by openFile: a second name can change the bytes.
 		return nil
 	}
-	if emitHook != nil {
-		emitHook("open " + file.Path)
+	if testHook != nil {
+		testHook("open " + file.Path)
 	}
 	how := &unix.OpenHow{
 		Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC,

@@ -371,7 +371,7 @@ func TestEmitMeasuresTheDeliveredCopy(t *testing.T) {
 				pkgwalk.ForceCopyFallback(t)
 			}
 			if c.hook != nil {
-				pkgwalk.SetEmitHook(t, func(stage string) { c.hook(t, src, dest, stage) })
+				pkgwalk.SetTestHook(t, func(stage string) { c.hook(t, src, dest, stage) })
 			}
 			m, err := pkgwalk.Emit(t.Context(), src, dest, syntheticID, opts)
 			if c.rule == "" {

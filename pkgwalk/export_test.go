@@ -2,11 +2,11 @@ package pkgwalk
 
 import "testing"
 
-// SetEmitHook installs the emit test hook (see emitHook) for the duration
-// of the test.
-func SetEmitHook(t testing.TB, h func(stage string)) {
-	emitHook = h
-	t.Cleanup(func() { emitHook = nil })
+// SetTestHook installs the walk and emit test hook (see testHook) for the
+// duration of the test.
+func SetTestHook(t testing.TB, h func(stage string)) {
+	testHook = h
+	t.Cleanup(func() { testHook = nil })
 }
 
 // ForceCopyFallback makes every emit copy take the read/write loop for the

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk/internal/sha2x"
 	"golang.org/x/sys/unix"
 )
 
@@ -212,6 +213,11 @@ func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[str
 		go func() {
 			defer wg.Done()
 			buf := make([]byte, 256<<10)
+			if sha2x.Available && !opts.structural {
+				// Two files at a time on this core (pairs.go).
+				w.pairs(buf)
+				return
+			}
 			for j := range w.jobs {
 				w.file(j, buf)
 			}
@@ -546,6 +552,9 @@ func (w *walker) file(j job, buf []byte) {
 		w.mu.Unlock()
 		return
 	}
+	if testHook != nil {
+		testHook("read " + j.path)
+	}
 	w.read(fd, j.path, st.Size, buf)
 }
 
@@ -611,12 +620,18 @@ func readFull(fd int, b []byte) (int, error) {
 	return n, nil
 }
 
+// isJSON reports whether the challenge-shape rule reads the file at path
+// (its bytes are then held in memory).
+func (w *walker) isJSON(path string) bool {
+	return !w.opts.plain && !w.opts.structural && strings.HasSuffix(strings.ToLower(path), ".json")
+}
+
 // read hashes (and keeps, when asked) the bytes of one regular file from
 // the descriptor that was checked; size is what fstat said. Reading stops
 // one byte past size, so a file that grows while read is noticed without
 // reading it all, and one that shrinks is noticed too.
 func (w *walker) read(fd int, path string, size int64, buf []byte) {
-	isJSON := !w.opts.plain && strings.HasSuffix(strings.ToLower(path), ".json")
+	isJSON := w.isJSON(path)
 	keep := w.opts.KeepBytes || isJSON
 	if keep && size > MaxKeptFile {
 		w.problem(path, ErrTooLarge, fmt.Sprintf("%d bytes", size))
@@ -661,7 +676,13 @@ func (w *walker) read(fd int, path string, size int64, buf []byte) {
 			return
 		}
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
+	w.record(path, hex.EncodeToString(h.Sum(nil)), size, data, isJSON)
+}
+
+// record applies the content rules to one file read in full (sum is the
+// hex SHA-256 of its bytes, data the bytes when they were kept) and adds it
+// to the tree.
+func (w *walker) record(path, sum string, size int64, data []byte, isJSON bool) {
 	if isJSON && looksLikeChallenge(data) {
 		w.problem(path, ErrLeakChallengeShape, "")
 	}
