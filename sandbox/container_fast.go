@@ -71,20 +71,20 @@ func primeCgroupAttach() (stop func()) {
 	if procs == "" {
 		return func() {}
 	}
+	f, err := os.OpenFile(procs, os.O_WRONLY, 0)
+	if err != nil {
+		return func() {}
+	}
 	pid := []byte(strconv.Itoa(os.Getpid()))
 	quit, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
+		defer f.Close()
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for {
-			f, err := os.OpenFile(procs, os.O_WRONLY, 0)
-			if err != nil {
-				return
-			}
-			_, err = f.Write(pid)
-			_ = f.Close()
-			if err != nil {
+			// Each write is one migration request of its own.
+			if _, err := f.Write(pid); err != nil {
 				return
 			}
 			select {
