@@ -11,6 +11,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/harness"
+	"github.com/cleanroom-dev/cleanroom/harness/roomstage"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
@@ -18,8 +19,9 @@ import (
 func init() { commands = append(commands, newRoomCmd) }
 
 // roomStageArgs is the hidden command line the sealed server re-executes
-// itself with.
-var roomStageArgs = []string{"room", "sealed-stage"}
+// itself with. roomstage's init function routes it before the command tree
+// is built; the hidden command below serves an in-process call (tests).
+var roomStageArgs = roomstage.Args
 
 func newRoomCmd() *cobra.Command {
 	c := &cobra.Command{
