@@ -364,7 +364,10 @@ func copyFiles(ctx context.Context, src, dest *os.File, files []File, sync bool,
 		defer w.mu.Unlock()
 		return len(w.problems) > 0
 	}
-	for range runtime.GOMAXPROCS(0) {
+	// Two copiers per core: a copy is one long system call that can
+	// sleep (page allocation on the destination), and a second copier
+	// keeps the core busy meanwhile.
+	for range 2 * runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
