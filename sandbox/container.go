@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/sandbox/cgprime"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -239,8 +240,10 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{ID: id}
-	// Until the container has started (see primeCgroupAttach).
-	stopPriming := sync.OnceFunc(primeCgroupAttach())
+	// Until the container's init is in its cgroups: the kernel's grace
+	// period for the attach is spent while the namespace is built and
+	// checked (see package cgprime).
+	stopPriming := cgprime.Start()
 	defer stopPriming()
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox state dir: %w", err)

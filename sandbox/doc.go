@@ -62,7 +62,7 @@
 // to be tmpfs (it is ext4 on some hosts, where a removal file by file cost
 // milliseconds per run), and nothing is shared between runs. Before the
 // container starts, Exec keeps the kernel's cgroup attach lock warm
-// (primeCgroupAttach): a no-op migration of its own process into its own
+// (package cgprime): a no-op migration of its own process into its own
 // cgroup, so the RCU grace period the first attach waits for is spent
 // while the namespace is built and checked; nothing is weakened by it.
 //

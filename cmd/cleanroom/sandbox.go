@@ -13,6 +13,9 @@ import (
 	"strings"
 	"time"
 
+	// Its initialiser starts the cgroup attach priming early for
+	// `sandbox exec` (see the package).
+	_ "github.com/cleanroom-dev/cleanroom/cmd/cleanroom/internal/earlyprime"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	units "github.com/docker/go-units"

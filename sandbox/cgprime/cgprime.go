@@ -1,0 +1,217 @@
+// Package cgprime hides a kernel wait that every container start pays:
+// it keeps the kernel's cgroup attach lock warm while a container is
+// being prepared. It changes nothing and guarantees nothing; it owns no
+// security property and refuses nothing (any error just means no
+// priming).
+//
+// Why: every write to a cgroup.procs file takes the kernel's global
+// cgroup_threadgroup_rwsem for writing, and the first writer after a quiet
+// period waits for a full RCU grace period (rcu_sync_enter) before the
+// lock is granted — 6–15 ms on a 2-core host, measured — while holding
+// cgroup_mutex; writers that follow within a grace period do not wait.
+// libcontainer's attach of a container's init is such a first writer, on
+// the critical path of every start. While primed, this package writes the
+// process's own PID into the cgroup.procs of the cgroup the process is
+// already in, once a millisecond: the first write pays the grace period
+// while the caller does other work, the next ones keep the fast path open.
+// Moving a process into the cgroup it is in is a no-op for the kernel
+// (source and destination css_set are the same); the cgroup is resolved
+// through /proc/self/mountinfo, as the cgroup libraries do, and the write
+// is only made after the process was found in that cgroup's list.
+//
+// The package depends on the standard library and x/sys only, so that a
+// program can start priming from an early package initialiser (Early).
+// The favordynmods mount option would remove the wait for every process on
+// the host, but remounting the host's cgroup hierarchies is not a
+// sandbox's decision.
+package cgprime
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	mu       sync.Mutex
+	users    int
+	quit     chan struct{}
+	finished chan struct{}
+	early    func() // the reference Early holds, released by the first stop
+)
+
+// Start primes (or joins the priming already running) until stop is
+// called; the writes end when no caller is left. stop also releases a
+// reference Early took, so a container start ends an early priming.
+func Start() (stop func()) {
+	mu.Lock()
+	defer mu.Unlock()
+	release := acquireLocked()
+	return sync.OnceFunc(func() {
+		mu.Lock()
+		e := early
+		early = nil
+		mu.Unlock()
+		if e != nil {
+			e()
+		}
+		release()
+	})
+}
+
+// Early starts priming for a process that is about to start a container
+// and has other work to do first (package initialisers, argument
+// parsing). It is released by the first Start's stop, or after limit.
+func Early(limit time.Duration) {
+	mu.Lock()
+	defer mu.Unlock()
+	if early != nil {
+		return
+	}
+	early = sync.OnceFunc(acquireLocked())
+	// If no container start follows (a refused command line), the
+	// writes still end.
+	time.AfterFunc(limit, early)
+}
+
+// acquireLocked takes one reference, starting the writer if none runs.
+// mu is held.
+func acquireLocked() (release func()) {
+	if users == 0 {
+		quit, finished = make(chan struct{}), make(chan struct{})
+		go write(quit, finished)
+	}
+	users++
+	return func() {
+		mu.Lock()
+		users--
+		if users > 0 {
+			mu.Unlock()
+			return
+		}
+		q, done := quit, finished
+		mu.Unlock()
+		close(q)
+		<-done
+	}
+}
+
+// write writes the PID once a millisecond until quit is closed; it
+// returns at once when priming is not possible here.
+func write(quit <-chan struct{}, finished chan<- struct{}) {
+	defer close(finished)
+	f := openOwnProcs()
+	if f == nil {
+		return
+	}
+	defer f.Close()
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	if !listed(f.Name(), pid) {
+		return
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		// Each write is one migration request of its own.
+		if _, err := f.Write(pid); err != nil {
+			return
+		}
+		select {
+		case <-quit:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// listed reports whether pid is in the cgroup.procs file at path: the
+// write is a no-op only if the process is already there.
+func listed(path string, pid []byte) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if bytes.Equal(line, pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// openOwnProcs opens for writing the cgroup.procs file of this process's
+// own cgroup: in the pids (else freezer) v1 hierarchy, or the unified one;
+// nil if it cannot be resolved.
+func openOwnProcs() *os.File {
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	mounts, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer mounts.Close()
+	var st unix.Statfs_t
+	unified := unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC
+	want := map[string]bool{"pids": true, "freezer": true}
+	paths := map[string]string{} // controller ("" for v2) → path in /proc/self/cgroup
+	for line := range strings.SplitSeq(string(own), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" && unified {
+			paths[""] = parts[2]
+		}
+		for c := range strings.SplitSeq(parts[1], ",") {
+			if want[c] && !unified {
+				paths[c] = parts[2]
+			}
+		}
+	}
+	s := bufio.NewScanner(mounts)
+	for s.Scan() {
+		// id parent major:minor root mountpoint options [optional…] - fstype source superoptions
+		pre, post, ok := strings.Cut(s.Text(), " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 3 {
+			continue
+		}
+		root, point := f[3], f[4]
+		var cg string
+		switch {
+		case g[0] == "cgroup2" && unified:
+			cg, ok = paths[""]
+		case g[0] == "cgroup" && !unified:
+			for o := range strings.SplitSeq(g[2], ",") {
+				if cg, ok = paths[o]; ok {
+					break
+				}
+			}
+		default:
+			continue
+		}
+		if !ok {
+			continue
+		}
+		rel, err := filepath.Rel(root, cg)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue // the mount shows another part of the hierarchy
+		}
+		if f, err := os.OpenFile(filepath.Join(point, rel, "cgroup.procs"), os.O_WRONLY|unix.O_NOFOLLOW, 0); err == nil {
+			return f
+		}
+	}
+	return nil
+}
