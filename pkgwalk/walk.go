@@ -206,7 +206,9 @@ func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[str
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	w.jobs = make(chan job, 4*workers)
+	// A deep queue lets the directory reader run ahead whenever it gets a
+	// core, so a pair worker seldom finds no second file to pair with.
+	w.jobs = make(chan job, 256)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
