@@ -43,29 +43,28 @@ type ServeOptions struct {
 // caller's (an API key in the relay's environment must not reach the room).
 // updatemaxprocs=0,containermaxprocs=0 stop the Go runtime from holding the
 // host's cgroup CPU files open for the life of the server.
-var stageEnv = []string{"GODEBUG=updatemaxprocs=0,containermaxprocs=0"}
+//
+// GOGC=off: the stages' start-up work (emit, then verification) allocates
+// about the package and keeps most of it; a collection then frees little
+// and costs milliseconds of readiness. The heap is bounded instead by a
+// soft memory limit from each stage's first act (startupMemoryLimit), then
+// in the serve stage by one tied to the verified bytes (serveMemory), and
+// the serve stage turns the collector back on once it has answered its
+// first tool call.
+var stageEnv = []string{"GODEBUG=updatemaxprocs=0,containermaxprocs=0", "GOGC=off"}
 
-// sealEnv is the seal stage's: stageEnv with the collector off. The stage
-// is short-lived start-up work (emit reads the package, keeps it, writes it
-// and re-reads it); a collection during it frees little and costs
-// milliseconds of readiness. Its heap is bounded by sealMemoryLimit instead,
-// and the exec into the serve stage discards it all.
-var sealEnv = append(append([]string{}, stageEnv...), "GOGC=off")
+// startupMemoryLimit bounds a stage's heap while the collector is off: the
+// package's bytes (at most the view's size) held once, a second package's
+// worth of verification buffers, and the runtime's own.
+func startupMemoryLimit(viewBytes int64) int64 { return 2*viewBytes + 32<<20 }
 
-// sealMemoryLimit is the seal stage's soft heap limit while the collector
-// is off: the package's bytes (at most the view's size) held once, a second
-// package's worth of verification buffers, and the runtime's own.
-func sealMemoryLimit(viewBytes int64) int64 { return 2*viewBytes + 32<<20 }
-
-// serveMemory bounds the serve stage's heap once the view is verified: the
-// collector keeps its default pacing (a collection when the heap doubles),
-// which is what holds a small package's server small, and a soft limit of
-// the verified bytes plus headroom stops a large package's heap from
-// growing to twice the package between collections. The headroom covers the
-// runtime, the MCP server and one answer's transient copies (the SDK encodes
-// a result, then frames it: about three times the largest file), and is
-// generous enough that setting the limit does not start a collection on
-// the way to the first answer.
+// serveMemory bounds the serve stage's heap once the view is verified, with
+// a soft limit of the verified bytes plus headroom, so that a large package's
+// heap stays near its size instead of growing to twice it between
+// collections. The headroom covers the runtime, the MCP server and one
+// answer's transient copies (the SDK encodes a result, then frames it:
+// about three times the largest file), and is generous enough that setting
+// the limit does not start a collection on the way to the first answer.
 func serveMemory(v *pkgwalk.View) {
 	var total int64
 	largest := 0
@@ -75,6 +74,15 @@ func serveMemory(v *pkgwalk.View) {
 	}
 	debug.SetMemoryLimit(total + 16<<20 + 3*int64(largest))
 }
+
+// collectFromNowOn turns the collector back on with its default pacing (a
+// collection when the heap doubles), which is what keeps a small package's
+// server small. The serve stage calls it once its first tool call is
+// answered: the collection it starts then (the heap already holds the
+// start-up garbage) runs while the client reads the answer, not between the
+// handshake and that answer. Until then the heap is bounded by serveMemory's
+// limit.
+func collectFromNowOn() { debug.SetGCPercent(100) }
 
 // ExitError carries the sealed server's exit status.
 type ExitError struct{ Code int }
@@ -112,7 +120,7 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		// Pdeathsig fires when the creating thread exits: keep this thread
 		// for the whole life of the child.
 		runtime.LockOSThread()
-		cmd := sandbox.SealedCommand("/proc/self/exe", args, sealEnv)
+		cmd := sandbox.SealedCommand("/proc/self/exe", args, stageEnv)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 		if err := cmd.Start(); err != nil {
 			// Creating the namespaces is the first thing the kernel may
@@ -266,6 +274,7 @@ func RunStage(prefix []string, args []string, stdin io.Reader, stdout, stderr io
 	if err != nil {
 		return fail(2, err)
 	}
+	debug.SetMemoryLimit(startupMemoryLimit(c.ViewBytes))
 	switch args[0] {
 	case "seal":
 		return sealStage(prefix, args[1:], c, fail)
@@ -279,7 +288,6 @@ func RunStage(prefix []string, args []string, stdin io.Reader, stdout, stderr io
 // started with: it isolates, mounts, emits, seals, asserts, and execs the
 // serve stage with every privilege dropped.
 func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int) int {
-	debug.SetMemoryLimit(sealMemoryLimit(c.ViewBytes))
 	if err := sandbox.AssertIsolatedFrom(os.Getppid()); err != nil {
 		return fail(ExitNoIsolation, err)
 	}
@@ -401,6 +409,7 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 		return fail(refusalCode(err), err)
 	}
 	serveMemory(room.View)
+	room.afterFirstCall = func() { go collectFromNowOn() }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if stdin == io.Reader(os.Stdin) && stdout == io.Writer(os.Stdout) {
