@@ -180,7 +180,7 @@ func TestQuickDriver(t *testing.T) {
 		"| # | Work | cleanroom (median) |",
 		"- Machine: ",
 		"package manifest (`package id`), 200 files",
-		"package emit (walk, write from the hashed bytes, re-walk and verify)",
+		"package emit (structural walk, kernel copy, walk and hash of the delivered copy)",
 		"strict evidence read (`evidence.Read`), 1 MiB",
 		"AMBER `amber case build`",
 		"quick smoke sizes",
