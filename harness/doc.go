@@ -15,12 +15,11 @@
 // own and refuses to start if the file is absent, has two readings of a
 // block, or declares tools other than exactly the three it implements.
 // The command line's binary routes the stages from package roomstage's init
-// function, before its other initialisers. Both stages start with the
-// collector off under a soft memory limit (emit and verification keep most
-// of what they allocate); the serve stage then limits its heap to the
-// verified bytes plus headroom, so that it stays near the package's size
-// instead of twice it, and turns the collector back on once its first tool
-// call is answered.
+// function, before its other initialisers. Both stages run with the
+// collector's pacing off and their heap budgeted by a soft memory limit:
+// before verification, twice the view's size; once the view is verified,
+// the verified bytes plus headroom, so that the server's heap stays near
+// the package's size instead of growing to twice it.
 //
 // read_file is an exact dictionary lookup on manifested paths: "..", an
 // absolute path, "./", a directory or a case variant are not defended

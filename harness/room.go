@@ -44,45 +44,38 @@ type ServeOptions struct {
 // updatemaxprocs=0,containermaxprocs=0 stop the Go runtime from holding the
 // host's cgroup CPU files open for the life of the server.
 //
-// GOGC=off: the stages' start-up work (emit, then verification) allocates
-// about the package and keeps most of it; a collection then frees little
-// and costs milliseconds of readiness. The heap is bounded instead by a
-// soft memory limit from each stage's first act (startupMemoryLimit), then
-// in the serve stage by one tied to the verified bytes (serveMemory), and
-// the serve stage turns the collector back on once it has answered its
-// first tool call.
+// GOGC=off: the stages' heaps are budgeted by a soft memory limit instead of
+// the collector's default pacing (a collection each time the heap doubles).
+// Start-up (emit, then verification) allocates about the package and keeps
+// most of it, so collections then free little and cost milliseconds of
+// readiness; while serving, every MCP message makes the SDK allocate about
+// 160 KB of decoder buffers, so a small server's 4 MB minimum heap goal
+// means a collection every few dozen calls, which cost about a quarter of
+// read_file's throughput and most of its p99. The budget is
+// startupMemoryLimit from each stage's first act, then, once the view is
+// verified, serveMemoryLimit.
 var stageEnv = []string{"GODEBUG=updatemaxprocs=0,containermaxprocs=0", "GOGC=off"}
 
-// startupMemoryLimit bounds a stage's heap while the collector is off: the
-// package's bytes (at most the view's size) held once, a second package's
+// startupMemoryLimit bounds a stage's heap before the package's size is
+// known: its bytes (at most the view's size) held once, a second package's
 // worth of verification buffers, and the runtime's own.
 func startupMemoryLimit(viewBytes int64) int64 { return 2*viewBytes + 32<<20 }
 
-// serveMemory bounds the serve stage's heap once the view is verified, with
-// a soft limit of the verified bytes plus headroom, so that a large package's
-// heap stays near its size instead of growing to twice it between
-// collections. The headroom covers the runtime, the MCP server and one
-// answer's transient copies (the SDK encodes a result, then frames it:
-// about three times the largest file), and is generous enough that setting
-// the limit does not start a collection on the way to the first answer.
-func serveMemory(v *pkgwalk.View) {
+// serveMemoryLimit is the serve stage's heap budget: the verified bytes it
+// holds, plus 16 MiB for the runtime, the MCP server and the garbage of the
+// calls between collections, plus one answer's transient copies (the SDK
+// encodes a result, then frames it: about three times the largest file).
+// The 16 MiB are also what keeps setting the limit from starting a
+// collection on the way to the first answer: the start-up heap is below it.
+func serveMemoryLimit(v *pkgwalk.View) int64 {
 	var total int64
 	largest := 0
 	for _, f := range v.Files {
 		total += int64(len(f.Data))
 		largest = max(largest, len(f.Data))
 	}
-	debug.SetMemoryLimit(total + 16<<20 + 3*int64(largest))
+	return total + 16<<20 + 3*int64(largest)
 }
-
-// collectFromNowOn turns the collector back on with its default pacing (a
-// collection when the heap doubles), which is what keeps a small package's
-// server small. The serve stage calls it once its first tool call is
-// answered: the collection it starts then (the heap already holds the
-// start-up garbage) runs while the client reads the answer, not between the
-// handshake and that answer. Until then the heap is bounded by serveMemory's
-// limit.
-func collectFromNowOn() { debug.SetGCPercent(100) }
 
 // ExitError carries the sealed server's exit status.
 type ExitError struct{ Code int }
@@ -408,8 +401,7 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	if err != nil {
 		return fail(refusalCode(err), err)
 	}
-	serveMemory(room.View)
-	room.afterFirstCall = func() { go collectFromNowOn() }
+	debug.SetMemoryLimit(serveMemoryLimit(room.View))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if stdin == io.Reader(os.Stdin) && stdout == io.Writer(os.Stdout) {

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
-	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/vishvananda/netlink"
@@ -557,49 +556,5 @@ func TestRoomSignal(t *testing.T) {
 	doc := readTranscript(t, s.tpath)
 	if ev, _ := doc[len(doc)-1].Get("event"); ev != "end" {
 		t.Errorf("transcript's last event %v, want end", ev)
-	}
-}
-
-// TestAfterFirstCall: the serve stage's hook (it turns the collector back
-// on) runs once, when the first tool call is answered — not at the
-// handshake, and not again — whether that call is served or refused.
-func TestAfterFirstCall(t *testing.T) {
-	pkg, id := writePackage(t, testFiles())
-	tree, err := pkgwalk.Walk(pkg, pkgwalk.WalkOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := pkgwalk.NewManifest(tree, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, first := range []struct {
-		name string
-		args map[string]any
-	}{
-		{"read_file", map[string]any{"path": "spec/ADD.md"}},
-		{"read_file", map[string]any{"path": "no/such/file"}},
-		{"read_file", map[string]any{"file": "spec/ADD.md"}}, // refused: not the declared argument
-	} {
-		room, err := OpenRoom(RoomConfig{View: pkg, Manifest: m, Expect: id, Workspace: filepath.Join(t.TempDir(), "ws"), Limits: DefaultLimits})
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls := 0
-		room.afterFirstCall = func() { calls++ }
-		cs := memSession(t, room)
-		if calls != 0 {
-			t.Errorf("hook ran %d times at the handshake, want 0", calls)
-		}
-		callMem(t, cs, first.name, first.args)
-		if calls != 1 {
-			t.Errorf("after a first call %v: hook ran %d times, want 1", first.args, calls)
-		}
-		callMem(t, cs, "list_files", map[string]any{})
-		callMem(t, cs, "read_file", map[string]any{"path": "spec/ADD.md"})
-		if calls != 1 {
-			t.Errorf("after three calls: hook ran %d times, want 1", calls)
-		}
-		room.Close()
 	}
 }

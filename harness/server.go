@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
@@ -29,10 +28,6 @@ type Room struct {
 	Transcript *Transcript // may be nil
 	Limits     Limits
 	listing    string
-	// afterFirstCall, if set, runs once, when the first tool call's answer
-	// is computed (firstCallAnswered).
-	afterFirstCall func()
-	firstCall      sync.Once
 }
 
 // LoadPrompt reads the prompt out of the verified view (never from disk).
@@ -72,7 +67,6 @@ func NewServer(r *Room) *mcp.Server {
 		h := handlers[spec.Name]
 		s.AddTool(&mcp.Tool{Name: spec.Name, Description: spec.Description, InputSchema: json.RawMessage(spec.SchemaJSON)},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				defer r.firstCallAnswered()
 				args, err := strictArgs(spec, req.Params.Arguments)
 				if err != nil {
 					r.Transcript.call(spec.Name, "refused", map[string]any{"refusal": err.Error()})
@@ -90,14 +84,6 @@ func NewServer(r *Room) *mcp.Server {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: r.Prompt.User}}}}, nil
 	})
 	return s
-}
-
-// firstCallAnswered runs afterFirstCall once, when the first tool call's
-// answer (or refusal) is computed.
-func (r *Room) firstCallAnswered() {
-	if r.afterFirstCall != nil {
-		r.firstCall.Do(r.afterFirstCall)
-	}
 }
 
 func refusal(text string) *mcp.CallToolResult {
