@@ -1,6 +1,10 @@
 package pkgwalk
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/pkgwalk/internal/sha2x"
+)
 
 // SetTestHook installs the walk and emit test hook (see testHook) for the
 // duration of the test.
@@ -19,3 +23,11 @@ func ForceCopyFallback(t testing.TB) {
 // CopyFallbacks returns the number of files copied through the read/write
 // loop so far.
 func CopyFallbacks() int64 { return copyFallbacks.Load() }
+
+// UsePairReader turns the two-files-at-a-time reader on or off for the
+// duration of the test (on only where the CPU has it).
+func UsePairReader(t testing.TB, on bool) {
+	was := pairReader
+	pairReader = on && sha2x.Available
+	t.Cleanup(func() { pairReader = was })
+}

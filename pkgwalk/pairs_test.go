@@ -40,15 +40,18 @@ func TestWalkDigestsAgainstCryptoSHA256(t *testing.T) {
 		want[name] = hex.EncodeToString(s[:])
 	}
 	for _, c := range []struct {
-		name string
-		opts pkgwalk.WalkOptions
+		name  string
+		opts  pkgwalk.WalkOptions
+		pairs bool // the two-files-at-a-time reader (where the CPU has SHA-NI)
 	}{
-		{"one worker", pkgwalk.WalkOptions{Workers: 1}},
-		{"two workers", pkgwalk.WalkOptions{Workers: 2}},
-		{"five workers", pkgwalk.WalkOptions{Workers: 5}},
-		{"bytes kept", pkgwalk.WalkOptions{KeepBytes: true}},
+		{"one worker", pkgwalk.WalkOptions{Workers: 1}, true},
+		{"two workers", pkgwalk.WalkOptions{Workers: 2}, true},
+		{"five workers", pkgwalk.WalkOptions{Workers: 5}, true},
+		{"bytes kept", pkgwalk.WalkOptions{KeepBytes: true}, true},
+		{"one-file reader", pkgwalk.WalkOptions{}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			pkgwalk.UsePairReader(t, c.pairs)
 			tree, err := pkgwalk.Walk(root, c.opts)
 			if err != nil || tree.Err() != nil {
 				t.Fatalf("walk: %v %v", err, tree.Err())
@@ -71,16 +74,20 @@ func TestWalkSizeChangedWhileRead(t *testing.T) {
 	cases := []struct {
 		name   string
 		keep   bool
+		pairs  bool
 		change func(t *testing.T, path string)
 	}{
-		{"grows", false, func(t *testing.T, p string) { appendTo(t, p, "grown\n") }},
-		{"shrinks", false, func(t *testing.T, p string) { must(t, os.Truncate(p, 10)) }},
-		{"emptied", false, func(t *testing.T, p string) { must(t, os.Truncate(p, 0)) }},
-		{"grows, bytes kept", true, func(t *testing.T, p string) { appendTo(t, p, "grown\n") }},
-		{"shrinks, bytes kept", true, func(t *testing.T, p string) { must(t, os.Truncate(p, 10)) }},
+		{"grows", false, true, func(t *testing.T, p string) { appendTo(t, p, "grown\n") }},
+		{"shrinks", false, true, func(t *testing.T, p string) { must(t, os.Truncate(p, 10)) }},
+		{"emptied", false, true, func(t *testing.T, p string) { must(t, os.Truncate(p, 0)) }},
+		{"grows, one-file reader", false, false, func(t *testing.T, p string) { appendTo(t, p, "grown\n") }},
+		{"shrinks, one-file reader", false, false, func(t *testing.T, p string) { must(t, os.Truncate(p, 10)) }},
+		{"grows, bytes kept", true, true, func(t *testing.T, p string) { appendTo(t, p, "grown\n") }},
+		{"shrinks, bytes kept", true, true, func(t *testing.T, p string) { must(t, os.Truncate(p, 10)) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			pkgwalk.UsePairReader(t, c.pairs)
 			root := copySynthetic(t)
 			pkgwalk.SetTestHook(t, func(stage string) {
 				if stage == "read SPEC.md" {

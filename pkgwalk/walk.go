@@ -96,6 +96,10 @@ type WalkOptions struct {
 // refused with ErrTooLarge rather than exhausting memory.
 const MaxKeptFile = 1 << 30
 
+// pairReader: walk workers hash two files at a time (pairs.go) where the
+// CPU can; tests turn it off to run the one-file reader here too.
+var pairReader = sha2x.Available
+
 // openFlags and resolveFlags are how every entry is opened: relative to the
 // descriptor of its parent directory, never by a path from the top.
 const (
@@ -215,7 +219,7 @@ func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[str
 		go func() {
 			defer wg.Done()
 			buf := make([]byte, 256<<10)
-			if sha2x.Available && !opts.structural {
+			if pairReader && !opts.structural {
 				// Two files at a time on this core (pairs.go).
 				w.pairs(buf)
 				return
