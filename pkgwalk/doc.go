@@ -16,7 +16,8 @@
 // manifest and its bpkg, hashed over the canonical bytes of the evidence
 // package. Emit delivers a package into an empty destination file by file
 // and refuses unless what it delivered is the pinned bpkg; VerifyView
-// checks that a tree is exactly a manifest and returns its bytes in memory. DigestOfPaths and ListRegularFiles give the release and
+// checks that a tree is exactly a manifest and returns its bytes in
+// memory. DigestOfPaths and ListRegularFiles give the release and
 // instrument digests the same walk. The path-list digest of TRVM-FORMATS
 // §3.1 (PathListDigest) is the one function every such digest uses.
 //
@@ -26,9 +27,9 @@
 // (internal/sha2x: the rounds of two SHA-256 streams interleaved on one
 // core, nearly twice one stream's rate; padding and the final digest are
 // crypto/sha256's, and the tests check every digest against it); elsewhere
-// it uses crypto/sha256 alone. A file held in
-// memory (KeepBytes, a JSON file for the challenge-shape rule) larger than
-// MaxKeptFile is refused rather than held.
+// it uses crypto/sha256 alone. A file held in memory (KeepBytes, a JSON
+// file for the challenge-shape rule) larger than MaxKeptFile is refused
+// rather than held.
 //
 // Emit measures what it delivered, not what it read: a structural walk of
 // the source (every rule that needs no bytes, all problems reported before
@@ -71,8 +72,10 @@
 // bytes it read from checked descriptors (a swapped-in symlink or FIFO is
 // refused, never followed or waited on), but a rename racing the walk can
 // move a name it already passed. A file's realpath cannot leave the root:
-// nothing is resolved except one name beneath an open directory, with
-// RESOLVE_BENEATH. openat2 is required (Linux 5.6); without it the walk
+// nothing is resolved except names beneath an open directory, with
+// RESOLVE_BENEATH and no symlink (a walk resolves one name beneath its
+// parent's descriptor; Emit's copy resolves a file's package path beneath
+// the source root's). openat2 is required (Linux 5.6); without it the walk
 // refuses to run rather than fall back to path resolution.
 // Symlinks in the path leading to a root are followed (only the final
 // component is checked); callers pass paths they chose.
