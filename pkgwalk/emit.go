@@ -20,7 +20,8 @@ import (
 type EmitOptions struct {
 	// RootLabel is the manifest's root label; "" means DefaultRootLabel.
 	RootLabel string
-	// HoldoutDir enables the holdout-copy leak rule on the source walk.
+	// HoldoutDir enables the holdout-copy leak rule on the walk of the
+	// delivered copy.
 	HoldoutDir string
 	// Sync fsyncs every file and directory written (not needed on the
 	// clean room's tmpfs).
@@ -83,6 +84,12 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The holdout digests are read before anything is written: an
+	// unreadable holdout directory stops the emit here, not after the copy.
+	holdout, err := loadHoldout(WalkOptions{HoldoutDir: opts.HoldoutDir})
+	if err != nil {
+		return nil, err
+	}
 	if testHook != nil {
 		testHook("walked")
 	}
@@ -121,7 +128,7 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 
 	// The delivered copy is what is measured: walked through the descriptor
 	// that was filled, so a path renamed meanwhile changes nothing.
-	got, err := walkHeld(destf, dest, WalkOptions{HoldoutDir: opts.HoldoutDir, Progress: opts.Progress})
+	got, err := walkFrom(destf, "", dest, WalkOptions{HoldoutDir: opts.HoldoutDir, Progress: opts.Progress}, holdout)
 	if err != nil {
 		return nil, e.undo(err)
 	}

@@ -448,3 +448,17 @@ func appendTo(t *testing.T, path, s string) {
 	must(t, err)
 	must(t, f.Close())
 }
+
+// A holdout directory that cannot be read stops the emit before anything
+// is written.
+func TestEmitUnreadableHoldout(t *testing.T) {
+	src := copySynthetic(t)
+	dest := filepath.Join(t.TempDir(), "mount")
+	_, err := pkgwalk.Emit(t.Context(), src, dest, syntheticID, pkgwalk.EmitOptions{HoldoutDir: filepath.Join(t.TempDir(), "absent")})
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Emit = %v, want the holdout directory's ErrNotExist", err)
+	}
+	if _, err := os.Stat(dest); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("destination created although the emit could not start: %v", err)
+	}
+}

@@ -157,17 +157,6 @@ func Walk(root string, opts WalkOptions) (*Tree, error) {
 	return walkFrom(rootf, "", root, opts, holdout)
 }
 
-// walkHeld is Walk of a root the caller already holds open (Emit's
-// destination): the tree walked is the directory behind d, whatever its
-// path names now.
-func walkHeld(d *os.File, root string, opts WalkOptions) (*Tree, error) {
-	holdout, err := loadHoldout(opts)
-	if err != nil {
-		return nil, err
-	}
-	return walkFrom(d, "", root, opts, holdout)
-}
-
 // loadHoldout returns the digests of the holdout files (digest -> path)
 // when the holdout-copy rule applies to this walk, else nil.
 func loadHoldout(opts WalkOptions) (map[string]string, error) {
