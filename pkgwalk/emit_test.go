@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
@@ -454,9 +455,18 @@ func appendTo(t *testing.T, path, s string) {
 func TestEmitUnreadableHoldout(t *testing.T) {
 	src := copySynthetic(t)
 	dest := filepath.Join(t.TempDir(), "mount")
+	var copied atomic.Int64
+	pkgwalk.SetTestHook(t, func(stage string) {
+		if strings.HasPrefix(stage, "open ") {
+			copied.Add(1)
+		}
+	})
 	_, err := pkgwalk.Emit(t.Context(), src, dest, syntheticID, pkgwalk.EmitOptions{HoldoutDir: filepath.Join(t.TempDir(), "absent")})
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Emit = %v, want the holdout directory's ErrNotExist", err)
+	}
+	if n := copied.Load(); n != 0 {
+		t.Errorf("%d files were copied before the holdout directory was found unreadable", n)
 	}
 	if _, err := os.Stat(dest); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("destination created although the emit could not start: %v", err)
