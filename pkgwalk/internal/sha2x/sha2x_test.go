@@ -124,3 +124,23 @@ func BenchmarkBlocks2(b *testing.B) {
 		sha2x.Blocks2(&s, &t, p, q)
 	}
 }
+
+// FuzzAgainstCryptoSHA256: any two inputs, hashed as a pair, give
+// crypto/sha256's digests (go test -fuzz FuzzAgainstCryptoSHA256 explores
+// further; the seeds run with every go test).
+func FuzzAgainstCryptoSHA256(f *testing.F) {
+	f.Add([]byte{}, []byte("abc"))
+	f.Add(make([]byte, 55), make([]byte, 56))
+	f.Add(make([]byte, 64), make([]byte, 128+63))
+	f.Add([]byte("The quick brown fox jumps over the lazy dog"), make([]byte, 1000))
+	f.Fuzz(func(t *testing.T, p, q []byte) {
+		need(t)
+		a, b := hashPair(p, q)
+		if want := sha256.Sum256(p); a != want {
+			t.Fatalf("len %d: %x, crypto/sha256 %x", len(p), a, want)
+		}
+		if want := sha256.Sum256(q); b != want {
+			t.Fatalf("len %d: %x, crypto/sha256 %x", len(q), b, want)
+		}
+	})
+}
