@@ -287,24 +287,15 @@ func InitIndex(dir, origin, keyOut string) (*Index, error) {
 
 // sign signs a checkpoint over the current entries and writes it.
 func (ix *Index) sign(skey string) error {
-	s, err := note.NewSigner(strings.TrimSpace(skey))
-	if err != nil {
-		return fmt.Errorf("index key: %w", err)
-	}
-	v, err := note.NewVerifier(strings.TrimSpace(ix.VKey))
+	s, err := ix.signer(skey)
 	if err != nil {
 		return err
-	}
-	// The signing key must be the one index.pub names, or the new
-	// checkpoint would not verify for anyone.
-	if s.Name() != v.Name() || s.KeyHash() != v.KeyHash() {
-		return fmt.Errorf("%w: key %s+%08x, index.pub %s+%08x", ErrIndexKey, s.Name(), s.KeyHash(), v.Name(), v.KeyHash())
 	}
 	root, err := ix.Root()
 	if err != nil {
 		return err
 	}
-	signed, err := note.Sign(&note.Note{Text: FormatCheckpoint(v.Name(), int64(len(ix.Lines)), root)}, s)
+	signed, err := note.Sign(&note.Note{Text: FormatCheckpoint(s.Name(), int64(len(ix.Lines)), root)}, s)
 	if err != nil {
 		return err
 	}
@@ -510,6 +501,11 @@ func loadForWrite(dir, skeyPath string) (*Index, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	// Only the key holder may discard the tail: a write with another key
+	// is refused here, before the truncation changes the entries file.
+	if _, err := ix.signer(string(skey)); err != nil {
+		return nil, "", err
+	}
 	// The caller holds the index lock, the committed entries verified
 	// against the signed checkpoint, and the key is about to sign the next
 	// one: an uncommitted tail (never signed, so never part of the log) is
@@ -548,19 +544,36 @@ func truncateEntries(path string, size int64) error {
 	return f.Close()
 }
 
+// signer returns the note signer of skey, refused (ErrIndexKey) unless it
+// is the key index.pub names: a checkpoint signed with another key would
+// verify for no one, and a write with it must change nothing.
+func (ix *Index) signer(skey string) (note.Signer, error) {
+	s, err := note.NewSigner(strings.TrimSpace(skey))
+	if err != nil {
+		return nil, fmt.Errorf("index key: %w", err)
+	}
+	v, err := note.NewVerifier(strings.TrimSpace(ix.VKey))
+	if err != nil {
+		return nil, err
+	}
+	if s.Name() != v.Name() || s.KeyHash() != v.KeyHash() {
+		return nil, fmt.Errorf("%w: key %s+%08x, index.pub %s+%08x", ErrIndexKey, s.Name(), s.KeyHash(), v.Name(), v.KeyHash())
+	}
+	return s, nil
+}
+
 // commit appends the entries to entries.jsonl (O_APPEND, synced), then
 // writes the new signed checkpoint atomically. A crash between the two (or
 // during the append) leaves an uncommitted tail the checkpoint does not
 // cover: LoadIndex refuses it (ErrUncommitted) rather than trusts it, and
 // the key holder's next write discards it (loadForWrite).
 func (ix *Index) commit(skey string, es ...*Entry) error {
-	s, err := note.NewSigner(strings.TrimSpace(skey))
-	if err != nil {
-		return fmt.Errorf("index key: %w", err)
+	// Checked before the append: entries no checkpoint will sign are
+	// never written.
+	if _, err := ix.signer(skey); err != nil {
+		return err
 	}
-	if v, _ := note.NewVerifier(ix.VKey); v == nil || s.KeyHash() != v.KeyHash() || s.Name() != v.Name() {
-		return ErrIndexKey
-	}
+	var err error
 	lines := make([][]byte, len(es))
 	for i, e := range es {
 		if lines[i], err = e.Canonical(); err != nil {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/mod/sumdb/note"
 )
 
 // An append interrupted after (part of) its write and before its checkpoint
@@ -102,5 +104,60 @@ func TestIndexTornCommittedLine(t *testing.T) {
 	var ce *CheckError
 	if !errors.As(err, &ce) || ce.Check != CheckEntryForm || !errors.Is(err, ErrEntryForm) {
 		t.Fatalf("LoadIndex with the last signed line cut: %v, want %s / ErrEntryForm", err, CheckEntryForm)
+	}
+}
+
+// A write with a key that is not the index's is refused before anything
+// changes: the uncommitted tail is discarded only by the key holder (so a
+// refused append or retirement leaves the entries file byte for byte).
+func TestIndexTailKeptOnWrongKey(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(dir, key string) error
+	}{
+		{"append", func(dir, key string) error { _, err := AppendCaseFile(dir, key, testEntry(9)); return err }},
+		{"retire", func(dir, key string) error {
+			_, err := RetireCaseFile(dir, key, testEntry(1).CaseID, "2026-01-02")
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, _ := newTestIndex(t, 3)
+			p := filepath.Join(dir, IndexEntriesFile)
+			l, err := testEntry(7).Canonical()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write(append(l, '\n')); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			before, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, _, err := note.GenerateKey(nil, "cases.example.org/index")
+			if err != nil {
+				t.Fatal(err)
+			}
+			otherPath := filepath.Join(t.TempDir(), "other.key")
+			if err := os.WriteFile(otherPath, []byte(other), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.write(dir, otherPath); !errors.Is(err, ErrIndexKey) {
+				t.Fatalf("%s with another key: %v, want ErrIndexKey", tc.name, err)
+			}
+			after, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(after, before) {
+				t.Errorf("a write refused for its key changed %s: %d bytes, were %d", IndexEntriesFile, len(after), len(before))
+			}
+		})
 	}
 }
