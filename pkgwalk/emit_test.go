@@ -472,3 +472,41 @@ func TestEmitUnreadableHoldout(t *testing.T) {
 		t.Errorf("destination created although the emit could not start: %v", err)
 	}
 }
+
+// A directory of the source swapped for a symlink after the structural
+// walk is refused when the copy resolves a file beneath it, and the
+// refusal reads nothing through that symlink: a link outside the package
+// it leads to is not read back into the message (a readlink through the
+// swapped directory would disclose any link the emitter can reach, such
+// as its own /proc/self/fd entries).
+func TestEmitDirectorySwappedForSymlink(t *testing.T) {
+	src := copySynthetic(t)
+	outside := t.TempDir()
+	const secret = "/outside/target/that/must/not/be/reported"
+	for _, name := range []string{"CLEAN-ROOM-PROMPT-v1.md", "CONTRACT.md"} {
+		must(t, os.Symlink(secret, filepath.Join(outside, name)))
+	}
+	pkgwalk.SetTestHook(t, func(stage string) {
+		if stage == "walked" {
+			dir := filepath.Join(src, "experiment")
+			must(t, os.Rename(dir, filepath.Join(t.TempDir(), "moved")))
+			must(t, os.Symlink(outside, dir))
+		}
+	})
+	dest := filepath.Join(t.TempDir(), "mount")
+	_, err := pkgwalk.Emit(t.Context(), src, dest, syntheticID, pkgwalk.EmitOptions{})
+	if !errors.Is(err, pkgwalk.ErrSymlink) {
+		t.Fatalf("Emit = %v, want %q", err, pkgwalk.ErrSymlink)
+	}
+	for _, p := range problemsOf(t, err) {
+		if p.Rule != pkgwalk.ErrSymlink || !strings.HasPrefix(p.Path, "experiment/") {
+			t.Errorf("problem %v, want only %q beneath experiment/", p, pkgwalk.ErrSymlink)
+		}
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("the refusal read a link outside the package through the swapped directory: %v", err)
+	}
+	if _, err := os.Stat(dest); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the destination the emit created is still there: %v", err)
+	}
+}

@@ -477,7 +477,14 @@ func (w *walker) refuseType(dirfd int, name, p string, mode uint32) {
 
 // openFailed turns a failed fstatat or openat2 into the problem it reveals.
 func (w *walker) openFailed(dirfd int, name, p string, err error) {
+	// A name of several segments (Emit's copy resolves a package path
+	// beneath the root) is never looked up again: fstatat and readlinkat
+	// would follow a symlink swapped in for one of its directories, out of
+	// the package, and report what they found there.
+	nested := strings.Contains(name, "/")
 	switch {
+	case errors.Is(err, unix.ELOOP) && nested:
+		w.problem(p, ErrSymlink, "a symbolic link on its path")
 	case errors.Is(err, unix.ELOOP):
 		// O_NOFOLLOW / RESOLVE_NO_SYMLINKS met a symlink swapped in.
 		w.refuseType(dirfd, name, p, unix.S_IFLNK)
@@ -488,7 +495,7 @@ func (w *walker) openFailed(dirfd int, name, p string, err error) {
 		w.problem(p, ErrChanged, "vanished during the walk")
 	case errors.Is(err, unix.ENXIO):
 		var st unix.Stat_t
-		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if !nested && unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			w.problem(p, typeRule(st.Mode), "")
 			return
 		}
