@@ -551,7 +551,11 @@ func copyExactly(sfd, dfd int, size int64, buf *[]byte) (changed string, err err
 		case err != nil:
 			return "", err
 		case n == 0:
-			return fmt.Sprintf("fstat said %d bytes, it ended after %d", size, done), nil
+			// The end of the file, or a filesystem whose copy_file_range
+			// copies nothing without an error (as Go's os.File.ReadFrom
+			// also assumes): the read loop below tells the two apart.
+			fallback = true
+			continue
 		}
 		done += int64(n)
 	}
