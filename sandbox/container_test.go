@@ -363,6 +363,9 @@ func TestHarnessDeathKillsContainer(t *testing.T) {
 	defer func() {
 		_ = helper.Process.Kill()
 	}()
+	// Also when the test fails: a candidate that outlived the harness is
+	// killed, and its cgroups and bundle mount are not left on the host.
+	t.Cleanup(func() { destroyStale(t, state) })
 	candidate := func() bool {
 		ents, _ := os.ReadDir("/proc")
 		for _, e := range ents {
@@ -391,12 +394,11 @@ func TestHarnessDeathKillsContainer(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	destroyStale(t, state)
 }
 
-// destroyStale destroys every stopped container of the runs under the
-// state root (cgroups and state of a harness that was killed) and unmounts
-// their bundles' tmpfs.
+// destroyStale destroys every container of the runs under the state root
+// (cgroups and state of a harness that was killed; one still running is
+// killed first) and unmounts their bundles' tmpfs.
 func destroyStale(t *testing.T, stateDir string) {
 	bundles, _ := os.ReadDir(stateDir)
 	for _, b := range bundles {
@@ -409,10 +411,18 @@ func destroyStale(t *testing.T, stateDir string) {
 				t.Logf("load %s: %v", e.Name(), err)
 				continue
 			}
-			if st, err := c.Status(); err == nil && st == libcontainer.Stopped {
-				if err := c.Destroy(); err != nil {
-					t.Errorf("destroy %s: %v", e.Name(), err)
+			// A candidate still running (the test failed) is killed first.
+			if st, err := c.Status(); err == nil && st != libcontainer.Stopped {
+				_ = c.Signal(unix.SIGKILL)
+				for i := 0; i < 500; i++ {
+					if st, err := c.Status(); err != nil || st == libcontainer.Stopped {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
 				}
+			}
+			if err := c.Destroy(); err != nil {
+				t.Errorf("destroy %s: %v", e.Name(), err)
 			}
 		}
 		if err := unix.Unmount(bundle, unix.MNT_DETACH); err != nil {
