@@ -314,35 +314,38 @@ func (ix *Index) sign(skey string) error {
 // index key; empty means the index's own index.pub (trust on first use: a
 // consumer should pin the key it was given out of band).
 func LoadIndex(dir, vkey string) (*Index, error) {
-	ix, _, err := loadIndex(dir, vkey, false)
+	ix, _, _, err := loadIndex(dir, vkey, false)
 	return ix, err
 }
 
-func loadIndex(dir, vkey string, allowTail bool) (*Index, int64, error) {
+// loadIndex is LoadIndex; with allowTail it also returns the length of the
+// committed entries and the entries file it read them from (see
+// readEntriesTail).
+func loadIndex(dir, vkey string, allowTail bool) (*Index, int64, os.FileInfo, error) {
 	pub, err := readCapped(filepath.Join(dir, IndexPubFile), maxIndexKey)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	if vkey == "" {
 		vkey = string(pub)
 	} else if strings.TrimSpace(vkey) != strings.TrimSpace(string(pub)) {
-		return nil, 0, &CheckError{Check: CheckCheckpointSignature, File: IndexPubFile, Err: fmt.Errorf("%w: index.pub is not the trusted key", ErrIndexKey)}
+		return nil, 0, nil, &CheckError{Check: CheckCheckpointSignature, File: IndexPubFile, Err: fmt.Errorf("%w: index.pub is not the trusted key", ErrIndexKey)}
 	}
 	ix := &Index{Dir: dir, VKey: strings.TrimSpace(vkey)}
 	signed, err := readCapped(filepath.Join(dir, IndexCheckpointFile), maxCheckpoint)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	cp, err := OpenCheckpoint(signed, ix.VKey)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	ix.Checkpoint = cp
-	committed, err := ix.readEntriesTail(allowTail)
+	committed, read, err := ix.readEntriesTail(allowTail)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	return ix, committed, nil
+	return ix, committed, read, nil
 }
 
 // readEntriesTail reads the entries the checkpoint covers and verifies them.
@@ -352,11 +355,11 @@ func loadIndex(dir, vkey string, allowTail bool) (*Index, int64, error) {
 // refuses them (ErrUncommitted: it cannot tell a crash from tampering);
 // with allowTail the tail is tolerated and its offset returned, so that the
 // key holder's next write can discard it before appending.
-func (ix *Index) readEntriesTail(allowTail bool) (committed int64, err error) {
+func (ix *Index) readEntriesTail(allowTail bool) (committed int64, read os.FileInfo, err error) {
 	path := filepath.Join(ix.Dir, IndexEntriesFile)
-	f, _, err := openRegular(path)
+	f, read, err := openRegular(path)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
@@ -369,42 +372,42 @@ func (ix *Index) readEntriesTail(allowTail bool) (committed int64, err error) {
 	for int64(len(ix.Lines)) < ix.Checkpoint.Size {
 		n := len(ix.Lines) + 1
 		if n > maxIndexEntries {
-			return 0, fail(CheckEntryCount, n, fmt.Errorf("over %d entries", maxIndexEntries))
+			return 0, nil, fail(CheckEntryCount, n, fmt.Errorf("over %d entries", maxIndexEntries))
 		}
 		line, err := readEntryLine(r)
 		if err == io.EOF {
 			// Fewer entries than the checkpoint signs: history was cut.
-			return 0, fail(CheckEntryCount, n-1, fmt.Errorf("%w: %d entries, checkpoint size %d", ErrRewritten, n-1, ix.Checkpoint.Size))
+			return 0, nil, fail(CheckEntryCount, n-1, fmt.Errorf("%w: %d entries, checkpoint size %d", ErrRewritten, n-1, ix.Checkpoint.Size))
 		}
 		if err != nil {
-			return 0, fail(CheckEntryForm, n, err)
+			return 0, nil, fail(CheckEntryForm, n, err)
 		}
 		e, err := ParseEntry(line)
 		if err != nil {
-			return 0, fail(CheckEntryForm, n, err)
+			return 0, nil, fail(CheckEntryForm, n, err)
 		}
 		if err := ix.addLeaf(line, e); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		committed += int64(len(line)) + 1
 	}
 	tail, err := io.Copy(io.Discard, io.LimitReader(r, maxIndexEntries*maxEntryLine))
 	if err != nil {
-		return 0, fmt.Errorf("reading %s: %w", path, err)
+		return 0, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if tail > 0 && !allowTail {
-		return 0, fail(CheckEntryCount, len(ix.Lines)+1, fmt.Errorf("%w: %d bytes after the %d entries the checkpoint signs (an interrupted append, or lines added without the key; the key holder's next append or retirement discards them)", ErrUncommitted, tail, ix.Checkpoint.Size))
+		return 0, nil, fail(CheckEntryCount, len(ix.Lines)+1, fmt.Errorf("%w: %d bytes after the %d entries the checkpoint signs (an interrupted append, or lines added without the key; the key holder's next append or retirement discards them)", ErrUncommitted, tail, ix.Checkpoint.Size))
 	}
 	root, err := ix.Root()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	// Every leaf is covered by the signed root: an entry edited in place,
 	// inserted, removed or reordered changes the root.
 	if root != ix.Checkpoint.Root {
-		return 0, &CheckError{Check: CheckRootHash, File: path, Err: fmt.Errorf("%w: entries hash to %s, checkpoint signs %s", ErrRewritten, root, ix.Checkpoint.Root)}
+		return 0, nil, &CheckError{Check: CheckRootHash, File: path, Err: fmt.Errorf("%w: entries hash to %s, checkpoint signs %s", ErrRewritten, root, ix.Checkpoint.Root)}
 	}
-	return committed, ix.checkHistory()
+	return committed, read, ix.checkHistory()
 }
 
 // readEntryLine returns one newline-terminated entry line without its
@@ -497,7 +500,7 @@ func loadForWrite(dir, skeyPath string) (*Index, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	ix, committed, err := loadIndex(dir, "", true)
+	ix, committed, read, err := loadIndex(dir, "", true)
 	if err != nil {
 		return nil, "", err
 	}
@@ -511,16 +514,19 @@ func loadForWrite(dir, skeyPath string) (*Index, string, error) {
 	// one: an uncommitted tail (never signed, so never part of the log) is
 	// cut off here, so that an interrupted append does not wedge the index
 	// and no unsigned line ever gets signed by being appended after.
-	if err := truncateEntries(filepath.Join(dir, IndexEntriesFile), committed); err != nil {
+	if err := truncateEntries(filepath.Join(dir, IndexEntriesFile), committed, read); err != nil {
 		return nil, "", err
 	}
 	return ix, string(skey), nil
 }
 
 // truncateEntries cuts the entries file to size bytes (if it is longer) and
-// syncs it.
-func truncateEntries(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+// syncs it, only while path is still the file read is (the one whose
+// first size bytes were verified).
+func truncateEntries(path string, size int64, read os.FileInfo) error {
+	// O_NOFOLLOW: a symlink planted as the entries file would truncate its
+	// target. O_NONBLOCK: a FIFO swapped in cannot hang the open.
+	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
@@ -531,6 +537,11 @@ func truncateEntries(path string, size int64) error {
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s: %w", path, ErrNotRegular)
+	}
+	// A file swapped in after the verification is not the log that was
+	// verified: cutting it at the verified length would be a guess.
+	if !os.SameFile(fi, read) {
+		return &CheckError{Check: CheckEntryCount, File: path, Err: fmt.Errorf("%w: the entries file was replaced while it was verified", ErrRewritten)}
 	}
 	if fi.Size() <= size {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/sys/unix"
 )
 
 // An append interrupted after (part of) its write and before its checkpoint
@@ -159,5 +160,43 @@ func TestIndexTailKeptOnWrongKey(t *testing.T) {
 				t.Errorf("a write refused for its key changed %s: %d bytes, were %d", IndexEntriesFile, len(after), len(before))
 			}
 		})
+	}
+}
+
+// The tail is cut only from the entries file that was verified: a file
+// swapped in at its path after the verification is refused and left as
+// it is, FIFO or regular.
+func TestTruncateEntriesOnlyTheVerifiedFile(t *testing.T) {
+	dir, _ := newTestIndex(t, 3)
+	p := filepath.Join(dir, IndexEntriesFile)
+	verified, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := append([]byte("not the verified log\n"), make([]byte, 4096)...)
+	tmp := filepath.Join(dir, "swap")
+	if err := os.WriteFile(tmp, swapped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	err = truncateEntries(p, 10, verified)
+	var ce *CheckError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrRewritten) {
+		t.Fatalf("truncating a swapped entries file: %v, want a CheckError / ErrRewritten", err)
+	}
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, swapped) {
+		t.Errorf("the swapped file was changed: %d bytes, were %d", len(got), len(swapped))
+	}
+
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := truncateEntries(p, 10, verified); !errors.Is(err, ErrNotRegular) && !errors.Is(err, unix.ENXIO) {
+		t.Fatalf("truncating a FIFO swapped in: %v, want ErrNotRegular or ENXIO (never a hang)", err)
 	}
 }
