@@ -534,8 +534,9 @@ func copyOne(w *walker, srcFD, dirfd int, name string, file *File, sync bool, bu
 // source holds fewer or more bytes than its fstat said (it is being
 // written). The copy is done in the kernel with copy_file_range(2), never
 // through user space; where the kernel cannot (EXDEV, EINVAL, EOPNOTSUPP,
-// ENOSYS, for example between some filesystems) it continues with a
-// read/write loop through buf from where it stopped. Either way the bytes
+// ENOSYS, for example between some filesystems, or it copies nothing
+// before the size) it continues with a read/write loop through buf from
+// where it stopped. Either way the bytes
 // delivered are measured afterwards, on the destination.
 func copyExactly(sfd, dfd int, size int64, buf *[]byte) (changed string, err error) {
 	var done int64
