@@ -381,7 +381,9 @@ func copyFiles(ctx context.Context, src, dest *os.File, files []File, sync bool,
 			var buf []byte // for the read/write fallback, made on first use
 			for j := range jobs {
 				if !stopped.Load() {
-					if err := copyOne(w, srcFD, j.dir.fd, j.name, j.file, sync, &buf, e); err != nil {
+					if err := ctx.Err(); err != nil {
+						fail(err)
+					} else if err := copyOne(w, srcFD, j.dir.fd, j.name, j.file, sync, &buf, e); err != nil {
 						fail(err)
 					} else if refused() {
 						stopped.Store(true)
@@ -451,6 +453,11 @@ func copyFiles(ctx context.Context, src, dest *os.File, files []File, sync bool,
 	}
 	if firstErr != nil {
 		return firstErr
+	}
+	// Cancelled while the last files were being copied: nothing checked
+	// the context after them.
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if sync {
 		return syncDirs(dest, files)

@@ -510,3 +510,26 @@ func TestEmitDirectorySwappedForSymlink(t *testing.T) {
 		t.Errorf("the destination the emit created is still there: %v", err)
 	}
 }
+
+// A context cancelled while files are being copied ends the emit with the
+// context's error (no further file is copied once a copier sees it) and
+// removes what was created, however few files the package has.
+func TestEmitCancelledDuringCopy(t *testing.T) {
+	src := copySynthetic(t)
+	dest := filepath.Join(t.TempDir(), "mount")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var opened atomic.Int64
+	pkgwalk.SetTestHook(t, func(stage string) {
+		if strings.HasPrefix(stage, "open ") && opened.Add(1) == 1 {
+			cancel()
+		}
+	})
+	_, err := pkgwalk.Emit(ctx, src, dest, syntheticID, pkgwalk.EmitOptions{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Emit = %v, want context.Canceled", err)
+	}
+	if _, err := os.Stat(dest); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the destination the emit created is still there: %v", err)
+	}
+}
