@@ -16,8 +16,10 @@
 // while the caller does other work, the next ones keep the fast path open.
 // Moving a process into the cgroup it is in is a no-op for the kernel
 // (source and destination css_set are the same); the cgroup is resolved
-// through /proc/self/mountinfo, as the cgroup libraries do, and the write
-// is only made after the process was found in that cgroup's list.
+// through /proc/self/mountinfo, as the cgroup libraries do, the write
+// is only made after the process was found in that cgroup's list, and
+// priming ends as soon as /proc/self/cgroup changes (someone moved the
+// process: a write would move it back).
 //
 // The package depends on the standard library and x/sys only, so that a
 // program can start priming from an early package initialiser (Early).
@@ -29,11 +31,13 @@ package cgprime
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -44,7 +48,8 @@ var (
 	users    int
 	quit     chan struct{}
 	finished chan struct{}
-	early    func() // the reference Early holds, released by the first stop
+	early    func()       // the reference Early holds, released by the first stop
+	writes   atomic.Int64 // writes made, for the tests
 )
 
 // Start primes (or joins the priming already running) until stop is
@@ -107,7 +112,12 @@ func acquireLocked() (release func()) {
 // returns at once when priming is not possible here.
 func write(quit <-chan struct{}, finished chan<- struct{}) {
 	defer close(finished)
-	f := openOwnProcs()
+	self, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return
+	}
+	defer self.Close()
+	f, own := openOwnProcs()
 	if f == nil {
 		return
 	}
@@ -116,13 +126,20 @@ func write(quit <-chan struct{}, finished chan<- struct{}) {
 	if !listed(f.Name(), pid) {
 		return
 	}
+	cur := make([]byte, len(own)+1) // one byte more: a longer table differs too
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
+		// Moved to another cgroup since it was resolved (by anyone): the
+		// next write would move the process back, so priming ends here.
+		if n, err := self.ReadAt(cur, 0); (err != nil && err != io.EOF) || !bytes.Equal(cur[:n], own) {
+			return
+		}
 		// Each write is one migration request of its own.
 		if _, err := f.Write(pid); err != nil {
 			return
 		}
+		writes.Add(1)
 		select {
 		case <-quit:
 			return
@@ -148,15 +165,16 @@ func listed(path string, pid []byte) bool {
 
 // openOwnProcs opens for writing the cgroup.procs file of this process's
 // own cgroup: in the pids (else freezer) v1 hierarchy, or the unified one;
-// nil if it cannot be resolved.
-func openOwnProcs() *os.File {
+// nil if it cannot be resolved. own is the /proc/self/cgroup it was
+// resolved from.
+func openOwnProcs() (f *os.File, own []byte) {
 	own, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	mounts, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer mounts.Close()
 	var st unix.Statfs_t
@@ -210,8 +228,8 @@ func openOwnProcs() *os.File {
 			continue // the mount shows another part of the hierarchy
 		}
 		if f, err := os.OpenFile(filepath.Join(point, rel, "cgroup.procs"), os.O_WRONLY|unix.O_NOFOLLOW, 0); err == nil {
-			return f
+			return f, own
 		}
 	}
-	return nil
+	return nil, nil
 }

@@ -2,6 +2,7 @@ package cgprime
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,11 +15,24 @@ func needPriming(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("writing cgroup.procs needs root")
 	}
-	f := openOwnProcs()
+	f, _ := openOwnProcs()
 	if f == nil {
 		t.Skip("no writable cgroup.procs of this process's own cgroup here")
 	}
 	f.Close()
+}
+
+// waitWrites waits until n writes were made in all (the test fails if
+// none comes in 10 s: priming does nothing).
+func waitWrites(t *testing.T, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for writes.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes made, want %d", writes.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func running() int {
@@ -41,7 +55,7 @@ func TestPrimingIsANoOp(t *testing.T) {
 	}{
 		{"one caller", func() {
 			stop := Start()
-			time.Sleep(20 * time.Millisecond)
+			waitWrites(t, writes.Load()+2)
 			stop()
 		}},
 		{"two callers", func() {
@@ -88,7 +102,7 @@ func TestPrimingIsANoOp(t *testing.T) {
 // The file opened is the cgroup.procs that lists this process.
 func TestOpenOwnProcsListsThisProcess(t *testing.T) {
 	needPriming(t)
-	f := openOwnProcs()
+	f, _ := openOwnProcs()
 	defer f.Close()
 	b, err := os.ReadFile(f.Name())
 	if err != nil {
@@ -96,5 +110,63 @@ func TestOpenOwnProcsListsThisProcess(t *testing.T) {
 	}
 	if pid := strconv.Itoa(os.Getpid()); !slices.Contains(strings.Fields(string(b)), pid) {
 		t.Errorf("%s does not list pid %s", f.Name(), pid)
+	}
+}
+
+// ownProcsDir is the directory of the cgroup.procs file priming writes to.
+func ownProcsDir(t *testing.T) string {
+	t.Helper()
+	f, _ := openOwnProcs()
+	if f == nil {
+		t.Skip("no writable cgroup.procs of this process's own cgroup here")
+	}
+	defer f.Close()
+	return filepath.Dir(f.Name())
+}
+
+// A process moved to another cgroup while priming runs stays there:
+// priming stops instead of moving it back into the cgroup it resolved.
+func TestPrimingStopsWhenMovedAway(t *testing.T) {
+	needPriming(t)
+	from := ownProcsDir(t)
+	to, err := os.MkdirTemp(from, "cgprime-test-")
+	if err != nil {
+		t.Skipf("cannot create a child cgroup here: %v", err)
+	}
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	moveTo := func(dir string) error {
+		return os.WriteFile(filepath.Join(dir, "cgroup.procs"), pid, 0)
+	}
+	t.Cleanup(func() {
+		if err := moveTo(from); err != nil {
+			t.Errorf("moving back to %s: %v", from, err)
+		}
+		if err := os.Remove(to); err != nil {
+			t.Errorf("removing %s: %v", to, err)
+		}
+	})
+	inTo := func() bool {
+		b, err := os.ReadFile(filepath.Join(to, "cgroup.procs"))
+		return err == nil && slices.Contains(strings.Fields(string(b)), string(pid))
+	}
+	stop := Start()
+	defer stop()
+	// The writer is writing (its first write waits for the grace period)
+	// before the process moves away.
+	waitWrites(t, writes.Load()+2)
+	// A move that lands between the writer's check and its write is
+	// undone once (the check cannot be atomic with the write); the next
+	// check sees the move and the writer ends. Without the check, every
+	// move is undone.
+	moved := false
+	for attempt := 0; attempt < 3 && !moved; attempt++ {
+		if err := moveTo(to); err != nil {
+			t.Skipf("cannot move this process into a child cgroup here: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		moved = inTo()
+	}
+	if !moved {
+		t.Fatalf("priming moved the process back from %s into %s", to, from)
 	}
 }
