@@ -473,41 +473,62 @@ func TestEmitUnreadableHoldout(t *testing.T) {
 	}
 }
 
-// A directory of the source swapped for a symlink after the structural
-// walk is refused when the copy resolves a file beneath it, and the
-// refusal reads nothing through that symlink: a link outside the package
-// it leads to is not read back into the message (a readlink through the
-// swapped directory would disclose any link the emitter can reach, such
-// as its own /proc/self/fd entries).
-func TestEmitDirectorySwappedForSymlink(t *testing.T) {
-	src := copySynthetic(t)
-	outside := t.TempDir()
+// A source entry swapped for a symlink after the structural walk is
+// refused when the copy resolves a file through it. The refusal names a
+// swapped file's own link target, but reads nothing through a swapped
+// directory: a link outside the package it leads to is not read back into
+// the message (a readlink through it would disclose any link the emitter
+// can reach, such as its own /proc/self/fd entries).
+func TestEmitEntrySwappedForSymlink(t *testing.T) {
 	const secret = "/outside/target/that/must/not/be/reported"
-	for _, name := range []string{"CLEAN-ROOM-PROMPT-v1.md", "CONTRACT.md"} {
-		must(t, os.Symlink(secret, filepath.Join(outside, name)))
-	}
-	pkgwalk.SetTestHook(t, func(stage string) {
-		if stage == "walked" {
+	cases := []struct {
+		name   string
+		swap   func(t *testing.T, src, outside string)
+		detail string // in the refusal of experiment/CONTRACT.md when it is reported
+	}{
+		{"directory", func(t *testing.T, src, outside string) {
 			dir := filepath.Join(src, "experiment")
 			must(t, os.Rename(dir, filepath.Join(t.TempDir(), "moved")))
 			must(t, os.Symlink(outside, dir))
-		}
-	})
-	dest := filepath.Join(t.TempDir(), "mount")
-	_, err := pkgwalk.Emit(t.Context(), src, dest, syntheticID, pkgwalk.EmitOptions{})
-	if !errors.Is(err, pkgwalk.ErrSymlink) {
-		t.Fatalf("Emit = %v, want %q", err, pkgwalk.ErrSymlink)
+		}, "a symbolic link on its path"},
+		{"file", func(t *testing.T, src, _ string) {
+			p := filepath.Join(src, "experiment/CONTRACT.md")
+			must(t, os.Remove(p))
+			must(t, os.Symlink("../SPEC.md", p))
+		}, `-> "../SPEC.md"`},
 	}
-	for _, p := range problemsOf(t, err) {
-		if p.Rule != pkgwalk.ErrSymlink || !strings.HasPrefix(p.Path, "experiment/") {
-			t.Errorf("problem %v, want only %q beneath experiment/", p, pkgwalk.ErrSymlink)
-		}
-	}
-	if strings.Contains(err.Error(), secret) {
-		t.Errorf("the refusal read a link outside the package through the swapped directory: %v", err)
-	}
-	if _, err := os.Stat(dest); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the destination the emit created is still there: %v", err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := copySynthetic(t)
+			outside := t.TempDir()
+			for _, name := range []string{"CLEAN-ROOM-PROMPT-v1.md", "CONTRACT.md"} {
+				must(t, os.Symlink(secret, filepath.Join(outside, name)))
+			}
+			pkgwalk.SetTestHook(t, func(stage string) {
+				if stage == "walked" {
+					c.swap(t, src, outside)
+				}
+			})
+			dest := filepath.Join(t.TempDir(), "mount")
+			_, err := pkgwalk.Emit(t.Context(), src, dest, syntheticID, pkgwalk.EmitOptions{})
+			if !errors.Is(err, pkgwalk.ErrSymlink) {
+				t.Fatalf("Emit = %v, want %q", err, pkgwalk.ErrSymlink)
+			}
+			for _, p := range problemsOf(t, err) {
+				if p.Rule != pkgwalk.ErrSymlink || !strings.HasPrefix(p.Path, "experiment/") {
+					t.Errorf("problem %v, want only %q beneath experiment/", p, pkgwalk.ErrSymlink)
+				}
+				if p.Path == "experiment/CONTRACT.md" && p.Detail != c.detail {
+					t.Errorf("detail %q, want %q", p.Detail, c.detail)
+				}
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the refusal read a link outside the package through the swapped directory: %v", err)
+			}
+			if _, err := os.Stat(dest); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the destination the emit created is still there: %v", err)
+			}
+		})
 	}
 }
 

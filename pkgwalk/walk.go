@@ -478,13 +478,27 @@ func (w *walker) refuseType(dirfd int, name, p string, mode uint32) {
 // openFailed turns a failed fstatat or openat2 into the problem it reveals.
 func (w *walker) openFailed(dirfd int, name, p string, err error) {
 	// A name of several segments (Emit's copy resolves a package path
-	// beneath the root) is never looked up again: fstatat and readlinkat
-	// would follow a symlink swapped in for one of its directories, out of
-	// the package, and report what they found there.
-	nested := strings.Contains(name, "/")
+	// beneath the root) is looked up again only beneath its parent, opened
+	// like every entry: fstatat or readlinkat of the whole name would
+	// follow a symlink swapped in for one of its directories, out of the
+	// package, and report what they found there.
+	lookup := true
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		pfd, perr := openEntry(dirfd, name[:i], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
+		if perr == nil {
+			defer unix.Close(pfd)
+			dirfd, name = pfd, name[i+1:]
+		} else {
+			lookup = false
+			if errors.Is(perr, unix.ELOOP) {
+				w.problem(p, ErrSymlink, "a symbolic link on its path")
+				return
+			}
+		}
+	}
 	switch {
-	case errors.Is(err, unix.ELOOP) && nested:
-		w.problem(p, ErrSymlink, "a symbolic link on its path")
+	case errors.Is(err, unix.ELOOP) && !lookup:
+		w.problem(p, ErrSymlink, "")
 	case errors.Is(err, unix.ELOOP):
 		// O_NOFOLLOW / RESOLVE_NO_SYMLINKS met a symlink swapped in.
 		w.refuseType(dirfd, name, p, unix.S_IFLNK)
@@ -495,7 +509,7 @@ func (w *walker) openFailed(dirfd int, name, p string, err error) {
 		w.problem(p, ErrChanged, "vanished during the walk")
 	case errors.Is(err, unix.ENXIO):
 		var st unix.Stat_t
-		if !nested && unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if lookup && unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			w.problem(p, typeRule(st.Mode), "")
 			return
 		}
