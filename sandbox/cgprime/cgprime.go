@@ -164,8 +164,9 @@ func listed(path string, pid []byte) bool {
 }
 
 // openOwnProcs opens for writing the cgroup.procs file of this process's
-// own cgroup: in the pids (else freezer) v1 hierarchy, or the unified one;
-// nil if it cannot be resolved. own is the /proc/self/cgroup it was
+// own cgroup: in whichever of the pids and freezer v1 hierarchies
+// mountinfo lists first (every hierarchy takes the same global lock), or
+// the unified one; nil if it cannot be resolved. own is the /proc/self/cgroup it was
 // resolved from.
 func openOwnProcs() (f *os.File, own []byte) {
 	own, err := os.ReadFile("/proc/self/cgroup")
@@ -227,6 +228,8 @@ func openOwnProcs() (f *os.File, own []byte) {
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 			continue // the mount shows another part of the hierarchy
 		}
+		// O_NOFOLLOW: a symlink in place of cgroup.procs is not the
+		// kernel's file and is not written through.
 		if f, err := os.OpenFile(filepath.Join(point, rel, "cgroup.procs"), os.O_WRONLY|unix.O_NOFOLLOW, 0); err == nil {
 			return f, own
 		}
