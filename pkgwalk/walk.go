@@ -75,8 +75,9 @@ type WalkOptions struct {
 	// Progress, when set, is called after each file is read with the number
 	// of files and bytes read so far. Calls are serialised.
 	Progress func(files int, bytes int64)
-	// Workers is the number of files read and hashed in parallel; 0 means
-	// GOMAXPROCS.
+	// Workers is the number of goroutines that read and hash files, each
+	// one file at a time, or two where the CPU has the SHA extensions
+	// (pairs.go); 0 means GOMAXPROCS.
 	Workers int
 
 	// plain walks only refuse what is not a regular file or a directory
