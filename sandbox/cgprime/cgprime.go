@@ -50,6 +50,9 @@ var (
 	finished chan struct{}
 	early    func()       // the reference Early holds, released by the first stop
 	writes   atomic.Int64 // writes made, for the tests
+	// earlyTimer releases early after Early's limit; the first stop
+	// stops it, so no timer outlives the container start.
+	earlyTimer *time.Timer
 )
 
 // Start primes (or joins the priming already running) until stop is
@@ -61,9 +64,12 @@ func Start() (stop func()) {
 	release := acquireLocked()
 	return sync.OnceFunc(func() {
 		mu.Lock()
-		e := early
-		early = nil
+		e, limit := early, earlyTimer
+		early, earlyTimer = nil, nil
 		mu.Unlock()
+		if limit != nil {
+			limit.Stop()
+		}
 		if e != nil {
 			e()
 		}
@@ -83,7 +89,7 @@ func Early(limit time.Duration) {
 	early = sync.OnceFunc(acquireLocked())
 	// If no container start follows (a refused command line), the
 	// writes still end.
-	time.AfterFunc(limit, early)
+	earlyTimer = time.AfterFunc(limit, early)
 }
 
 // acquireLocked takes one reference, starting the writer if none runs.

@@ -70,9 +70,19 @@ func TestPrimingIsANoOp(t *testing.T) {
 		}},
 		{"early, then a start", func() {
 			Early(time.Minute)
+			mu.Lock()
+			limit := earlyTimer
+			mu.Unlock()
+			if limit == nil {
+				t.Fatal("Early armed no limit")
+			}
 			stop := Start()
 			time.Sleep(10 * time.Millisecond)
 			stop() // also releases Early's reference
+			// and its limit: no timer outlives the container start.
+			if limit.Stop() {
+				t.Error("Early's limit is still armed after the start's stop")
+			}
 		}},
 		{"early alone, released by its limit", func() {
 			Early(20 * time.Millisecond)
