@@ -159,6 +159,11 @@ func (o *ServeOptions) check() error {
 	if o.ViewBytes == 0 {
 		o.ViewBytes = DefaultViewBytes
 	}
+	// A negative size would also make the stages' memory limit negative,
+	// that is no limit at all with the collector's pacing off.
+	if o.ViewBytes < 0 {
+		return fmt.Errorf("view size %d is negative", o.ViewBytes)
+	}
 	if o.RootLabel == "" {
 		o.RootLabel = pkgwalk.DefaultRootLabel
 	}
