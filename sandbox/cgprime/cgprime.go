@@ -53,6 +53,11 @@ var (
 	// earlyTimer releases early after Early's limit; the first stop
 	// stops it, so no timer outlives the container start.
 	earlyTimer *time.Timer
+	// maxPriming bounds one writer's life whoever still holds a reference:
+	// while it writes, every fork and exit on the host takes the cgroup
+	// rwsem's slow path, and a preparation that takes longer (a slow probe,
+	// a large package) has lost little by paying the grace period once.
+	maxPriming = 2 * time.Second
 )
 
 // Start primes (or joins the priming already running) until stop is
@@ -135,6 +140,8 @@ func write(quit <-chan struct{}, finished chan<- struct{}) {
 	cur := make([]byte, len(own)+1) // one byte more: a longer table differs too
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
+	expired := time.NewTimer(maxPriming)
+	defer expired.Stop()
 	for {
 		// Moved to another cgroup since it was resolved (by anyone): the
 		// next write would move the process back, so priming ends here.
@@ -148,6 +155,10 @@ func write(quit <-chan struct{}, finished chan<- struct{}) {
 		writes.Add(1)
 		select {
 		case <-quit:
+			return
+		case <-expired.C:
+			// Callers still holding a reference stop cleanly: their
+			// release closes quit and finds finished closed.
 			return
 		case <-tick.C:
 		}

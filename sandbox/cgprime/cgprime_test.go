@@ -180,3 +180,30 @@ func TestPrimingStopsWhenMovedAway(t *testing.T) {
 		t.Fatalf("priming moved the process back from %s into %s", to, from)
 	}
 }
+
+// A writer stops by itself after maxPriming, even while a caller still
+// holds its reference, and that caller's stop still returns.
+func TestPrimingEndsAfterItsLimit(t *testing.T) {
+	needPriming(t)
+	saved := maxPriming
+	maxPriming = 30 * time.Millisecond
+	defer func() { maxPriming = saved }()
+	stop := Start()
+	waitWrites(t, writes.Load()+2)
+	time.Sleep(100 * time.Millisecond) // past the limit
+	n := writes.Load()
+	time.Sleep(50 * time.Millisecond)
+	if m := writes.Load(); m != n {
+		t.Errorf("%d writes after the limit, want none", m-n)
+	}
+	done := make(chan struct{})
+	go func() { stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stop did not return after the writer expired")
+	}
+	if running() != 0 {
+		t.Errorf("%d callers still counted after stop", running())
+	}
+}
