@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -318,6 +319,14 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	err = c.Start(p)
 	// The container's init is in its cgroups (or Start failed).
 	stopPriming()
+	if code, msg, ok := commandStatus(err); ok {
+		// The sandbox stood; the command could not be run. That is the
+		// command's outcome (a shell's 127 or 126), not an infrastructure
+		// failure: a candidate whose entry point is missing has failed.
+		fmt.Fprintf(orDiscard(stdio.Stderr), "cleanroom sandbox: %s\n", msg)
+		res.Status, res.ExitCode = StatusExited, code
+		return res, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("starting container: %w", err)
 	}
@@ -550,4 +559,34 @@ func oomKilled(paths map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// initFailure is how libcontainer words a failure of the container's init;
+// the init reports it to the parent as text only (no error type survives
+// the sync pipe), so the command's own failures are recognised by form.
+const initFailure = "error during container init: "
+
+// commandStatus maps a container start that failed because the command
+// could not be run to the status a shell gives: 127 when the init's
+// os/exec.LookPath did not find it (`exec: "NAME": …` with ENOENT or
+// exec.ErrNotFound), 126 when it was found but could not be executed (a
+// LookPath permission error, or the execve's own `exec PATH: ERRNO`). It
+// returns the init's message for the caller's stderr.
+func commandStatus(err error) (code int, msg string, ok bool) {
+	if err == nil {
+		return 0, "", false
+	}
+	s := err.Error()
+	i := strings.LastIndex(s, initFailure)
+	if i < 0 {
+		return 0, "", false
+	}
+	msg = s[i+len(initFailure):]
+	switch {
+	case strings.HasPrefix(msg, "exec: ") && (strings.HasSuffix(msg, unix.ENOENT.Error()) || strings.HasSuffix(msg, exec.ErrNotFound.Error())):
+		return 127, msg, true
+	case strings.HasPrefix(msg, "exec: "), strings.HasPrefix(msg, "exec /"):
+		return 126, msg, true
+	}
+	return 0, "", false
 }
