@@ -1,14 +1,13 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
 
@@ -168,9 +167,8 @@ its SHA-256 instead. A refused file exits 1 naming the rule and location.`,
 			if err != nil {
 				return refusedErr(fmt.Errorf("%s: %w", args[0], err))
 			}
-			sum := sha256.Sum256(out)
 			if jsonOutput(cmd) {
-				return printResult(cmd, map[string]any{"file": args[0], "canonical": string(out), "sha256": hex.EncodeToString(sum[:])}, nil)
+				return printResult(cmd, map[string]any{"file": args[0], "canonical": string(out), "sha256": pkgwalk.SHA256Hex(out)}, nil)
 			}
 			_, err = cmd.OutOrStdout().Write(out)
 			return err
