@@ -399,27 +399,16 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 }
 
 // sealPackage emits the package into a sealed tmpfs under bundle and
-// returns its path. The bundle directory is first bind-mounted on itself
-// and made private, so the tmpfs never propagates into other mount
-// namespaces sharing the host's /run. unmount (non-nil once anything was
-// mounted) detaches both.
+// returns its path. The bundle is already a private tmpfs (mountBundle), so
+// the view never propagates into other mount namespaces sharing the host's
+// /run. unmount (non-nil once anything may be mounted) detaches the view.
 func sealPackage(bundle string, size int64, emit func(string) error, rec **Assertion) (string, func(), error) {
-	if err := unix.Mount(bundle, bundle, "", unix.MS_BIND, ""); err != nil {
-		return "", nil, fmt.Errorf("private mount for the package view: %w", err)
-	}
-	unmount := func() { _ = unix.Unmount(bundle, unix.MNT_DETACH) }
-	if err := unix.Mount("", bundle, "", unix.MS_PRIVATE, ""); err != nil {
-		return "", unmount, fmt.Errorf("private mount for the package view: %w", err)
-	}
 	view := filepath.Join(bundle, "package-view")
 	if err := os.Mkdir(view, 0o755); err != nil {
-		return "", unmount, fmt.Errorf("package view: %w", err)
+		return "", nil, fmt.Errorf("package view: %w", err)
 	}
 	a, err := Seal(view, size, emit)
-	unmount = func() {
-		_ = unix.Unmount(view, unix.MNT_DETACH)
-		_ = unix.Unmount(bundle, unix.MNT_DETACH)
-	}
+	unmount := func() { _ = unix.Unmount(view, unix.MNT_DETACH) }
 	if err != nil {
 		return "", unmount, fmt.Errorf("%w: %w", ErrPackage, err)
 	}
