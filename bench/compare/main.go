@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 )
 
 // Row is one line of the table.
@@ -140,29 +142,8 @@ func run(c *config) error {
 	if b, err := os.ReadFile(c.notes); err == nil {
 		rep.notes = string(b)
 	}
-	return writeAtomic(c.out, []byte(rep.markdown()))
-}
-
-// writeAtomic writes path through a temporary file and a rename, so a
-// failed run never leaves half a report.
-func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".bench-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	// A failed run never leaves half a report.
+	return durable.ReplaceFile(c.out, []byte(rep.markdown()), 0o644)
 }
 
 func machineLine() string {
