@@ -44,6 +44,15 @@ func TestMedianAndQuantile(t *testing.T) {
 			}
 		})
 	}
+	// Rates (req/s, MB/s) take the same median, without integer rounding.
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{[]float64{4, 1, 3, 2}, 2.5}, {[]float64{9, 1, 5}, 5}, {nil, 0}} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
 }
 
 // TestAlternate: each side runs once per round, the first side rotates,

@@ -51,7 +51,7 @@ func (g goBench) ns(name string) (time.Duration, int, bool) {
 	if len(v) == 0 {
 		return 0, 0, false
 	}
-	return time.Duration(medianF(v)), len(v), true
+	return time.Duration(median(v)), len(v), true
 }
 
 func goBenchRows(c *config) []Row {
@@ -114,7 +114,7 @@ func goBenchRows(c *config) []Row {
 		name := "BenchmarkCanonical/" + s
 		if v := g[name]["MB/s"]; len(v) > 0 {
 			rows = append(rows, Row{Issue: 2, Work: fmt.Sprintf("RFC 8785 canonicalisation (`evidence.Canonical`), %s observation-like document (%s, median of %d)", s, name, len(v)),
-				Clean: fmt.Sprintf("%.0f MB/s", medianF(v)), Peer: "— (no peer)", Ratio: "—", Target: "report MB/s", Verdict: reported})
+				Clean: fmt.Sprintf("%.0f MB/s", median(v)), Peer: "— (no peer)", Ratio: "—", Target: "report MB/s", Verdict: reported})
 		} else {
 			rows = append(rows, absent(2, "RFC 8785 canonicalisation, "+s, "report MB/s", name+" absent"))
 		}

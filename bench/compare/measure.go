@@ -65,19 +65,9 @@ func lastLines(s string, n int) string {
 	return strings.Join(l, " | ")
 }
 
-func median(d []time.Duration) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func medianF(v []float64) float64 {
+// median is the middle value of v (the mean of the two middle ones for
+// an even count; integer division for durations), 0 for none.
+func median[T time.Duration | float64](v []T) T {
 	if len(v) == 0 {
 		return 0
 	}

@@ -315,7 +315,7 @@ func roomRows(c *config) []Row {
 	if _, err := alternate(c.rounds, block(readRoom, &latR, &rpsR), block(readPeer, &latP, &rpsP)); err != nil {
 		return append(rows, notMeasuredRow(5, readWork, readTarget, err))
 	}
-	rR, rP := medianF(rpsR), medianF(rpsP)
+	rR, rP := median(rpsR), median(rpsP)
 	outl := func(l []time.Duration) int {
 		n := 0
 		for _, d := range l {
