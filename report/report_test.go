@@ -154,7 +154,26 @@ func TestReportRevealed(t *testing.T) {
 		states = append(states, e.Status)
 	}
 	if got := strings.Join(states, " "); got != "PINNED CANDIDATE_FROZEN REVEALED" {
-		t.Errorf("timeline %q", got)
+		t.Fatalf("timeline %q", got)
+	}
+	// Each event names its receipt world-relative and lists a subject only
+	// at the receipt that first admits it: the reference at the pin, the
+	// candidate at the freeze.
+	for i, want := range []struct{ status, admitted string }{
+		{"PINNED", "javascript (reference)"},
+		{"CANDIDATE_FROZEN", "candidate (candidate)"},
+		{"REVEALED", ""},
+	} {
+		e := r.Timeline[i]
+		if file := "governance/receipts/" + e.RunID + "." + want.status + ".json"; e.Receipt != file || !strings.HasPrefix(e.RunID, "brun-") {
+			t.Errorf("%s: receipt %q of run %q, want %q", want.status, e.Receipt, e.RunID, file)
+		}
+		if got := strings.Join(e.Admitted, "; "); !strings.HasPrefix(got, want.admitted) || (want.admitted == "") != (got == "") || strings.Count(got, "; ") != 0 {
+			t.Errorf("%s admits %q, want one entry starting %q", want.status, got, want.admitted)
+		}
+	}
+	if last := r.Timeline[len(r.Timeline)-1]; last.RunID != r.RunID {
+		t.Errorf("the last receipt is of run %s, the record's run is %s", last.RunID, r.RunID)
 	}
 	if len(r.Subjects) != 2 || r.Subjects[0].Implementation != "javascript" || r.Subjects[1].Implementation != "candidate" {
 		t.Fatalf("subjects %+v", r.Subjects)
