@@ -92,11 +92,7 @@ func packageRows(c *config) []Row {
 	rows := []Row{{Issue: 3, Work: work + " vs `find -type f | xargs sha256sum`",
 		Clean: fmt.Sprintf("%s (%.2f GB/s)", ms(tc), rate/1e9), Peer: fmt.Sprintf("%s (%.2f GB/s)", ms(ts), float64(size)/ts.Seconds()/1e9),
 		Ratio: fmt.Sprintf("%.2f× its time", float64(tc)/float64(ts)), Target: "well ahead of sha256sum (follows from the openssl target)", Verdict: verdict(tc < ts)}}
-	secs := 1
-	if c.quick {
-		secs = 1
-	}
-	ossl, err := opensslRate(secs)
+	ossl, err := opensslRate(1)
 	if err != nil {
 		rows = append(rows, fail(3, "package manifest vs the openssl limit", "≥ 75% of openssl per core", err)...)
 	} else {

@@ -17,7 +17,6 @@ type report struct {
 	quick, large          bool
 	rounds                int
 	rows                  []Row
-	rss                   []rssPoint
 	benchstat             string
 	notes                 string
 }

@@ -132,8 +132,8 @@ func (c *config) peerJS() (string, error) {
 
 func startPeer(ctx context.Context, js, pkg string) (*mcpclient.Client, error) {
 	cmd := exec.Command("node", js, pkg)
-	cmd.Stderr = nil
-	cl, err := mcpclient.Start(withQuietStderr(cmd))
+	cmd.Stderr = &strings.Builder{} // drop the peer's start-up banner; errors surface through the protocol
+	cl, err := mcpclient.Start(cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -142,13 +142,6 @@ func startPeer(ctx context.Context, js, pkg string) (*mcpclient.Client, error) {
 		return nil, fmt.Errorf("server-filesystem: %w", err)
 	}
 	return cl, nil
-}
-
-// withQuietStderr drops the peer's start-up banner (it writes one line to
-// stderr); errors surface through the protocol.
-func withQuietStderr(cmd *exec.Cmd) *exec.Cmd {
-	cmd.Stderr = &strings.Builder{}
-	return cmd
 }
 
 func bwrapArgs() []string {
