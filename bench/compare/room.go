@@ -31,8 +31,7 @@ func benchPackage(c *config, name string, readN, padN int, total int64) (dir, id
 		return "", "", 0, err
 	}
 	for i := range readN {
-		body := strings.Repeat(string(rune('a'+i%26)), 1999) + "\n"
-		if err := os.WriteFile(filepath.Join(dir, "bench", fmt.Sprintf("read_%02d.txt", i)), []byte(body), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "bench", fmt.Sprintf("read_%02d.txt", i)), []byte(readBody(i)), 0o644); err != nil {
 			return "", "", 0, err
 		}
 	}
@@ -56,6 +55,10 @@ func benchPackage(c *config, name string, readN, padN int, total int64) (dir, id
 	id, err = packageID(c, dir)
 	return dir, id, size, err
 }
+
+// readBody is the content of bench/read_NN.txt: 2,000 bytes the read
+// loop checks each answer against.
+func readBody(i int) string { return strings.Repeat(string(rune('a'+i%26)), 1999) + "\n" }
 
 func dirBytes(dir string) (int64, error) {
 	var n int64
@@ -254,9 +257,9 @@ func roomRows(c *config) []Row {
 		return append(rows, notMeasuredRow(5, readWork, readTarget, err))
 	}
 	defer pc.Close(10 * time.Second)
-	want := make([]string, 30)
+	want := make([]string, 30) // built outside the timed loop
 	for i := range want {
-		want[i] = strings.Repeat(string(rune('a'+i%26)), 1999) + "\n"
+		want[i] = readBody(i)
 	}
 	readRoom := func(i int) error {
 		cx, cancel := context.WithTimeout(ctx, 90*time.Second)
