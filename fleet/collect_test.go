@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,64 +10,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cleanroom-dev/cleanroom"
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/internal/testshared/runworld"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
 )
 
-// revealedWorld makes, with the experiment API, what a blind run's Job
-// leaves under /results: the project's synthetic world with a release
-// issued and a run pinned, frozen and revealed. It returns the world root
-// and the run's srel and bpkg as the record holds them.
+// revealedWorld makes what a blind run's Job leaves under /results: the
+// synthetic world driven to REVEALED (runworld.Revealed). It returns the
+// run's srel and bpkg as the record holds them.
 func revealedWorld(t *testing.T, dir string) (srel, bpkg string) {
 	t.Helper()
-	ctx := context.Background()
-	sub, err := fs.Sub(cleanroom.World, "testdata/world")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.CopyFS(dir, sub); err != nil {
-		t.Fatal(err)
-	}
-	// embed.FS keeps no mode bits; the candidate is executed.
-	if err := os.Chmod(filepath.Join(dir, "implementer/tally-candidate"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w, err := experiment.OpenWorld(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	is, err := experiment.IssueRelease(w.PackageDir(), experiment.IssueOptions{
-		SpecRevision: 1, ExperimentRevision: 1, PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(w.StateDir(), "reference-adapter.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := experiment.ParseAdapterSpec(b, "governance/reference-adapter.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pin, err := experiment.Pin(ctx, w, experiment.PinOptions{Reference: ref})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := experiment.Freeze(ctx, w, experiment.FreezeOptions{Implementation: "candidate",
-		Files: []string{"implementer/tally-candidate"}, Binary: "implementer/tally-candidate",
-		Toolchain: "node", Model: "scripted-implementer", ToolVersion: "fleet-test"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := experiment.Reveal(ctx, w, experiment.RevealOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if pin.Record.SpecReleaseID != is.ID {
-		t.Fatalf("pinned srel %s, issued %s", pin.Record.SpecReleaseID, is.ID)
-	}
-	return is.ID, pin.Record.BlindPackageID
+	_, rec := runworld.Revealed(t, dir)
+	return rec.SpecReleaseID, rec.BlindPackageID
 }
 
 // signedRecord writes what an AMBER run's Job leaves under /results: a run

@@ -18,54 +18,18 @@ import (
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
-	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+	"github.com/cleanroom-dev/cleanroom/internal/testshared/runworld"
 )
 
 // hostile is written wherever a person or a model supplies text (a ruling,
 // a transcript path): it must reach the page as text, never as markup.
 const hostile = `<script>alert(1)</script><img src="http://127.0.0.1:9/x.png">| **bold** ` + "`tick`"
 
-// revealedWorld copies the synthetic world, issues its release and drives
-// it through the real run API to REVEALED: pinned with the world's
-// reference adapter, the candidate implementer/tally-candidate frozen.
+// revealedWorld is a run of the synthetic world at REVEALED (see
+// runworld.Revealed).
 func revealedWorld(t *testing.T) *experiment.World {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "world")
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
-		t.Fatal(err)
-	}
-	// CopyFS keeps no permission bits; the candidate must stay executable.
-	if err := os.Chmod(filepath.Join(dir, "implementer", "tally-candidate"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	w, err := experiment.OpenWorld(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := experiment.IssueRelease(w.PackageDir(), experiment.IssueOptions{SpecRevision: 1, ExperimentRevision: 1,
-		PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(w.StateDir(), "reference-adapter.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := experiment.ParseAdapterSpec(b, "governance/reference-adapter.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := experiment.Pin(ctx, w, experiment.PinOptions{Reference: ref}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := experiment.Freeze(ctx, w, experiment.FreezeOptions{Implementation: "candidate",
-		Files: []string{"implementer/tally-candidate"}, Binary: "implementer/tally-candidate",
-		Toolchain: "node", Model: "scripted-implementer", ToolVersion: "report-test"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := experiment.Reveal(ctx, w, experiment.RevealOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	w, _ := runworld.Revealed(t, filepath.Join(t.TempDir(), "world"))
 	return w
 }
 

@@ -1,0 +1,75 @@
+// Package runworld builds, for tests, a run of the project's synthetic
+// world (testdata/world) through the real run API, so the packages that
+// read a run (report, fleet) start from the same witnessed state.
+//
+// It is a package of its own, not part of testshared: it imports
+// experiment, whose own tests import testshared.
+package runworld
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom"
+	"github.com/cleanroom-dev/cleanroom/experiment"
+)
+
+// Revealed copies the synthetic world into dir (which must not exist or be
+// empty), issues its release and drives it to REVEALED: pinned with the
+// world's reference adapter, the candidate implementer/tally-candidate
+// frozen, revealed. It returns the world and its record; the record pins
+// the release just issued.
+func Revealed(t testing.TB, dir string) (*experiment.World, *experiment.Record) {
+	t.Helper()
+	sub, err := fs.Sub(cleanroom.World, "testdata/world")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(dir, sub); err != nil {
+		t.Fatal(err)
+	}
+	// embed.FS keeps no mode bits; the candidate is executed.
+	if err := os.Chmod(filepath.Join(dir, "implementer", "tally-candidate"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := experiment.OpenWorld(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is, err := experiment.IssueRelease(w.PackageDir(), experiment.IssueOptions{
+		SpecRevision: 1, ExperimentRevision: 1, PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(w.StateDir(), "reference-adapter.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := experiment.ParseAdapterSpec(b, "governance/reference-adapter.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := experiment.Pin(ctx, w, experiment.PinOptions{Reference: ref}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.Freeze(ctx, w, experiment.FreezeOptions{Implementation: "candidate",
+		Files: []string{"implementer/tally-candidate"}, Binary: "implementer/tally-candidate",
+		Toolchain: "node", Model: "scripted-implementer", ToolVersion: "runworld"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.Reveal(ctx, w, experiment.RevealOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := w.ReadRecord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.SpecReleaseID != is.ID {
+		t.Fatalf("the run pins %s, the release issued is %s", rec.SpecReleaseID, is.ID)
+	}
+	return w, rec
+}
