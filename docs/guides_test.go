@@ -143,6 +143,7 @@ func TestGuides(t *testing.T) {
 				t.Fatalf("%s has no runnable block", file)
 			}
 			skip := ""
+			ran := 0
 			var script strings.Builder
 			script.WriteString("set -euo pipefail\n")
 			for _, bl := range blocks {
@@ -155,6 +156,7 @@ func TestGuides(t *testing.T) {
 					break
 				}
 				fmt.Fprintf(&script, "echo '>>> %s:%d' >&2\n%s", file, bl.line, bl.body)
+				ran++
 			}
 			dir := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -166,7 +168,7 @@ func TestGuides(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v (the last '>>>' line is the failing block)\n%s", file, err, tail(out, 60))
 			}
-			t.Logf("%s ran %d block(s)", file, len(blocks))
+			t.Logf("%s ran %d of %d block(s)", file, ran, len(blocks))
 			if skip != "" {
 				t.Skip(skip)
 			}
