@@ -2,7 +2,6 @@ package report
 
 import (
 	_ "embed"
-	"fmt"
 	"html/template"
 	"io"
 	"strings"
@@ -56,12 +55,7 @@ var htmlTmpl = sync.OnceValue(func() *template.Template {
 			return "none"
 		},
 		"csp": func() string { return CSP },
-		"val": func(v any) string {
-			if v == nil {
-				return "—"
-			}
-			return fmt.Sprint(v)
-		},
+		"val": val,
 	}).Parse(htmlSource))
 })
 

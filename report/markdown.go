@@ -229,6 +229,8 @@ func (r *Report) Markdown(w io.Writer) error {
 	return b.Flush()
 }
 
+// val shows an optional transcript value ("—" when absent), on the page and
+// in the Markdown.
 func val(v any) string {
 	if v == nil {
 		return "—"
