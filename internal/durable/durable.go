@@ -96,6 +96,8 @@ func writeTemp(dirfd int, dir, name string, data []byte, perm os.FileMode) (stri
 	var r [8]byte
 	_, _ = rand.Read(r[:])
 	tmp := TempPrefix + name + "." + hex.EncodeToString(r[:])
+	// O_EXCL|O_NOFOLLOW: a file or symlink planted at the temporary name is
+	// never written through (nor its target), the create simply fails.
 	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
 		return "", &os.PathError{Op: "create", Path: filepath.Join(dir, tmp), Err: err}
@@ -163,6 +165,8 @@ func isDir(dir string, fi fs.FileInfo) error {
 }
 
 func withDir(dir string, fn func(fd int) error) error {
+	// O_NOFOLLOW: a directory swapped for a symlink is refused, so nothing
+	// is published into wherever the link points.
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: dir, Err: err}
