@@ -28,11 +28,47 @@ type Transcript struct {
 	mu      sync.Mutex
 	f       *os.File
 	seq     int
-	read    map[string]bool
-	refused []string
-	written map[string]FileWritten
+	summary summary
 	now     func() time.Time
 	err     error // the first failed write; the room stops serving on it
+}
+
+// summary is the end line's files_read, refused_reads and files_written,
+// folded from the call lines: by the writer as it records them, and by
+// ReadTranscript, which refuses an end line that disagrees.
+type summary struct {
+	read    map[string]bool
+	refused []any
+	written map[string]*evidence.Object
+}
+
+func newSummary() summary {
+	return summary{read: map[string]bool{}, refused: []any{}, written: map[string]*evidence.Object{}}
+}
+
+// add folds one call line in (bytes and sha256 only for a written file).
+func (s *summary) add(tool, outcome any, path string, bytes, sha256 any) {
+	switch {
+	case tool == "read_file" && outcome == "served":
+		s.read[path] = true
+	case tool == "read_file" && outcome == "refused":
+		s.refused = append(s.refused, path)
+	case tool == "write_source" && outcome == "written":
+		s.written[path] = evidence.NewObject(evidence.Member{Name: "path", Value: path}, evidence.Member{Name: "size", Value: bytes}, evidence.Member{Name: "sha256", Value: sha256})
+	}
+}
+
+// lists returns files_read and files_written sorted by path, and
+// refused_reads in call order.
+func (s *summary) lists() (read, refused, written []any) {
+	read, written = []any{}, []any{}
+	for _, p := range slices.Sorted(maps.Keys(s.read)) {
+		read = append(read, p)
+	}
+	for _, p := range slices.Sorted(maps.Keys(s.written)) {
+		written = append(written, s.written[p])
+	}
+	return read, s.refused, written
 }
 
 // Err returns the first write error, if any: a room whose record cannot be
@@ -44,13 +80,6 @@ func (t *Transcript) Err() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.err
-}
-
-// FileWritten is one entry of files_written.
-type FileWritten struct {
-	Path   string `json:"path"`
-	Size   int    `json:"size"`
-	SHA256 string `json:"sha256"`
 }
 
 // TranscriptHeader holds the identity fields of the first line.
@@ -74,7 +103,7 @@ func CreateTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating transcript %s: %w", path, err)
 	}
-	t := &Transcript{f: os.NewFile(uintptr(fd), path), read: map[string]bool{}, written: map[string]FileWritten{}, now: time.Now}
+	t := &Transcript{f: os.NewFile(uintptr(fd), path), summary: newSummary(), now: time.Now}
 	err = t.line(map[string]any{
 		"event":              "start",
 		"type":               TranscriptType,
@@ -122,14 +151,7 @@ func (t *Transcript) call(tool, outcome string, fields map[string]any) error {
 		rec[k] = v
 	}
 	p, _ := fields["path"].(string)
-	switch {
-	case tool == "read_file" && outcome == "served":
-		t.read[p] = true
-	case tool == "read_file" && outcome == "refused":
-		t.refused = append(t.refused, p)
-	case tool == "write_source" && outcome == "written":
-		t.written[p] = FileWritten{Path: p, Size: fields["bytes"].(int), SHA256: fields["sha256"].(string)}
-	}
+	t.summary.add(tool, outcome, p, fields["bytes"], fields["sha256"])
 	if err := t.line(rec); err != nil && t.err == nil {
 		t.err = err
 	}
@@ -143,21 +165,9 @@ func (t *Transcript) Close() error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	readAny := []any{}
-	for _, p := range slices.Sorted(maps.Keys(t.read)) {
-		readAny = append(readAny, p)
-	}
-	written := []any{}
-	for _, p := range slices.Sorted(maps.Keys(t.written)) {
-		w := t.written[p]
-		written = append(written, map[string]any{"path": w.Path, "size": w.Size, "sha256": w.SHA256})
-	}
-	refused := make([]any, len(t.refused))
-	for i, r := range t.refused {
-		refused[i] = r
-	}
+	read, refused, written := t.summary.lists()
 	err := t.line(map[string]any{"event": "end", "time": t.stamp(), "calls": t.seq,
-		"files_read": readAny, "refused_reads": refused, "files_written": written})
+		"files_read": read, "refused_reads": refused, "files_written": written})
 	if serr := t.f.Sync(); err == nil {
 		err = serr
 	}
@@ -191,9 +201,7 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	var start, end, drive *evidence.Object
 	access := []any{}
-	read := map[string]bool{}
-	refused := []any{}
-	written := map[string]*evidence.Object{}
+	sum := newSummary()
 	for i, l := range lines {
 		o, err := evidence.ReadObject([]byte(l))
 		if err != nil {
@@ -215,16 +223,9 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 			outcome, _ := o.Get("outcome")
 			pv, _ := o.Get("path")
 			p, _ := pv.(string)
-			switch {
-			case tool == "read_file" && outcome == "served":
-				read[p] = true
-			case tool == "read_file" && outcome == "refused":
-				refused = append(refused, p)
-			case tool == "write_source" && outcome == "written":
-				size, _ := o.Get("bytes")
-				sum, _ := o.Get("sha256")
-				written[p] = evidence.NewObject(evidence.Member{Name: "path", Value: p}, evidence.Member{Name: "size", Value: size}, evidence.Member{Name: "sha256", Value: sum})
-			}
+			size, _ := o.Get("bytes")
+			digest, _ := o.Get("sha256")
+			sum.add(tool, outcome, p, size, digest)
 		case ev == "end" && end == nil && drive == nil:
 			end = o
 		case ev == "drive" && drive == nil:
@@ -233,14 +234,7 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 			return nil, bad(i+1, "unexpected %v line", ev)
 		}
 	}
-	filesRead := []any{}
-	for _, p := range slices.Sorted(maps.Keys(read)) {
-		filesRead = append(filesRead, p)
-	}
-	filesWritten := []any{}
-	for _, p := range slices.Sorted(maps.Keys(written)) {
-		filesWritten = append(filesWritten, written[p])
-	}
+	filesRead, refused, filesWritten := sum.lists()
 	if end != nil {
 		for name, derived := range map[string]any{"files_read": filesRead, "refused_reads": refused, "files_written": filesWritten} {
 			recorded, _ := end.Get(name)
