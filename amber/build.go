@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 )
 
@@ -116,7 +117,7 @@ func PinFile(path string) (string, error) {
 	case !utf8.Valid(b):
 		return "", fmt.Errorf("%s: %w: invalid UTF-8", path, ErrPinBytes)
 	}
-	return sha256Hex(b), nil
+	return pkgwalk.SHA256Hex(b), nil
 }
 
 func (o *BuildOptions) check() error {
@@ -267,7 +268,7 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 		CutoffUTC:      o.CutoffUTC,
 		CutoffCommit:   commit,
 		TimeToTopology: TimeToTopology{Rule: or(o.TopologyRule, DefaultTopologyRule), EvidenceClass: or(o.TopologyEvidence, DefaultTopologyEvidence)},
-		CutoffRule:     CutoffRule{Rule: or(o.CutoffRule, DefaultCutoffRule), ScriptOutputSHA256: sha256Hex(cutoffOutput)},
+		CutoffRule:     CutoffRule{Rule: or(o.CutoffRule, DefaultCutoffRule), ScriptOutputSHA256: pkgwalk.SHA256Hex(cutoffOutput)},
 		SpecSHA256:     specSHA,
 		ProtocolSHA256: protoSHA,
 		Artifacts:      Artifacts{BaseBundleSHA256: bundleSHA, OraclePackSHA256: oracleSHA},
@@ -321,7 +322,7 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 		return nil, err
 	}
 	done = true
-	return &Case{Dir: o.Out, Manifest: m, ManifestSHA256: sha256Hex(mb)}, nil
+	return &Case{Dir: o.Out, Manifest: m, ManifestSHA256: pkgwalk.SHA256Hex(mb)}, nil
 }
 
 func writePackFile(dir, path string) (string, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 )
 
@@ -58,7 +59,7 @@ func TestBuildThenVerify(t *testing.T) {
 		{"spec_sha256", m.SpecSHA256, shaOfFile(t, o.SpecFile)},
 		{"base_bundle_sha256", m.Artifacts.BaseBundleSHA256, sha256sumTool(t, filepath.Join(c.Dir, BundleFile))},
 		{"oracle_pack_sha256", m.Artifacts.OraclePackSHA256, sha256sumTool(t, filepath.Join(c.Dir, OracleFile))},
-		{"cutoff_rule output", m.CutoffRule.ScriptOutputSHA256, sha256Hex([]byte(repo.Cutoff + "\n"))},
+		{"cutoff_rule output", m.CutoffRule.ScriptOutputSHA256, pkgwalk.SHA256Hex([]byte(repo.Cutoff + "\n"))},
 		{"leak date", m.LeakCheck.LastRunDate, "2026-02-01"},
 	} {
 		if tc.got != tc.want {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
 )
@@ -257,7 +258,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	scores, oracleOut, err := evaluate(ctx, o, ws)
 	if oracleOut != nil {
 		if werr := durable.Create(o.Out, "oracle.stdout", oracleOut, 0o600); werr == nil {
-			rec.Artifacts = append(rec.Artifacts, Artifact{Path: "oracle.stdout", SHA256: sha256Hex(oracleOut)})
+			rec.Artifacts = append(rec.Artifacts, Artifact{Path: "oracle.stdout", SHA256: pkgwalk.SHA256Hex(oracleOut)})
 		}
 	}
 	if err != nil {
@@ -334,9 +335,9 @@ func snapshot(dir string) (map[string]string, error) {
 			if err != nil {
 				return err
 			}
-			out[rel] = sha256Hex([]byte("symlink:" + target))
+			out[rel] = pkgwalk.SHA256Hex([]byte("symlink:" + target))
 		default:
-			out[rel] = sha256Hex([]byte("special:" + d.Type().String()))
+			out[rel] = pkgwalk.SHA256Hex([]byte("special:" + d.Type().String()))
 		}
 		return nil
 	})

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
 )
@@ -136,7 +137,7 @@ func verifyManifest(dir string, pub ssh.PublicKey, schema *evidence.Schema, rep 
 		return fail(CheckSigningKeyID, mpath, fmt.Errorf("%w: signing_key_id %q, key %s", ErrMismatch, m.Producer.SigningKeyID, fp))
 	}
 	rep.Passed = append(rep.Passed, CheckSigningKeyID)
-	return m, sha256Hex(mb), nil
+	return m, pkgwalk.SHA256Hex(mb), nil
 }
 
 // VerifyBundle checks base.bundle against the manifest. The bundle is
