@@ -15,23 +15,15 @@ import (
 // mountAt returns the topmost mount on point in this process's table.
 func mountAt(t *testing.T, point string) (MountInfo, bool) {
 	t.Helper()
-	f, err := os.Open("/proc/self/mountinfo")
+	table, err := ReadMountInfo(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	ms, err := ParseMountInfo(f)
-	if err != nil {
-		t.Fatal(err)
+	ms := MountsAt(table, point)
+	if len(ms) == 0 {
+		return MountInfo{}, false
 	}
-	var last MountInfo
-	found := false
-	for _, m := range ms {
-		if m.MountPoint == point {
-			last, found = m, true
-		}
-	}
-	return last, found
+	return ms[len(ms)-1], true
 }
 
 // The bundle's tmpfs is root-only, nosuid, nodev, noexec and private even
