@@ -507,15 +507,9 @@ func copyOne(w *walker, srcFD, dirfd int, name string, file *File, sync bool, bu
 	if testHook != nil {
 		testHook("open " + file.Path)
 	}
-	how := &unix.OpenHow{
-		Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Mode:    0o644,
-		Resolve: resolveFlags,
-	}
-	dfd, err := unix.Openat2(dirfd, name, how)
-	for err == unix.EINTR {
-		dfd, err = unix.Openat2(dirfd, name, how)
-	}
+	// O_EXCL|O_NOFOLLOW: whatever appeared at the name meanwhile (a file,
+	// a symlink out of the destination) is never written through.
+	dfd, err := createEntry(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return fmt.Errorf("creating %q: %w", file.Path, err)
 	}

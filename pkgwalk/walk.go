@@ -115,14 +115,22 @@ const (
 	resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
 )
 
-// openEntry opens name beneath the directory dirfd. It is the only way
-// entries are opened: the caller decides on fstat of the returned
-// descriptor and reads from that same descriptor. (The unsafe form it
-// replaces is lstat(path) followed by open(path), which a rename between
-// the two calls defeats.)
+// openEntry opens name beneath the directory dirfd. It (with createEntry,
+// its form for a file Emit creates) is the only way entries are opened:
+// the caller decides on fstat of the returned descriptor and reads from
+// that same descriptor. (The unsafe form it replaces is lstat(path)
+// followed by open(path), which a rename between the two calls defeats.)
 func openEntry(dirfd int, name string, flags uint64) (int, error) {
+	return createEntry(dirfd, name, flags, 0)
+}
+
+// createEntry is openEntry with the mode a file created by flags
+// (O_CREAT) gets: Emit's destination files are made beneath their
+// directory with the same resolve rules.
+func createEntry(dirfd int, name string, flags, mode uint64) (int, error) {
+	how := &unix.OpenHow{Flags: flags, Mode: mode, Resolve: resolveFlags}
 	for {
-		fd, err := unix.Openat2(dirfd, name, &unix.OpenHow{Flags: flags, Resolve: resolveFlags})
+		fd, err := unix.Openat2(dirfd, name, how)
 		if err == unix.EINTR {
 			continue
 		}
