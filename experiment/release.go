@@ -1,8 +1,6 @@
 package experiment
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -269,8 +267,7 @@ func srelOf(core *evidence.Object) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(pre)
-	return SrelPrefix + hex.EncodeToString(sum[:]), nil
+	return SrelPrefix + pkgwalk.SHA256Hex(pre), nil
 }
 
 // Preimage returns the exact bytes srel hashes (§3.7).
