@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -302,12 +304,10 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	// git and WritePack stream the bundle and the pack; the manifest and
-	// its signature go through the durable writer (fsynced there).
-	for _, f := range []string{BundleFile, OracleFile} {
-		if err := syncFile(filepath.Join(stage, f)); err != nil {
-			return nil, err
-		}
+	// git streams the bundle (writePackFile synced the pack); the manifest
+	// and its signature go through the durable writer (fsynced there).
+	if err := syncFile(filepath.Join(stage, BundleFile)); err != nil {
+		return nil, err
 	}
 	if err := durable.Create(stage, ManifestFile, mb, 0o644); err != nil {
 		return nil, err
@@ -325,25 +325,29 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 	return &Case{Dir: o.Out, Manifest: m, ManifestSHA256: pkgwalk.SHA256Hex(mb)}, nil
 }
 
+// writePackFile writes the pack of dir to path (created exclusively) and
+// returns its sha256, hashed as it is written, and synced.
 func writePackFile(dir, path string) (string, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", err
 	}
-	bw := bufio.NewWriter(f)
-	if err := WritePack(dir, bw); err != nil {
-		f.Close()
+	h := sha256.New()
+	bw := bufio.NewWriter(io.MultiWriter(f, h))
+	err = WritePack(dir, bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return "", err
 	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Close(); err != nil {
-		return "", err
-	}
-	sum, _, err := hashFile(path, nil)
-	return sum, err
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func readBundleHeaderFile(path string) (*BundleHeader, error) {
