@@ -51,16 +51,17 @@
 // # Security considerations
 //
 // Walks use file descriptors, never paths re-resolved after a check. The
-// root is opened O_DIRECTORY|O_NOFOLLOW; each entry is first typed with
-// fstatat(AT_SYMLINK_NOFOLLOW) on its parent's descriptor (so a device node
-// is refused without being opened) and regular files and directories are
-// then opened with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
+// root is opened O_DIRECTORY|O_NOFOLLOW; each entry is first typed by the
+// type getdents64 reports on its parent's descriptor (fstatat with
+// AT_SYMLINK_NOFOLLOW on that descriptor where the filesystem reports none),
+// so a device node is refused without being opened, and regular files and
+// directories are then opened with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
 // RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV, O_NOFOLLOW|O_NONBLOCK); the
 // decision (type, nlink, device) is made on fstat of that descriptor and
 // the bytes hashed are read from it, through a reader limited to the size
 // fstat gave plus one byte, so a file that grows or shrinks while read is
-// refused. An entry swapped between the fstatat and the openat2 is caught
-// by the second check. The unsafe form this replaces — lstat(path), then
+// refused. An entry swapped between the directory read and the openat2 is
+// caught by the second check. The unsafe form this replaces — lstat(path), then
 // open(path) — lets a rename between the two deliver other bytes.
 //
 // What a walk cannot establish: that nobody writes a file after it was
