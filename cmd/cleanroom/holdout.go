@@ -31,14 +31,8 @@ binary), evaluates eight predicate operators, and refuses a document rather
 than scoring it when it crosses a boundary rule.`,
 	}
 	c.AddCommand(newHoldoutScoreCmd(), newHoldoutFixtureCmd(), newHoldoutInteropCmd(), newHoldoutCheckCmd(), newHoldoutCommitmentCmd())
-	for _, f := range holdoutSubcommands {
-		c.AddCommand(f())
-	}
 	return c
 }
-
-// holdoutSubcommands lets other files of this group add commands.
-var holdoutSubcommands []func() *cobra.Command
 
 // loadChallenges reads --challenges: a holdout directory or a JSON array
 // file (the fixture form).
