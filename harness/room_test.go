@@ -125,10 +125,23 @@ func TestRoomSession(t *testing.T) {
 				t.Errorf("refusal %q does not name the key %q", txt, key)
 			}
 		}
-		// Arguments outside the declared schema are refused too.
-		for _, args := range []map[string]any{{}, {"path": 3}, {"path": "spec/ADD.md", "extra": "x"}} {
-			if r := s.call(t, "read_file", args); !r.IsError {
-				t.Errorf("read_file %v answered, want a refusal", args)
+		// Arguments outside the declared schema are refused too, each for
+		// its own reason.
+		for _, c := range []struct {
+			args map[string]any
+			says string
+		}{
+			{map[string]any{}, `argument "path" is missing`},
+			{map[string]any{"path": 3}, `argument "path" is a number, not a string`},
+			{map[string]any{"path": "spec/ADD.md", "extra": "x"}, `argument "extra" is not a parameter of read_file`},
+		} {
+			r := s.call(t, "read_file", c.args)
+			if !r.IsError {
+				t.Errorf("read_file %v answered, want a refusal", c.args)
+				continue
+			}
+			if txt := textOf(t, r); !strings.Contains(txt, c.says) {
+				t.Errorf("read_file %v: refusal %q does not say %q", c.args, txt, c.says)
 			}
 		}
 	})
