@@ -5,37 +5,63 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
 
-// cliBinary builds the cleanroom binary with the VCS stamp (this machine's
-// go env sets -buildvcs=false; the flag on the command line overrides it)
-// into dir as "cleanroom", so a completion script can call it by name.
-func cliBinary(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "cleanroom")
-	cmd := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		// Outside a git checkout (a source tarball) there is nothing to stamp.
-		cmd = exec.Command("go", "build", "-buildvcs=false", "-o", bin, ".")
-		if out2, err2 := cmd.CombinedOutput(); err2 != nil {
-			t.Fatalf("go build: %v\n%s\n%s", err2, out, out2)
-		}
+var (
+	cliOnce sync.Once
+	cliDir  string // holds the binary cliBinary built; removed by TestMain
+	cliBin  string
+	cliErr  error
+)
+
+// TestMain removes the binary the tests share.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cliDir != "" {
+		os.RemoveAll(cliDir)
 	}
-	return bin
+	os.Exit(code)
+}
+
+// cliBinary builds the cleanroom binary once for the tests that share it,
+// with the VCS stamp (this machine's go env sets -buildvcs=false; the flag
+// on the command line overrides it), as "cleanroom" alone in its
+// directory, so a completion script can call it by name through PATH.
+func cliBinary(t *testing.T) (bin, dir string) {
+	t.Helper()
+	cliOnce.Do(func() {
+		if cliDir, cliErr = os.MkdirTemp("", "cleanroom-cli-test-"); cliErr != nil {
+			return
+		}
+		cliBin = filepath.Join(cliDir, "cleanroom")
+		out, err := exec.Command("go", "build", "-buildvcs=true", "-o", cliBin, ".").CombinedOutput()
+		if err != nil {
+			// Outside a git checkout (a source tarball) there is nothing to stamp.
+			if out2, err2 := exec.Command("go", "build", "-buildvcs=false", "-o", cliBin, ".").CombinedOutput(); err2 != nil {
+				cliErr = fmt.Errorf("go build: %v\n%s\n%s", err2, out, out2)
+			}
+		}
+	})
+	if cliErr != nil {
+		t.Fatal(cliErr)
+	}
+	return cliBin, cliDir
 }
 
 // TestVersion: the revision printed is the checkout's HEAD as git itself
 // reports it.
 func TestVersion(t *testing.T) {
-	bin := cliBinary(t, t.TempDir())
+	bin, _ := cliBinary(t)
 	out, err := exec.Command(bin, "version", "--json").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -71,9 +97,9 @@ func TestVersion(t *testing.T) {
 // and fish, asked to complete "cleanroom run re", offer exactly report and
 // reveal (the names come from the command tree through the binary).
 func TestCompletion(t *testing.T) {
+	bin, binDir := cliBinary(t)
 	dir := t.TempDir()
-	bin := cliBinary(t, dir)
-	env := append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+	env := append(os.Environ(), "PATH="+binDir+":"+os.Getenv("PATH"))
 	script := func(shell string) string {
 		p := filepath.Join(dir, "cleanroom."+shell)
 		out, err := exec.Command(bin, "completion", shell).Output()
