@@ -15,10 +15,6 @@ import (
 
 func init() { commands = append(commands, newHoldoutCmd) }
 
-// defaultPackage is where a world keeps its release package, relative to
-// the world root (the reference's docs/spec/proof-wire).
-const defaultPackage = "docs/spec/proof-wire"
-
 func newHoldoutCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "holdout",
@@ -139,7 +135,7 @@ total, pass, fail, unresolved, implementation, spec_release_id}, or
 	f := c.Flags()
 	f.StringVar(&challenges, "challenges", "", "holdout directory (INDEX.json + challenges) or a JSON array of challenges")
 	f.StringVar(&observations, "observations", "", "the observation document to score")
-	f.StringVar(&pkg, "package", defaultPackage, "the pinned package root whose experiment/ holds both schemas")
+	f.StringVar(&pkg, "package", experiment.PackageDirName, "the pinned package root whose experiment/ holds both schemas")
 	f.StringVar(&expRel, "expect-release", "", "refuse unless the document's spec_release_id is this srel")
 	f.StringVar(&expImpl, "expect-implementation", "", "refuse unless the document's implementation is this label")
 	for _, f := range []string{"challenges", "observations"} {
@@ -389,7 +385,7 @@ the committed set.`,
 			})
 		},
 	}
-	c.Flags().StringVar(&pkg, "package", defaultPackage, "the pinned package root whose experiment/ holds the recipe schema")
+	c.Flags().StringVar(&pkg, "package", experiment.PackageDirName, "the pinned package root whose experiment/ holds the recipe schema")
 	return c
 }
 
@@ -415,6 +411,6 @@ The same digest is what release issue records and reveal checks.`,
 			return printResult(cmd, out, func(w io.Writer) { fmt.Fprintf(w, "%s %d\n", c, n) })
 		},
 	}
-	c.Flags().StringVar(&pkg, "package", defaultPackage, "the package root the paths are made relative to")
+	c.Flags().StringVar(&pkg, "package", experiment.PackageDirName, "the package root the paths are made relative to")
 	return c
 }
