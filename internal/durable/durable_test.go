@@ -165,3 +165,36 @@ func TestReplaceInSwapsInTheHeldDirectory(t *testing.T) {
 	}
 	assertNoTemps(t, dir)
 }
+
+// The mode asked for is the mode written, whatever the process umask: a
+// restrictive umask must not make evidence unreadable to its verifier.
+func TestModeIgnoresUmask(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, c := range []struct {
+		name  string
+		write func(name string) error
+	}{
+		{"Create", func(n string) error { return Create(dir, n, []byte("x"), 0o644) }},
+		{"Replace", func(n string) error { return Replace(dir, n, []byte("x"), 0o644) }},
+		{"CreateIn", func(n string) error { return CreateIn(d, n, []byte("x"), 0o644) }},
+		{"ReplaceIn", func(n string) error { return ReplaceIn(d, n, []byte("x"), 0o644) }},
+	} {
+		if err := c.write(c.name); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		fi, err := os.Stat(filepath.Join(dir, c.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s under umask 077: mode %v, want 0644", c.name, fi.Mode().Perm())
+		}
+	}
+}
