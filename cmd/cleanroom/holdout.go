@@ -51,19 +51,6 @@ func loadChallenges(arg string) ([]*holdout.Challenge, error) {
 	return holdout.ParseChallenges(b, arg)
 }
 
-// readDoc reads one observation document through the strict reader.
-func readDoc(path string) (any, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	v, err := evidence.Read(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return v, nil
-}
-
 func refusedJSON(cmd *cobra.Command, err error) error {
 	if jsonOutput(cmd) {
 		_ = printResult(cmd, evidence.NewObject(evidence.Member{Name: "refused", Value: err.Error()}), nil)
@@ -103,7 +90,7 @@ total, pass, fail, unresolved, implementation, spec_release_id}, or
 			if err != nil {
 				return refusedJSON(cmd, err)
 			}
-			doc, err := readDoc(observations)
+			doc, err := evidence.ReadFile(observations)
 			if err != nil {
 				return refusedJSON(cmd, err)
 			}
@@ -283,7 +270,7 @@ documents naming different releases are refused.`,
 			}
 			docs := make([]holdout.Document, 0, len(args))
 			for _, a := range args {
-				v, err := readDoc(a)
+				v, err := evidence.ReadFile(a)
 				if err != nil {
 					return refusedJSON(cmd, err)
 				}
