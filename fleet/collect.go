@@ -253,8 +253,10 @@ func copyResult(src, dst string) (int, error) {
 // copyOne copies one listed file, opened beneath the source root without
 // following any link, and checks its bytes hash to what the walk saw.
 func copyOne(rootfd int, f pkgwalk.File, tmp string) error {
+	// O_NONBLOCK: a FIFO swapped in after the walk cannot hang the open
+	// itself (the mode check below then refuses it).
 	fd, err := unix.Openat2(rootfd, f.Path, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +14,10 @@ import (
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared/runworld"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
 )
 
 // revealedWorld makes what a blind run's Job leaves under /results: the
@@ -225,4 +228,27 @@ func errorsAny(errs []error, rule error) bool {
 		}
 	}
 	return false
+}
+
+// A FIFO swapped in for a listed file after the walk is refused as a
+// result-tree problem; the open must not wait for a writer that never
+// comes.
+func TestCopyOneRefusesSwappedFIFO(t *testing.T) {
+	src, tmp := t.TempDir(), t.TempDir()
+	if err := unix.Mkfifo(filepath.Join(src, "run.json"), 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	root, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	// As the walk listed it while it was a regular file.
+	listed := pkgwalk.File{Path: "run.json", Size: 2, SHA256: pkgwalk.SHA256Hex([]byte("{}"))}
+	if err := copyOne(int(root.Fd()), listed, tmp); !errors.Is(err, ErrResultTree) {
+		t.Fatalf("copyOne of a FIFO: %v, want ErrResultTree", err)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "run.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("something was written for the FIFO: %v", err)
+	}
 }
