@@ -20,7 +20,7 @@ func init() { commands = append(commands, newRoomCmd) }
 
 // roomStageArgs is the hidden command line the sealed server re-executes
 // itself with. roomstage's init function routes it before the command tree
-// is built; the hidden command below serves an in-process call (tests).
+// is built, so it is no command of the tree.
 var roomStageArgs = roomstage.Args
 
 func newRoomCmd() *cobra.Command {
@@ -40,7 +40,7 @@ read from the sealed experiment/CLEAN-ROOM-PROMPT-v1.md.
 "room drive" is a built-in agent loop: it starts "room serve" as a child and
 relays an OpenAI-compatible chat-completions model's tool calls to it.`,
 	}
-	c.AddCommand(newRoomServeCmd(), newRoomDriveCmd(), newRoomTranscriptCmd(), newRoomStageCmd())
+	c.AddCommand(newRoomServeCmd(), newRoomDriveCmd(), newRoomTranscriptCmd())
 	for _, f := range roomSubcommands {
 		c.AddCommand(f())
 	}
@@ -154,21 +154,6 @@ the prompt was refused; exit 2: the seal could not be established here.`,
 	}
 	f.register(c)
 	return c
-}
-
-func newRoomStageCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:                "sealed-stage",
-		Hidden:             true,
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			code := harness.RunStage(roomStageArgs, args, os.Stdin, os.Stdout, os.Stderr)
-			if code != 0 {
-				return &exitError{code: code}
-			}
-			return nil
-		},
-	}
 }
 
 func newRoomDriveCmd() *cobra.Command {
