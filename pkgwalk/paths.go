@@ -50,8 +50,11 @@ func DigestOfPaths(root string, paths []string) (string, []FileDigest, error) {
 	for _, p := range sorted {
 		p = strings.TrimSuffix(p, "/")
 		for seg := range strings.SplitSeq(p, "/") {
+			// A listed path names one place beneath root: ".." (which
+			// openat2 would refuse as a crossing, under another rule), "."
+			// or an empty segment would let two spellings digest one file.
 			if seg == "" || seg == "." || seg == ".." {
-				return "", nil, fmt.Errorf("%w", &RefusalError{Path: p, Rule: ErrBadSegment, Detail: "listed path"})
+				return "", nil, &RefusalError{Path: p, Rule: ErrBadSegment, Detail: "listed path"}
 			}
 		}
 		fd, err := openEntry(int(rootf.Fd()), p, openFlags)
