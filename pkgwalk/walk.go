@@ -611,6 +611,8 @@ func (w *walker) openFile(dirfd int, name, p string) (int, unix.Stat_t, bool) {
 		w.problem(p, typeRule(st.Mode), "")
 		return -1, st, false
 	case st.Dev != w.rootDev:
+		// A file of another filesystem (a bind mount RESOLVE_NO_XDEV did
+		// not catch): bytes the package's filesystem does not hold.
 		unix.Close(fd)
 		w.problem(p, ErrMountPoint, "")
 		return -1, st, false
