@@ -189,19 +189,27 @@ func TestPrimingEndsAfterItsLimit(t *testing.T) {
 	maxPriming = 30 * time.Millisecond
 	defer func() { maxPriming = saved }()
 	stop := Start()
+	mu.Lock()
+	finishedWriting := finished
+	mu.Unlock()
 	waitWrites(t, writes.Load()+2)
-	time.Sleep(100 * time.Millisecond) // past the limit
-	n := writes.Load()
-	time.Sleep(50 * time.Millisecond)
-	if m := writes.Load(); m != n {
-		t.Errorf("%d writes after the limit, want none", m-n)
+	// The writer returns with the reference still held (quit is closed
+	// only by stop).
+	select {
+	case <-finishedWriting:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer still runs long after its limit")
 	}
+	n := writes.Load()
 	done := make(chan struct{})
 	go func() { stop(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("stop did not return after the writer expired")
+	}
+	if m := writes.Load(); m != n {
+		t.Errorf("%d writes after the writer ended, want none", m-n)
 	}
 	if running() != 0 {
 		t.Errorf("%d callers still counted after stop", running())
