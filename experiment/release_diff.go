@@ -60,6 +60,20 @@ func DiffReleases(a, b *Release) []Change {
 // diffFiles compares two file lists by path: changed, removed (New ""),
 // added (Old "").
 func diffFiles(field string, a, b []pkgwalk.FileDigest) []Change {
+	var out []Change
+	for _, d := range fileDeltas(a, b) {
+		out = append(out, Change{Field: fmt.Sprintf("%s[%s]", field, d.Path), Plane: PlaneDerived, Old: d.Old, New: d.New})
+	}
+	return out
+}
+
+// fileDelta is one path whose digest differs between two file lists: Old
+// is "" when only the second list has it, New "" when only the first does.
+type fileDelta struct{ Path, Old, New string }
+
+// fileDeltas lists, by path, what differs between a and b: a's changed and
+// removed paths in a's order, then b's added paths in b's order.
+func fileDeltas(a, b []pkgwalk.FileDigest) []fileDelta {
 	am, bm := map[string]string{}, map[string]string{}
 	for _, f := range a {
 		am[f.Path] = f.SHA256
@@ -67,15 +81,15 @@ func diffFiles(field string, a, b []pkgwalk.FileDigest) []Change {
 	for _, f := range b {
 		bm[f.Path] = f.SHA256
 	}
-	var out []Change
+	var out []fileDelta
 	for _, f := range a {
-		if s := bm[f.Path]; s != f.SHA256 {
-			out = append(out, Change{Field: fmt.Sprintf("%s[%s]", field, f.Path), Plane: PlaneDerived, Old: f.SHA256, New: s})
+		if s, ok := bm[f.Path]; !ok || s != f.SHA256 {
+			out = append(out, fileDelta{Path: f.Path, Old: f.SHA256, New: s})
 		}
 	}
 	for _, f := range b {
 		if _, ok := am[f.Path]; !ok {
-			out = append(out, Change{Field: fmt.Sprintf("%s[%s]", field, f.Path), Plane: PlaneDerived, New: f.SHA256})
+			out = append(out, fileDelta{Path: f.Path, New: f.SHA256})
 		}
 	}
 	return out

@@ -739,3 +739,26 @@ func BenchmarkVerifyRelease(b *testing.B) {
 		}
 	}
 }
+
+// The two file-list comparisons (release diff, release verify) agree on
+// what differs: a changed digest, a path only in the first list, a path
+// only in the second, in that list order; an unchanged path is not named.
+func TestFileListDifferences(t *testing.T) {
+	fd := func(p, s string) pkgwalk.FileDigest { return pkgwalk.FileDigest{Path: p, SHA256: s} }
+	a := []pkgwalk.FileDigest{fd("x", "1"), fd("y", "2"), fd("z", "3")}
+	b := []pkgwalk.FileDigest{fd("w", "4"), fd("x", "1"), fd("y", "9")}
+	wantChanges := []Change{
+		{Field: "/f[y]", Plane: PlaneDerived, Old: "2", New: "9"},
+		{Field: "/f[z]", Plane: PlaneDerived, Old: "3"},
+		{Field: "/f[w]", Plane: PlaneDerived, New: "4"},
+	}
+	if got := diffFiles("/f", a, b); !slices.Equal(got, wantChanges) {
+		t.Errorf("diffFiles = %+v, want %+v", got, wantChanges)
+	}
+	if got, want := listDifference(a, b), `["changed: y","only recorded: z","only on disk: w"]`; got != want {
+		t.Errorf("listDifference = %s, want %s", got, want)
+	}
+	if got := diffFiles("/f", a, a); len(got) != 0 {
+		t.Errorf("diffFiles of a list with itself = %+v", got)
+	}
+}

@@ -204,24 +204,15 @@ func listCheck(add func(Check), name string, recorded []pkgwalk.FileDigest, s Su
 
 // listDifference names the paths that are only in a, only in b, or differ.
 func listDifference(a, b []pkgwalk.FileDigest) string {
-	am, bm := map[string]string{}, map[string]string{}
-	for _, f := range a {
-		am[f.Path] = f.SHA256
-	}
-	for _, f := range b {
-		bm[f.Path] = f.SHA256
-	}
 	var out []string
-	for _, f := range a {
-		if s, ok := bm[f.Path]; !ok {
-			out = append(out, "only recorded: "+f.Path)
-		} else if s != f.SHA256 {
-			out = append(out, "changed: "+f.Path)
-		}
-	}
-	for _, f := range b {
-		if _, ok := am[f.Path]; !ok {
-			out = append(out, "only on disk: "+f.Path)
+	for _, d := range fileDeltas(a, b) {
+		switch {
+		case d.New == "":
+			out = append(out, "only recorded: "+d.Path)
+		case d.Old == "":
+			out = append(out, "only on disk: "+d.Path)
+		default:
+			out = append(out, "changed: "+d.Path)
 		}
 	}
 	if len(out) > 8 {
