@@ -4,7 +4,8 @@
 // Gather reads everything through the owning packages' APIs and computes
 // nothing of its own: the run record and its verification
 // (experiment.Verify, with the holdout's replay for a COMPLETE run), the
-// receipt timeline (experiment.Timeline), the RESULT (experiment.ParseResult),
+// receipt timeline (the chain that verification walked, listed as
+// experiment.Timeline lists it), the RESULT (experiment.ParseResult),
 // every archived observation re-scored by the frozen scorer
 // (holdout.LoadCommitted, holdout.NewScorer), the interop comparison of the
 // archived documents (holdout.CompareAll), the findings register
