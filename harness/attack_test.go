@@ -191,6 +191,9 @@ func TestWorkspaceBadInput(t *testing.T) {
 	ws := filepath.Join(base, "ws")
 	limits := DefaultLimits
 	limits.MaxFileBytes = 1000
+	// A file cap well below the 10,000 writes below: each accepted write is
+	// fsynced, and the cap's rule is the same at 100 as at 2000.
+	limits.MaxFiles = 100
 	room, err := OpenRoom(RoomConfig{View: pkg, Manifest: m, Expect: id, Workspace: ws, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
@@ -227,19 +230,28 @@ func TestWorkspaceBadInput(t *testing.T) {
 			t.Errorf("write %q: %q, want %q", path, txt, rule)
 		}
 	}
-	// 10,000 writes: the caps refuse the excess; nothing outside.
+	// 10,000 writes: the caps refuse the excess, first the file count,
+	// then the number of calls; nothing outside.
 	refused := 0
+	fileCap, callCap := fmt.Sprintf("(%d files)", limits.MaxFiles), fmt.Sprintf("(more than %d write_source calls)", limits.MaxWrites)
+	sawFileCap, sawCallCap := false, false
 	for i := range 10000 {
 		res := callMem(t, cs, "write_source", map[string]any{"path": fmt.Sprintf("many/f%05d.go", i), "content": "x"})
 		if res.IsError {
-			if !strings.Contains(res.Content[0].(*mcp.TextContent).Text, ErrWorkspaceFull.Error()) {
+			txt := res.Content[0].(*mcp.TextContent).Text
+			if !strings.Contains(txt, ErrWorkspaceFull.Error()) {
 				t.Fatalf("write %d refused for another reason: %v", i, res.Content[0])
 			}
+			sawFileCap = sawFileCap || strings.Contains(txt, fileCap)
+			sawCallCap = sawCallCap || strings.Contains(txt, callCap)
 			refused++
 		}
 	}
 	if refused == 0 {
 		t.Errorf("10,000 writes all accepted; the caps must refuse some")
+	}
+	if !sawFileCap || !sawCallCap {
+		t.Errorf("refusals named the file cap %v, the call cap %v; want both", sawFileCap, sawCallCap)
 	}
 	ents, err := os.ReadDir(filepath.Join(ws, "many"))
 	if err != nil {
