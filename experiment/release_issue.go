@@ -36,6 +36,9 @@ type Issued struct {
 	// (re-issuing an unchanged release is not an error).
 	ArchiveExisted bool     `json:"archive_existed"`
 	Audit          []string `json:"audit"`
+	// Verified is the verification of what was written (VerifyRelease);
+	// every check passed, or IssueRelease refused with ErrIssuedNotVerified.
+	Verified *ReleaseReport `json:"-"`
 }
 
 // BuildRelease computes a release from the package on disk without writing
@@ -169,6 +172,7 @@ func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 	if !rep.OK {
 		return nil, &ReleaseError{File: out.RecordPath, Rule: ErrIssuedNotVerified, Detail: strings.Join(rep.Failed(), ", ")}
 	}
+	out.Verified = rep
 	return out, nil
 }
 

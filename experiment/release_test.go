@@ -153,6 +153,11 @@ func TestIssueSyntheticIndependently(t *testing.T) {
 	if again.ID != want || !again.ArchiveExisted {
 		t.Errorf("re-issue: %s existed=%v", again.ID, again.ArchiveExisted)
 	}
+	// The issue's own verification is returned: the same checks an
+	// independent VerifyRelease makes, every one passed.
+	if v := again.Verified; v == nil || !v.OK || v.SpecRelID != want || len(v.Checks) != len(rep.Checks) {
+		t.Errorf("issue's verification %+v, want OK over %d checks for %s", v, len(rep.Checks), want)
+	}
 }
 
 // The JCS fixture vectors say what they claim: input canonicalises to the
