@@ -98,6 +98,31 @@ func TestViewServesVerifiedBytes(t *testing.T) {
 	}
 }
 
+// The seal digest of a verified view and of a walk of the same tree is
+// the one computed outside this code (Python: "path<TAB>sha256" per file of
+// testdata/synthetic, sorted, joined by LF, SHA-256).
+func TestSealDigest(t *testing.T) {
+	const want = "e89900aec3567ff6f70c53eb1bdaf93d976dbed9f0dc049263f24448418102fa"
+	_, dest, m := emitSynthetic(t)
+	v, err := pkgwalk.VerifyView(dest, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := pkgwalk.Walk(dest, pkgwalk.WalkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tree.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.SealDigest(); got != want {
+		t.Errorf("View.SealDigest = %s, want %s", got, want)
+	}
+	if got := tree.SealDigest(); got != want {
+		t.Errorf("Tree.SealDigest = %s, want %s", got, want)
+	}
+}
+
 // Attacks on a verified destination (AB4, AC1, AC2, AC3, AC4): each makes
 // VerifyView fail with its rule.
 func TestVerifyViewRefusals(t *testing.T) {

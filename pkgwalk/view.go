@@ -29,9 +29,17 @@ func (v *View) File(path string) (File, bool) {
 
 // SealDigest is the reference's seal_digest (TRVM-FORMATS §11.1): the hex
 // SHA-256 of "path<TAB>sha256" per manifested file, joined by LF.
-func (v *View) SealDigest() string {
+func (v *View) SealDigest() string { return sealDigest(v.Files) }
+
+// SealDigest is the seal_digest of the tree's files: a View's, for a
+// caller whose manifest is this very walk (there is nothing to compare it
+// with, so no second walk is needed).
+func (t *Tree) SealDigest() string { return sealDigest(t.Files) }
+
+// sealDigest is seal_digest over files sorted by path (as Walk sorts them).
+func sealDigest(files []File) string {
 	h := sha256.New()
-	for i, f := range v.Files {
+	for i, f := range files {
 		if i > 0 {
 			h.Write([]byte{'\n'})
 		}
