@@ -339,7 +339,7 @@ the committed set.`,
 			// one the release committed to.
 			committed := "no SPEC-RELEASE.json in the package: commitment not checked"
 			var h *holdout.Holdout
-			relPath := filepath.Join(pkg, "SPEC-RELEASE.json")
+			relPath := filepath.Join(pkg, experiment.ReleaseFile)
 			if _, statErr := os.Stat(relPath); statErr == nil {
 				rel, err := experiment.ReadRelease(relPath)
 				if err != nil {
