@@ -132,20 +132,26 @@ func (f *sandboxFlags) config(args []string) (sandbox.Config, error) {
 	if cfg.Allow, err = parseNetMode(f.netMode); err != nil {
 		return cfg, err
 	}
-	for _, p := range []struct {
-		flag, v string
-		dst     **netip.AddrPort
-	}{{"--sealed", f.sealed, &cfg.Seal}, {"--control", f.control, &cfg.Control}} {
-		if p.v == "" {
-			continue
+	if f.sealed != "" {
+		if cfg.Seal, err = addrPortFlag("--sealed", f.sealed); err != nil {
+			return cfg, err
 		}
-		ap, err := netip.ParseAddrPort(p.v)
-		if err != nil {
-			return cfg, fmt.Errorf("%s %q: want IP:PORT: %w", p.flag, p.v, err)
+	}
+	if f.control != "" {
+		if cfg.Control, err = addrPortFlag("--control", f.control); err != nil {
+			return cfg, err
 		}
-		*p.dst = &ap
 	}
 	return cfg, nil
+}
+
+// addrPortFlag parses the IP:PORT value of flag (--sealed, --control).
+func addrPortFlag(flag, v string) (*netip.AddrPort, error) {
+	ap, err := netip.ParseAddrPort(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: want IP:PORT: %w", flag, v, err)
+	}
+	return &ap, nil
 }
 
 // parseNetMode parses --net: "none" or "allow:IP:PORT,…".
@@ -296,19 +302,17 @@ the check fails.`,
 			if err != nil {
 				return usageErr(err)
 			}
-			s, err := netip.ParseAddrPort(sealed)
+			s, err := addrPortFlag("--sealed", sealed)
 			if err != nil {
-				return usageErr(fmt.Errorf("--sealed %q: want IP:PORT: %w", sealed, err))
+				return usageErr(err)
 			}
 			var ctl *netip.AddrPort
 			if control != "" {
-				ap, err := netip.ParseAddrPort(control)
-				if err != nil {
-					return usageErr(fmt.Errorf("--control %q: want IP:PORT: %w", control, err))
+				if ctl, err = addrPortFlag("--control", control); err != nil {
+					return usageErr(err)
 				}
-				ctl = &ap
 			}
-			rep, err := sandbox.ProbeVantage(cmd.Context(), allow, s, ctl)
+			rep, err := sandbox.ProbeVantage(cmd.Context(), allow, *s, ctl)
 			if rep != nil {
 				if perr := printResult(cmd, rep, func(w io.Writer) {
 					if rep.IsolationCheck != nil {
