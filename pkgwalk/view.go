@@ -55,12 +55,6 @@ func sealDigest(files []File) string {
 // problem of the package walk (TRVM-FORMATS §4.1, leaks included). The
 // error is a Problems list naming every difference.
 func VerifyView(path string, m *Manifest) (*View, error) {
-	return verify(path, m, true)
-}
-
-// verify is VerifyView; keep=false skips holding the bytes (Emit's re-walk
-// needs the verdict, not a second copy of the package).
-func verify(path string, m *Manifest, keep bool) (*View, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -68,7 +62,7 @@ func verify(path string, m *Manifest, keep bool) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, err := Walk(path, WalkOptions{KeepBytes: keep})
+	tree, err := Walk(path, WalkOptions{KeepBytes: true})
 	if err != nil {
 		return nil, err
 	}
