@@ -136,20 +136,28 @@ type RunProblem struct {
 	Err    error // underlying cause, e.g. an *evidence.Error
 }
 
-func (p *RunProblem) Error() string {
+func (p *RunProblem) Error() string { return problemText(p.File, "", string(p.Rule), p.Detail, p.Err) }
+
+// problemText is the one spelling of a broken rule, for run and release
+// problems alike: "file: " and the quoted JSON Pointer ("\"/x\": ") when
+// they are known, the rule, then ": detail" and ": cause" when present.
+func problemText(file, pointer, rule, detail string, err error) string {
 	var b strings.Builder
-	if p.File != "" {
-		b.WriteString(p.File)
+	if file != "" {
+		b.WriteString(file)
 		b.WriteString(": ")
 	}
-	b.WriteString(string(p.Rule))
-	if p.Detail != "" {
-		b.WriteString(": ")
-		b.WriteString(p.Detail)
+	if pointer != "" {
+		fmt.Fprintf(&b, "%q: ", pointer)
 	}
-	if p.Err != nil {
+	b.WriteString(rule)
+	if detail != "" {
 		b.WriteString(": ")
-		b.WriteString(p.Err.Error())
+		b.WriteString(detail)
+	}
+	if err != nil {
+		b.WriteString(": ")
+		b.WriteString(err.Error())
 	}
 	return b.String()
 }

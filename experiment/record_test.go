@@ -263,3 +263,27 @@ func FuzzParseRecord(f *testing.F) {
 		}
 	})
 }
+
+// Run problems and release errors are spelled one way: the file, the
+// quoted pointer (release errors), the rule, the detail and the cause, each
+// only when present.
+func TestProblemText(t *testing.T) {
+	cause := errors.New("cause")
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{&RunProblem{Rule: ErrRunID}, "run_id does not identify the record"},
+		{&RunProblem{Rule: ErrRunID, File: "governance/blind-run.json", Detail: "d", Err: cause},
+			"governance/blind-run.json: run_id does not identify the record: d: cause"},
+		{&ReleaseError{Rule: ErrUnknownMember, Pointer: "/signed_off"}, `"/signed_off": unknown member`},
+		{&ReleaseError{Rule: ErrUnknownMember, File: "SPEC-RELEASE.json", Pointer: "/x", Detail: "d", Err: cause},
+			`SPEC-RELEASE.json: "/x": unknown member: d: cause`},
+		{&ReleaseError{Rule: ErrIncomplete, File: "p", Err: cause}, "p: package is missing files it records: cause"},
+	}
+	for _, c := range cases {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("Error() = %q, want %q", got, c.want)
+		}
+	}
+}

@@ -1,10 +1,5 @@
 package experiment
 
-import (
-	"fmt"
-	"strings"
-)
-
 // ReleaseRule names one rule a release record, a release package or an
 // issue request can break. errors.Is(err, experiment.ErrUnknownMember)
 // reports whether err (a *ReleaseError or anything wrapping one) broke it.
@@ -75,24 +70,7 @@ type ReleaseError struct {
 }
 
 func (e *ReleaseError) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		b.WriteString(": ")
-	}
-	if e.Pointer != "" {
-		fmt.Fprintf(&b, "%q: ", e.Pointer)
-	}
-	b.WriteString(string(e.Rule))
-	if e.Detail != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Detail)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
+	return problemText(e.File, e.Pointer, string(e.Rule), e.Detail, e.Err)
 }
 
 // Unwrap exposes the cause (errors.Is(err, evidence.ClassDuplicateName)).
