@@ -98,10 +98,11 @@ func (f *roomFlags) options() (harness.ServeOptions, error) {
 }
 
 // worldPin reads the pinned blind_package_id from a world's run record
-// through the strict reader.
+// through the strict reader (a regular file of bounded size: a FIFO or a
+// huge file planted there is refused, not waited on or read whole).
 func worldPin(world string) (string, error) {
 	p := filepath.Join(world, "governance", "blind-run.json")
-	b, err := os.ReadFile(p)
+	b, err := evidence.ReadFileBytes(p)
 	if err != nil {
 		return "", fmt.Errorf("reading the run record: %w", err)
 	}
