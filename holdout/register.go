@@ -165,7 +165,9 @@ func (l Log) Append(typ string, body []evidence.Member) (LogEntry, error) {
 	if err != nil {
 		return LogEntry{}, err
 	}
-	if err := os.MkdirAll(l.Dir, 0o755); err != nil {
+	// durable.MkdirAll fsyncs the parent of each directory it creates: an
+	// entry published in a new log directory survives a crash with it.
+	if err := durable.MkdirAll(l.Dir); err != nil {
 		return LogEntry{}, err
 	}
 	name := fmt.Sprintf("%0*d.json", seqWidth, seq)
