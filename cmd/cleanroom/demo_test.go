@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,7 +81,11 @@ func TestDemo(t *testing.T) {
 
 // TestDemoOutMustBeNew: the demo never writes into an existing directory.
 func TestDemoOutMustBeNew(t *testing.T) {
-	code, _, stderr := runCLI(t, "demo", "--out", t.TempDir())
+	existing := t.TempDir()
+	if _, err := demoOutDir(existing); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("demoOutDir(an existing directory): %v, want fs.ErrExist", err)
+	}
+	code, _, stderr := runCLI(t, "demo", "--out", existing)
 	if code != 2 || !strings.Contains(stderr, "writes only into a directory it creates") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
