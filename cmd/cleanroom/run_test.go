@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,4 +97,48 @@ func TestRunDemoCycle(t *testing.T) {
 	if tr.Status != experiment.StatusRevealed || !strings.Contains(out.String(), "\nVERIFIED\n") {
 		t.Errorf("%+v\n%s", tr, out.String())
 	}
+}
+
+// runDemoCycle takes the synthetic world at dir (testdata/world copied, its
+// release issued) from no run to REVEALED: pin with the world's
+// governance/reference-adapter.json, freeze implementer/tally-candidate
+// with the given provenance, reveal governance/holdout, and print each
+// transition and the final verification to out. A test helper: the demo
+// runs these steps as its own stages (demo.go).
+func runDemoCycle(ctx context.Context, dir string, env experiment.Environment, out io.Writer) (*experiment.Transition, error) {
+	w, err := experiment.OpenWorld(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(w.StateDir() + "/reference-adapter.json")
+	if err != nil {
+		return nil, err
+	}
+	ref, err := experiment.ParseAdapterSpec(b, "governance/reference-adapter.json")
+	if err != nil {
+		return nil, err
+	}
+	p, err := experiment.Pin(ctx, w, experiment.PinOptions{Reference: ref})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "PINNED           %s\n", p.RunID)
+	f, err := experiment.Freeze(ctx, w, experiment.FreezeOptions{Implementation: "candidate",
+		Files: []string{"implementer/tally-candidate"}, Binary: "implementer/tally-candidate",
+		Toolchain: env.Toolchain, Model: env.Model, ToolVersion: env.ToolVersion})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "CANDIDATE_FROZEN %s\n", f.RunID)
+	r, err := experiment.Reveal(ctx, w, experiment.RevealOptions{})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "REVEALED         %s\n", r.RunID)
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{})
+	if err != nil {
+		return nil, err
+	}
+	printRunReport(out, rep)
+	return r, rep.Err()
 }
