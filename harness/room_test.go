@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -347,13 +349,7 @@ func TestRoomSession(t *testing.T) {
 // sealDigestOf computes seal_digest independently of the code under test.
 func sealDigestOf(files map[string][]byte) string {
 	var lines []string
-	for _, p := range slices.Sorted(func(y func(string) bool) {
-		for p := range files {
-			if !y(p) {
-				return
-			}
-		}
-	}) {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
 		lines = append(lines, p+"\t"+sha(files[p]))
 	}
 	return sha([]byte(strings.Join(lines, "\n")))
@@ -423,8 +419,7 @@ func dialInNetns(t *testing.T, ns netns.NsHandle, addrs []string) map[string]err
 }
 
 func atoi(s string) int {
-	n := 0
-	fmt.Sscan(s, &n)
+	n, _ := strconv.Atoi(s)
 	return n
 }
 
