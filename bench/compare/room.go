@@ -21,72 +21,66 @@ const worldPackage = "testdata/world/docs/spec/proof-wire"
 // benchPackage writes a package of the world's files plus readN files of
 // 2,000 bytes (bench/read_NN.txt, the read loop's corpus) plus padN files
 // that bring the total to about total bytes, and returns its directory,
-// its bpkg and its byte count.
-func benchPackage(c *config, name string, readN, padN int, total int64) (dir, id string, size int64, err error) {
+// its bpkg, its files (slash paths relative to dir) and its byte count.
+func benchPackage(c *config, name string, readN, padN int, total int64) (dir, id string, files []string, size int64, err error) {
 	dir = filepath.Join(c.tmp, name)
 	if out, err := exec.Command("cp", "-a", worldPackage, dir).CombinedOutput(); err != nil {
-		return "", "", 0, fmt.Errorf("copying %s: %v: %s", worldPackage, err, out)
+		return "", "", nil, 0, fmt.Errorf("copying %s: %v: %s", worldPackage, err, out)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "bench"), 0o755); err != nil {
-		return "", "", 0, err
+		return "", "", nil, 0, err
 	}
 	for i := range readN {
 		if err := os.WriteFile(filepath.Join(dir, "bench", fmt.Sprintf("read_%02d.txt", i)), []byte(readBody(i)), 0o644); err != nil {
-			return "", "", 0, err
+			return "", "", nil, 0, err
 		}
 	}
-	size, err = dirBytes(dir)
-	if err != nil {
-		return "", "", 0, err
+	if files, size, err = treeFiles(dir); err != nil {
+		return "", "", nil, 0, err
 	}
 	if padN > 0 && total > size {
 		per := (total - size) / int64(padN)
 		line := "The quick brown fox jumps over the lazy dog; padding for the package-size benchmark.\n"
+		body := []byte(strings.Repeat(line, int(per)/len(line)+1)[:per])
 		for i := range padN {
-			body := strings.Repeat(line, int(per)/len(line)+1)[:per]
-			if err := os.WriteFile(filepath.Join(dir, "bench", fmt.Sprintf("pad_%02d.txt", i)), []byte(body), 0o644); err != nil {
-				return "", "", 0, err
+			rel := fmt.Sprintf("bench/pad_%02d.txt", i)
+			if err := os.WriteFile(filepath.Join(dir, rel), body, 0o644); err != nil {
+				return "", "", nil, 0, err
 			}
+			files = append(files, rel)
+			size += per
 		}
 	}
-	if size, err = dirBytes(dir); err != nil {
-		return "", "", 0, err
-	}
 	id, err = packageID(c, dir)
-	return dir, id, size, err
+	return dir, id, files, size, err
 }
 
 // readBody is the content of bench/read_NN.txt: 2,000 bytes the read
 // loop checks each answer against.
 func readBody(i int) string { return strings.Repeat(string(rune('a'+i%26)), 1999) + "\n" }
 
-func dirBytes(dir string) (int64, error) {
+// treeFiles lists the regular files under dir (slash paths relative to
+// it) and their total size, in one walk.
+func treeFiles(dir string) ([]string, int64, error) {
+	var files []string
 	var n int64
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		if d.Type().IsRegular() {
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			n += fi.Size()
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
 		}
+		files = append(files, filepath.ToSlash(rel))
+		n += fi.Size()
 		return nil
 	})
-	return n, err
-}
-
-func countFiles(dir string) int {
-	n := 0
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			n++
-		}
-		return nil
-	})
-	return n
+	return files, n, err
 }
 
 // packageID is `cleanroom package id DIR`.
@@ -158,11 +152,11 @@ func roomRows(c *config) []Row {
 		return Row{Issue: issue, Work: work, Clean: "—", Peer: "—", Ratio: "—", Target: target, Verdict: notMeasured + ": " + err.Error()}
 	}
 	const readyTarget = "≤ 25 ms (real-size package, 65 files, 1.5 MB)"
-	pkg, id, size, err := benchPackage(c, "room-pkg", 30, 7, 1_500_000)
+	pkg, id, list, size, err := benchPackage(c, "room-pkg", 30, 7, 1_500_000)
 	if err != nil {
 		return []Row{notMeasuredRow(5, "clean-room readiness", readyTarget, err)}
 	}
-	files := countFiles(pkg)
+	files := len(list)
 	ctx := context.Background()
 	deadline := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 60*time.Second) }
 
@@ -348,31 +342,23 @@ func roomRows(c *config) []Row {
 // rssAt serves a package of about total bytes from both servers, reads
 // every file once through each, and reports both peak RSS figures.
 func rssAt(c *config, js string, readN, padN int, total int64) rssPoint {
-	pkg, id, size, err := benchPackage(c, fmt.Sprintf("rss-pkg-%d", total), readN, padN, total)
+	pkg, id, rel, size, err := benchPackage(c, fmt.Sprintf("rss-pkg-%d", total), readN, padN, total)
 	p := rssPoint{pkgBytes: size, target: size + 20<<20}
 	if err != nil {
 		p.measuredErr = err.Error()
 		return p
 	}
-	p.files = countFiles(pkg)
+	p.files = len(rel)
 	defer os.RemoveAll(pkg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	var rel []string
-	filepath.WalkDir(pkg, func(q string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			r, _ := filepath.Rel(pkg, q)
-			rel = append(rel, r)
-		}
-		return nil
-	})
 	rc, err := startRoom(ctx, c, pkg, id)
 	if err != nil {
 		p.measuredErr = err.Error()
 		return p
 	}
 	for _, r := range rel {
-		if _, err := rc.CallTool(ctx, "read_file", map[string]any{"path": filepath.ToSlash(r)}); err != nil && !errors.Is(err, mcpclient.ErrTool) {
+		if _, err := rc.CallTool(ctx, "read_file", map[string]any{"path": r}); err != nil && !errors.Is(err, mcpclient.ErrTool) {
 			p.measuredErr = err.Error()
 			break
 		}
@@ -382,7 +368,7 @@ func rssAt(c *config, js string, readN, padN int, total int64) rssPoint {
 	pc, err := startPeer(ctx, js, pkg)
 	if err == nil {
 		for _, r := range rel {
-			if _, err := pc.CallTool(ctx, "read_text_file", map[string]any{"path": filepath.Join(pkg, r)}); err != nil && !errors.Is(err, mcpclient.ErrTool) {
+			if _, err := pc.CallTool(ctx, "read_text_file", map[string]any{"path": filepath.Join(pkg, filepath.FromSlash(r))}); err != nil && !errors.Is(err, mcpclient.ErrTool) {
 				break
 			}
 		}
