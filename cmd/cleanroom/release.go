@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -306,24 +302,6 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return shortHex(s)
-}
-
-// demoReleaseStage returns a demo stage that copies the synthetic release
-// world in src (the layout of testdata/release/world: docs/spec/proof-wire/
-// and governance/holdout/) into the demo's output directory, issues a
-// release there with revisions 1/1/1 and the holdout committed, verifies it
-// (every check must pass), and records the srel as env.ids["srel"] and the
-// package directory as env.ids["release_package"].
-func demoReleaseStage(src fs.FS) func(context.Context, *demoEnv) (string, error) {
-	return func(_ context.Context, env *demoEnv) (string, error) {
-		world := filepath.Join(env.out, "release-world")
-		if err := os.CopyFS(world, src); err != nil {
-			return "", fmt.Errorf("copying the synthetic release world: %w", err)
-		}
-		pkg := filepath.Join(world, "docs", "spec", "proof-wire")
-		holdout := filepath.Join(world, "governance", "holdout")
-		return demoIssueRelease(env, pkg, holdout)
-	}
 }
 
 // demoIssueRelease issues the release of the package at pkg (revisions

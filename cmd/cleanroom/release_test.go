@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,5 +184,23 @@ func TestDemoReleaseStage(t *testing.T) {
 	code, out, _ := runCLI(t, "release", "id", filepath.Join(env.ids["release_package"], "SPEC-RELEASE.json"))
 	if code != 0 || out != srel+"\n" {
 		t.Errorf("id: exit %d %q", code, out)
+	}
+}
+
+// demoReleaseStage returns a stage shaped like the demo's (a test helper:
+// the demo issues its own world's release with demoIssueRelease) that
+// copies the synthetic release world in src (the layout of
+// testdata/release/world: docs/spec/proof-wire/ and governance/holdout/)
+// into the demo's output directory and issues its release there with
+// demoIssueRelease.
+func demoReleaseStage(src fs.FS) func(context.Context, *demoEnv) (string, error) {
+	return func(_ context.Context, env *demoEnv) (string, error) {
+		world := filepath.Join(env.out, "release-world")
+		if err := os.CopyFS(world, src); err != nil {
+			return "", fmt.Errorf("copying the synthetic release world: %w", err)
+		}
+		pkg := filepath.Join(world, "docs", "spec", "proof-wire")
+		holdout := filepath.Join(world, "governance", "holdout")
+		return demoIssueRelease(env, pkg, holdout)
 	}
 }
