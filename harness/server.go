@@ -67,13 +67,16 @@ func NewServer(r *Room) *mcp.Server {
 		h := handlers[spec.Name]
 		s.AddTool(&mcp.Tool{Name: spec.Name, Description: spec.Description, InputSchema: json.RawMessage(spec.SchemaJSON)},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				args, err := strictArgs(spec, req.Params.Arguments)
-				if err != nil {
+				var res *mcp.CallToolResult
+				if args, err := strictArgs(spec, req.Params.Arguments); err != nil {
 					r.Transcript.call(spec.Name, "refused", map[string]any{"refusal": err.Error()})
-					return refusal(err.Error()), nil
+					res = refusal(err.Error())
+				} else {
+					res = h(ctx, args)
 				}
-				res := h(ctx, args)
-				// A call that cannot be recorded is not answered.
+				// A call that cannot be recorded is not answered, a
+				// refusal no more than a served call: the transcript is
+				// the session's only account of what the model asked.
 				if err := r.Transcript.Err(); err != nil {
 					return nil, err
 				}
