@@ -13,18 +13,17 @@ import (
 
 // Constants of the release record (TRVM-FORMATS §3.4, §3.6).
 const (
-	ReleaseType     = "TRVM-PROOF-WIRE-SPEC-RELEASE-v1"
-	WireProtocol    = "TRVM-PROOF-WIRE-v1"
-	ReleaseFile     = "SPEC-RELEASE.json"
-	ReleasesDir     = "releases"
-	SchemaFile      = "schema/nested-composition-v2.json"
-	JCSRepository   = "github.com/cyberphone/json-canonicalization"
-	JCSPath         = "testdata/"
-	JCSCommit       = "19d51d7fe467d4706a3ff08adf8a748f29fc21e0"
-	HoldoutAbsent   = "absent"
-	SrelPrefix      = "srel-"
-	maxSafeInteger  = 1<<53 - 1
-	releaseFileMode = 0o644
+	ReleaseType    = "TRVM-PROOF-WIRE-SPEC-RELEASE-v1"
+	WireProtocol   = "TRVM-PROOF-WIRE-v1"
+	ReleaseFile    = "SPEC-RELEASE.json"
+	ReleasesDir    = "releases"
+	SchemaFile     = "schema/nested-composition-v2.json"
+	JCSRepository  = "github.com/cyberphone/json-canonicalization"
+	JCSPath        = "testdata/"
+	JCSCommit      = "19d51d7fe467d4706a3ff08adf8a748f29fc21e0"
+	HoldoutAbsent  = "absent"
+	SrelPrefix     = "srel-"
+	maxSafeInteger = 1<<53 - 1
 )
 
 // Plane is the field plane of a release member (TRVM-FORMATS §3.6).
