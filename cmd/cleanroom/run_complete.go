@@ -197,9 +197,7 @@ func runMeasurement(cmd *cobra.Command, runner func() (adapter.RunOptions, error
 		out.Set("run_id", t.RunID)
 	}
 	if res != nil {
-		rb, _ := res.Bytes()
-		rv, _ := evidence.Read(rb)
-		out.Set("result", rv)
+		out.Set("result", res.Object())
 	}
 	if err != nil {
 		out.Set("refused", err.Error())
