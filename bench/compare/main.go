@@ -55,6 +55,9 @@ type config struct {
 	runStart int64
 	runLoad  string
 	progress func(format string, a ...any)
+	// rss is what roomRows measured of the servers' peak RSS, for the
+	// report's table beside the rows.
+	rss []rssPoint
 }
 
 func main() {
@@ -132,6 +135,7 @@ func run(c *config) error {
 		c.progress("%s: %d rows in %v", s.name, len(rows), time.Since(t0).Round(time.Millisecond))
 		rep.rows = append(rep.rows, rows...)
 	}
+	rep.rss = c.rss
 	rep.loadAfter = loadavg()
 	rep.elapsed = time.Since(rep.start)
 	if c.stat != "" {

@@ -17,6 +17,7 @@ type report struct {
 	quick, large          bool
 	rounds                int
 	rows                  []Row
+	rss                   []rssPoint
 	benchstat             string
 	notes                 string
 }
@@ -31,8 +32,6 @@ type rssPoint struct {
 	target      int64
 	measuredErr string
 }
-
-var rssPoints []rssPoint // filled by roomRows
 
 func cell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
@@ -80,7 +79,7 @@ func (r *report) markdown() string {
 			missedRows = append(missedRows, fmt.Sprintf("- issue %d — %s: %s (ratio %s); target %s.", row.Issue, row.Work, row.Clean, row.Ratio, row.Target))
 		}
 	}
-	for _, p := range rssPoints {
+	for _, p := range r.rss {
 		if p.measuredErr == "" && p.cleanRSS > p.target {
 			missedRows = append(missedRows, fmt.Sprintf("- issue 5 — peak RSS of the room's serving process with a %s package: %s; target ≤ %s.", mib(p.pkgBytes), mib(p.cleanRSS), mib(p.target)))
 		}
@@ -90,11 +89,11 @@ func (r *report) markdown() string {
 	} else {
 		b.WriteString("\nNo measured target was missed in this run.\n")
 	}
-	if len(rssPoints) > 0 {
+	if len(r.rss) > 0 {
 		b.WriteString("\n## Peak RSS of the clean-room server against the package size\n\n")
 		b.WriteString("VmHWM after every file was read at least once. \"Serving process\" is the process that answers MCP (the serve stage, exec'd inside the seal); \"with supervisor\" adds the `room serve` process that started it and waits. The peer is `@modelcontextprotocol/server-filesystem` (node, one process) serving the same files. Target (issue 5): RSS ≤ package bytes + 20 MiB, judged on the serving process.\n\n")
 		b.WriteString("| files | package | cleanroom serving process | with supervisor | peer | target | verdict |\n|---|---|---|---|---|---|---|\n")
-		for _, p := range rssPoints {
+		for _, p := range r.rss {
 			if p.measuredErr != "" {
 				fmt.Fprintf(&b, "| %d | %s | — | — | — | ≤ %s | not measured: %s |\n", p.files, mib(p.pkgBytes), mib(p.target), cell(p.measuredErr))
 				continue

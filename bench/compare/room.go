@@ -236,7 +236,7 @@ func roomRows(c *config) []Row {
 	readWork := "MCP read_file, sequential, 2,000-byte files: req/s"
 	if jsErr != nil {
 		rows = append(rows, notMeasuredRow(5, readWork, readTarget, jsErr))
-		rssPoints = append(rssPoints, rssPoint{files: files, pkgBytes: size, target: size + 20<<20, measuredErr: jsErr.Error()})
+		c.rss = append(c.rss, rssPoint{files: files, pkgBytes: size, target: size + 20<<20, measuredErr: jsErr.Error()})
 		return rows
 	}
 	cx, cancel := context.WithTimeout(ctx, 10*time.Minute)
@@ -326,7 +326,7 @@ func roomRows(c *config) []Row {
 			Ratio: fmt.Sprintf("%.2f×", float64(quantile(latR, 0.99))/float64(quantile(latP, 0.99))), Target: p99Target,
 			Verdict: verdict(2*quantile(latR, 0.99) <= quantile(latP, 0.99))},
 	)
-	rssPoints = append(rssPoints, rssPoint{files: files, pkgBytes: size, cleanRSS: servingHWM(rc.Pid()), cleanTree: treeHWM(rc.Pid()), peerRSS: treeHWM(pc.Pid()), target: size + 20<<20})
+	c.rss = append(c.rss, rssPoint{files: files, pkgBytes: size, cleanRSS: servingHWM(rc.Pid()), cleanTree: treeHWM(rc.Pid()), peerRSS: treeHWM(pc.Pid()), target: size + 20<<20})
 
 	// Peak RSS at a bigger package: does the server hold the package? The
 	// view's tmpfs is limited to harness.DefaultViewBytes (64 MiB), so 48
@@ -335,7 +335,7 @@ func roomRows(c *config) []Row {
 	if c.quick {
 		bigTotal = 4 << 20
 	}
-	rssPoints = append(rssPoints, rssAt(c, js, 30, 32, bigTotal))
+	c.rss = append(c.rss, rssAt(c, js, 30, 32, bigTotal))
 	return rows
 }
 
