@@ -20,15 +20,11 @@ import (
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
-// roomBinary builds the cleanroom binary: the room re-executes itself, so
+// roomBinary is the cleanroom binary the CLI tests share: the room re-executes itself, so
 // it cannot run inside the test binary.
 func roomBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "cleanroom")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin, _ := cliBinary(t) // one build for every test that runs the binary
 	return bin
 }
 
