@@ -187,7 +187,7 @@ func verifyAmber(r Run, dst string, opt CollectOptions, c *Collected, fail func(
 		return
 	}
 	c.Status = rec.TerminalState
-	c.Passed = []string{amber.CheckRecordSignature, amber.CheckRecordRules}
+	c.Passed = amber.RecordSignatureChecks()
 	if rec.ManifestSHA256 != r.CaseManifestSHA256 {
 		fail(Refused, fmt.Errorf("%w: case manifest %s, planned %s", ErrIdentityMismatch, rec.ManifestSHA256, r.CaseManifestSHA256))
 	}

@@ -133,7 +133,7 @@ given, must agree; a spec file, when given, must hash to spec_sha256.`,
 				if err != nil {
 					return amberErr(err)
 				}
-				res.Passed = []string{amber.CheckRecordSignature, amber.CheckRecordRules}
+				res.Passed = amber.RecordSignatureChecks()
 				res.State, res.CaseID, res.IndexVers = r.TerminalState, r.CaseID, r.IndexVersion
 			} else {
 				if indexPub == "" {
