@@ -104,16 +104,3 @@ func WriteManifestFile(out string, m *Manifest, note string, trees ...string) er
 	}
 	return nil
 }
-
-// WriteFileExclusive creates path with the bytes b, atomically and
-// exclusively (durable.CreateFile: temporary file, fsync, rename that never
-// replaces, directory fsync).
-func WriteFileExclusive(path string, b []byte) error {
-	if err := durable.CreateFile(path, b, 0o644); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%s already exists (records are never overwritten): %w", path, err)
-		}
-		return err
-	}
-	return nil
-}

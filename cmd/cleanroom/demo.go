@@ -18,6 +18,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
@@ -409,7 +410,7 @@ func demoCanonicalise(_ context.Context, env *demoEnv) (string, error) {
 		return "", err
 	}
 	dst := filepath.Join(env.out, "observation.canonical.json")
-	if err := pkgwalk.WriteFileExclusive(dst, c); err != nil {
+	if err := durable.CreateFile(dst, c, 0o644); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%d bytes → %d canonical bytes, sha256 %s", len(b), len(c), shortHex(pkgwalk.SHA256Hex(c))), nil
