@@ -12,7 +12,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
-	"github.com/cleanroom-dev/cleanroom/sandbox"
+	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -128,7 +128,7 @@ func TestAC4HardLinkBeforeSeal(t *testing.T) {
 	needSeal(t)
 	pkg, id := writePackage(t, testFiles())
 	mount := t.TempDir()
-	cmd := sandbox.SealedCommand(os.Args[0], []string{childMarker, "ac4", pkg, id, mount}, nil)
+	cmd := seal.SealedCommand(os.Args[0], []string{childMarker, "ac4", pkg, id, mount}, nil)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
@@ -138,11 +138,11 @@ func TestAC4HardLinkBeforeSeal(t *testing.T) {
 func init() {
 	childFuncs["ac4"] = func(a []string) error {
 		pkg, id, mount := a[0], a[1], a[2]
-		if err := sandbox.MakeRootPrivate(); err != nil {
+		if err := seal.MakeRootPrivate(); err != nil {
 			return err
 		}
 		var m *pkgwalk.Manifest
-		_, err := sandbox.Seal(mount, 1<<20, func(dir string) error {
+		_, err := seal.Seal(mount, 1<<20, func(dir string) error {
 			var err error
 			if m, err = pkgwalk.Emit(context.Background(), pkg, dir, id, pkgwalk.EmitOptions{}); err != nil {
 				return err

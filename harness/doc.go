@@ -5,7 +5,7 @@
 //
 // Serve starts the binary again in fresh mount and network namespaces (the
 // seal stage: tmpfs, emit of the pinned bpkg, read-only at the superblock,
-// asserted from the kernel, see package sandbox), which execs the serve
+// asserted from the kernel, see package sandbox/seal), which execs the serve
 // stage with no privileges; that stage verifies the final view with
 // pkgwalk.VerifyView as its first act on the package, keeps the verified
 // bytes in memory and never reads the package from disk again. The tools'

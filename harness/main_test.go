@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
-	"github.com/cleanroom-dev/cleanroom/sandbox"
+	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -71,7 +71,7 @@ func testServeMain(a []string) int {
 // namespaces and mount (root, or user namespaces allowed).
 func needSeal(t testing.TB) {
 	t.Helper()
-	cmd := sandbox.SealedCommand("/bin/true", nil, nil)
+	cmd := seal.SealedCommand("/bin/true", nil, nil)
 	if err := cmd.Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here (%v): the seal needs root or unprivileged user namespaces", err)
 	}

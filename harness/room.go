@@ -16,7 +16,7 @@ import (
 	"syscall"
 
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
-	"github.com/cleanroom-dev/cleanroom/sandbox"
+	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 )
@@ -113,7 +113,7 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		// Pdeathsig fires when the creating thread exits: keep this thread
 		// for the whole life of the child.
 		runtime.LockOSThread()
-		cmd := sandbox.SealedCommand("/proc/self/exe", args, stageEnv)
+		cmd := seal.SealedCommand("/proc/self/exe", args, stageEnv)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 		if err := cmd.Start(); err != nil {
 			// Creating the namespaces is the first thing the kernel may
@@ -265,7 +265,7 @@ func RunStage(prefix []string, args []string, stdin io.Reader, stdout, stderr io
 		return fail(2, errors.New("no stage named"))
 	}
 	// Before anything else: no inherited descriptor survives the next exec.
-	if err := sandbox.CloseInheritedFDs(); err != nil {
+	if err := seal.CloseInheritedFDs(); err != nil {
 		return fail(2, err)
 	}
 	c, err := parseStage(args[1:])
@@ -286,17 +286,17 @@ func RunStage(prefix []string, args []string, stdin io.Reader, stdout, stderr io
 // started with: it isolates, mounts, emits, seals, asserts, and execs the
 // serve stage with every privilege dropped.
 func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int) int {
-	if err := sandbox.AssertIsolatedFrom(os.Getppid()); err != nil {
+	if err := seal.AssertIsolatedFrom(os.Getppid()); err != nil {
 		return fail(ExitNoIsolation, err)
 	}
-	if err := sandbox.MakeRootPrivate(); err != nil {
+	if err := seal.MakeRootPrivate(); err != nil {
 		return fail(ExitNoIsolation, err)
 	}
-	if err := sandbox.AssertNoNetwork(); err != nil {
+	if err := seal.AssertNoNetwork(); err != nil {
 		return fail(ExitNoIsolation, err)
 	}
 	var m *pkgwalk.Manifest
-	_, err := sandbox.Seal(c.mount, c.ViewBytes, func(dir string) error {
+	_, err := seal.Seal(c.mount, c.ViewBytes, func(dir string) error {
 		var err error
 		// Emit refuses unless the source is the pinned bpkg.
 		m, err = pkgwalk.Emit(context.Background(), c.PackageDir, dir, c.Expect, pkgwalk.EmitOptions{RootLabel: c.RootLabel})
@@ -322,7 +322,7 @@ func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int)
 	next = append(next, "serve")
 	next = append(next, args...)
 	next = append(next, "--manifest-fd", strconv.Itoa(fd))
-	err = sandbox.ExecUnprivileged(next, stageEnv)
+	err = seal.ExecUnprivileged(next, stageEnv)
 	// Privileges that cannot be dropped are isolation that cannot be had.
 	return fail(ExitNoIsolation, err)
 }
@@ -391,18 +391,18 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
 		return fail(2, fmt.Errorf("prctl(PR_SET_PDEATHSIG): %w", err))
 	}
-	if err := sandbox.AssertUnprivileged(); err != nil {
+	if err := seal.AssertUnprivileged(); err != nil {
 		return fail(2, err)
 	}
-	if err := sandbox.AssertNoNetwork(); err != nil {
+	if err := seal.AssertNoNetwork(); err != nil {
 		return fail(2, err)
 	}
-	seal, err := sandbox.AssertSealed(c.mount)
+	sealed, err := seal.AssertSealed(c.mount)
 	if err != nil {
 		return fail(2, err)
 	}
 	room, err := OpenRoom(RoomConfig{View: c.mount, Manifest: m, Expect: c.Expect, Workspace: c.Workspace,
-		Transcript: c.Transcript, Limits: c.Limits, Seal: seal})
+		Transcript: c.Transcript, Limits: c.Limits, Seal: sealed})
 	if err != nil {
 		return fail(refusalCode(err), err)
 	}
@@ -430,7 +430,7 @@ type RoomConfig struct {
 	Workspace  string            // created here; must not exist
 	Transcript string            // "" for none
 	Limits     Limits
-	Seal       *sandbox.Assertion // what the kernel said of the view, recorded in the transcript
+	Seal       *seal.Assertion // what the kernel said of the view, recorded in the transcript
 }
 
 // OpenRoom verifies the view against the pinned manifest (its identity must

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
-	"github.com/cleanroom-dev/cleanroom/sandbox"
+	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -174,11 +174,11 @@ func TestRoomSession(t *testing.T) {
 	mount := viewMount(t, pid)
 
 	t.Run("kernel: view mount ro twice, no peer group", func(t *testing.T) {
-		table, err := sandbox.ReadMountInfo(pid)
+		table, err := seal.ReadMountInfo(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		at := sandbox.MountsAt(table, mount)
+		at := seal.MountsAt(table, mount)
 		if len(at) != 1 {
 			t.Fatalf("%d mounts at %s in the server's namespace", len(at), mount)
 		}
@@ -186,11 +186,11 @@ func TestRoomSession(t *testing.T) {
 		if !slices.Contains(m.Options, "ro") || !slices.Contains(m.SuperOptions, "ro") || m.PeerGroup() != "" || m.FSType != "tmpfs" {
 			t.Errorf("view mountinfo: %s", m.Line)
 		}
-		host, err := sandbox.ReadMountInfo(0)
+		host, err := seal.ReadMountInfo(0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(sandbox.MountsAt(host, mount)); n != 0 {
+		if n := len(seal.MountsAt(host, mount)); n != 0 {
 			t.Errorf("the host sees %d mounts at %s", n, mount)
 		}
 		if ents, err := os.ReadDir(mount); err != nil || len(ents) != 0 {
@@ -221,7 +221,7 @@ func TestRoomSession(t *testing.T) {
 	})
 
 	t.Run("kernel: no capabilities, no_new_privs", func(t *testing.T) {
-		ps, err := sandbox.ReadPrivileges(pid)
+		ps, err := seal.ReadPrivileges(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +289,7 @@ func TestRoomSession(t *testing.T) {
 		if _, err := os.Stat(mount); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("mount point %s still exists: %v", mount, err)
 		}
-		host, err := sandbox.ReadMountInfo(0)
+		host, err := seal.ReadMountInfo(0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -518,11 +518,11 @@ func TestRoomUnprivileged(t *testing.T) {
 		t.Errorf("server uid_map %q, want 0 65534 1", m)
 	}
 	mount := viewMount(t, pid)
-	table, err := sandbox.ReadMountInfo(pid)
+	table, err := seal.ReadMountInfo(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sandbox.CheckSealedEntry(mount, sandbox.MountsAt(table, mount)); err != nil {
+	if _, err := seal.CheckSealedEntry(mount, seal.MountsAt(table, mount)); err != nil {
 		t.Errorf("unprivileged view: %v", err)
 	}
 	fi, err := os.Stat(filepath.Join(ws, "a.go"))

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/sandbox/cgprime"
+	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -223,7 +224,7 @@ type Result struct {
 	SealProbe *ProbeResult    `json:"seal_probe,omitempty"`
 	// PackageSeal is the kernel's word on the sealed /package (with
 	// PackageEmit only).
-	PackageSeal *Assertion `json:"package_seal,omitempty"`
+	PackageSeal *seal.Assertion `json:"package_seal,omitempty"`
 }
 
 // Exec runs cfg.Args in a fresh candidate container and waits for it. The
@@ -402,12 +403,12 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 // returns its path. The bundle is already a private tmpfs (mountBundle), so
 // the view never propagates into other mount namespaces sharing the host's
 // /run. unmount (non-nil once anything may be mounted) detaches the view.
-func sealPackage(bundle string, size int64, emit func(string) error, rec **Assertion) (string, func(), error) {
+func sealPackage(bundle string, size int64, emit func(string) error, rec **seal.Assertion) (string, func(), error) {
 	view := filepath.Join(bundle, "package-view")
 	if err := os.Mkdir(view, 0o755); err != nil {
 		return "", nil, fmt.Errorf("package view: %w", err)
 	}
-	a, err := Seal(view, size, emit)
+	a, err := seal.Seal(view, size, emit)
 	unmount := func() { _ = unix.Unmount(view, unix.MNT_DETACH) }
 	if err != nil {
 		return "", unmount, fmt.Errorf("%w: %w", ErrPackage, err)

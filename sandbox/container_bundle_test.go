@@ -9,19 +9,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"golang.org/x/sys/unix"
 )
 
 // mountAt returns the topmost mount on point in this process's table.
-func mountAt(t *testing.T, point string) (MountInfo, bool) {
+func mountAt(t *testing.T, point string) (seal.MountInfo, bool) {
 	t.Helper()
-	table, err := ReadMountInfo(0)
+	table, err := seal.ReadMountInfo(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := MountsAt(table, point)
+	ms := seal.MountsAt(table, point)
 	if len(ms) == 0 {
-		return MountInfo{}, false
+		return seal.MountInfo{}, false
 	}
 	return ms[len(ms)-1], true
 }

@@ -66,23 +66,6 @@
 // cgroup, so the RCU grace period the first attach waits for is spent
 // while the namespace is built and checked; nothing is weakened by it.
 //
-// # The sealed view (seal*.go, mount*.go)
-//
-// The clean room's view of a package is established, not checked for:
-// SealedCommand re-executes the binary with new mount and network namespaces
-// created at clone time (never unshare(2) from a running Go program, which
-// moves one thread); the child marks inherited descriptors close-on-exec,
-// makes / private recursively, mounts a fresh size-limited tmpfs
-// (nosuid,nodev,noexec, mode 0755), lets the caller emit into it, and
-// remounts it read-only first at the superblock (MS_REMOUNT|MS_RDONLY
-// without MS_BIND: the objects themselves become immutable through every
-// name) and then at the mount point. AssertSealed then asks the kernel:
-// exactly one tmpfs mount at the path, "ro" in the per-mount and the
-// superblock options of /proc/self/mountinfo, nosuid/nodev/noexec, no
-// shared: peer group, statfs ST_RDONLY, st_dev equal to the mount's, and a
-// create that fails with EROFS. ExecUnprivileged then replaces the process
-// with one holding no capability in any set, with no_new_privs and locked
-// securebits. It refuses (fails closed) on any doubt. It does not defend
-// against a CAP_SYS_ADMIN holder in the view's own mount namespace (who
-// could remount it read-write), nor against the host's root.
+// The clean room's sealed view is package seal (sandbox/seal), which this
+// package uses for the mount-table reading of its own checks.
 package sandbox

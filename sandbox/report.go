@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
 )
@@ -112,7 +113,7 @@ func CheckKernel() (*KernelReport, error) {
 // the superblock options of each "cgroup" mount in this process's mount
 // table that /proc/cgroups lists as enabled.
 func v1Controllers() []string {
-	table, err := ReadMountInfo(0)
+	table, err := seal.ReadMountInfo(0)
 	if err != nil {
 		return nil
 	}
@@ -122,7 +123,7 @@ func v1Controllers() []string {
 
 // controllersV1 is v1Controllers over a parsed mount table and the bytes of
 // /proc/cgroups.
-func controllersV1(table []MountInfo, procCgroups []byte) []string {
+func controllersV1(table []seal.MountInfo, procCgroups []byte) []string {
 	known := map[string]bool{}
 	for _, line := range strings.Split(string(procCgroups), "\n") {
 		fs := strings.Fields(line)

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"os"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func TestCheckKernelReport(t *testing.T) {
 // On a cgroup v1 host the controllers are the enabled ones mounted as
 // "cgroup" hierarchies (a v2 mount or a disabled controller does not count).
 func TestControllersV1(t *testing.T) {
-	table, err := ParseMountInfo(strings.NewReader(`30 25 0:26 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory
+	table, err := seal.ParseMountInfo(strings.NewReader(`30 25 0:26 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory
 31 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct
 32 25 0:28 / /sys/fs/cgroup/pids rw,nosuid - cgroup cgroup rw,pids
 33 25 0:29 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate

@@ -1,4 +1,4 @@
-package sandbox
+package seal
 
 import (
 	"bufio"

@@ -1,0 +1,23 @@
+// Package seal establishes and asserts the clean room's sealed view and the
+// privileges of the process that serves it. It depends on nothing but the
+// standard library and golang.org/x/sys/unix, so that the room's own small
+// binary (cmd/cleanroom-room) can link it without the container runtime.
+//
+// The clean room's view of a package is established, not checked for:
+// SealedCommand re-executes the binary with new mount and network namespaces
+// created at clone time (never unshare(2) from a running Go program, which
+// moves one thread); the child marks inherited descriptors close-on-exec,
+// makes / private recursively, mounts a fresh size-limited tmpfs
+// (nosuid,nodev,noexec, mode 0755), lets the caller emit into it, and
+// remounts it read-only first at the superblock (MS_REMOUNT|MS_RDONLY
+// without MS_BIND: the objects themselves become immutable through every
+// name) and then at the mount point. AssertSealed then asks the kernel:
+// exactly one tmpfs mount at the path, "ro" in the per-mount and the
+// superblock options of /proc/self/mountinfo, nosuid/nodev/noexec, no
+// shared: peer group, statfs ST_RDONLY, st_dev equal to the mount's, and a
+// create that fails with EROFS. ExecUnprivileged then replaces the process
+// with one holding no capability in any set, with no_new_privs and locked
+// securebits. It refuses (fails closed) on any doubt. It does not defend
+// against a CAP_SYS_ADMIN holder in the view's own mount namespace (who
+// could remount it read-write), nor against the host's root.
+package seal
