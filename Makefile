@@ -1,6 +1,7 @@
 # cleanroom — see README.md. `make demo` first, then `make test`.
 GO      ?= go
 BIN     := bin/cleanroom
+STAGE   := bin/cleanroom-room
 PKGS    := ./...
 # Tests that need root or namespaces probe and skip with a reason; CI runs as root.
 TESTFLAGS ?= -timeout 30m
@@ -9,8 +10,14 @@ TESTFLAGS ?= -timeout 30m
 
 all: build
 
+# The room binary first (no cgo: it links no container runtime), then the
+# command line with the room binary's Go build ID linked in: cleanroom runs
+# the sealed stages in bin/cleanroom-room only when that ID matches.
 build:
-	$(GO) build -trimpath -buildvcs=auto -o $(BIN) ./cmd/cleanroom
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(STAGE) ./cmd/cleanroom-room
+	$(GO) build -trimpath -buildvcs=auto \
+	  -ldflags "-X github.com/cleanroom-dev/cleanroom/harness.stageBuildID=$$($(GO) tool buildid $(STAGE))" \
+	  -o $(BIN) ./cmd/cleanroom
 
 test: lint
 	$(GO) test $(TESTFLAGS) $(PKGS)

@@ -33,9 +33,13 @@ type ServeOptions struct {
 	Transcript string // absolute or ""; must not exist
 	ViewBytes  int64  // tmpfs size limit; 0 = DefaultViewBytes
 	Limits     Limits // zero = DefaultLimits
-	// StageArgs is the argument prefix that makes this program's binary
-	// call RunStage with the arguments that follow (the command line's
-	// hidden "room sealed-stage"; a test binary's own marker).
+	// Stage is the open room binary (OpenStage) that runs the stages, or
+	// nil for this program's own binary (/proc/self/exe).
+	Stage *os.File
+	// StageArgs is the argument prefix that makes the stage binary call
+	// RunStage with the arguments that follow (the command line's hidden
+	// "room sealed-stage"; a test binary's own marker; none for the room
+	// binary).
 	StageArgs []string
 }
 
@@ -113,9 +117,15 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		// Pdeathsig fires when the creating thread exits: keep this thread
 		// for the whole life of the child.
 		runtime.LockOSThread()
-		cmd := seal.SealedCommand("/proc/self/exe", args, stageEnv)
+		exe := "/proc/self/exe"
+		if o.Stage != nil {
+			exe = StageExe(o.Stage)
+		}
+		cmd := seal.SealedCommand(exe, args, stageEnv)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-		if err := cmd.Start(); err != nil {
+		err := cmd.Start()
+		runtime.KeepAlive(o.Stage) // its descriptor is the executable's name until the exec
+		if err != nil {
 			// Creating the namespaces is the first thing the kernel may
 			// refuse (no privilege, no user namespaces here).
 			done <- fmt.Errorf("starting the sealed server in new namespaces: %w: %w", ErrNoIsolation, err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
 
@@ -33,7 +34,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// cliBinary builds the cleanroom binary once for the tests that share it,
+// cliBinary builds the cleanroom binary (and beside it the room binary it
+// is linked with, as make does) once for the tests that share it,
 // with the VCS stamp (this machine's go env sets -buildvcs=false; the flag
 // on the command line overrides it), as "cleanroom" alone in its
 // directory, so a completion script can call it by name through PATH.
@@ -44,10 +46,25 @@ func cliBinary(t *testing.T) (bin, dir string) {
 			return
 		}
 		cliBin = filepath.Join(cliDir, "cleanroom")
-		out, err := exec.Command("go", "build", "-buildvcs=true", "-o", cliBin, ".").CombinedOutput()
+		// As `make build` does: the room binary without cgo, then the
+		// command line with the room binary's build ID linked in.
+		stage := filepath.Join(cliDir, harness.StageName)
+		build := exec.Command("go", "build", "-o", stage, "../cleanroom-room")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			cliErr = fmt.Errorf("go build ../cleanroom-room: %v\n%s", err, out)
+			return
+		}
+		id, err := exec.Command("go", "tool", "buildid", stage).Output()
+		if err != nil {
+			cliErr = fmt.Errorf("go tool buildid: %v", err)
+			return
+		}
+		ldflags := "-X github.com/cleanroom-dev/cleanroom/harness.stageBuildID=" + strings.TrimSpace(string(id))
+		out, err := exec.Command("go", "build", "-buildvcs=true", "-ldflags", ldflags, "-o", cliBin, ".").CombinedOutput()
 		if err != nil {
 			// Outside a git checkout (a source tarball) there is nothing to stamp.
-			if out2, err2 := exec.Command("go", "build", "-buildvcs=false", "-o", cliBin, ".").CombinedOutput(); err2 != nil {
+			if out2, err2 := exec.Command("go", "build", "-buildvcs=false", "-ldflags", ldflags, "-o", cliBin, ".").CombinedOutput(); err2 != nil {
 				cliErr = fmt.Errorf("go build: %v\n%s\n%s", err2, out, out2)
 			}
 		}

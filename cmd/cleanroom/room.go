@@ -19,8 +19,9 @@ import (
 func init() { commands = append(commands, newRoomCmd) }
 
 // roomStageArgs is the hidden command line the sealed server re-executes
-// itself with. roomstage's init function routes it before the command tree
-// is built, so it is no command of the tree.
+// this binary with when no room binary of the same build sits beside it.
+// roomstage's init function routes it before the command tree is built, so
+// it is no command of the tree.
 var roomStageArgs = roomstage.Args
 
 func newRoomCmd() *cobra.Command {
@@ -30,7 +31,8 @@ func newRoomCmd() *cobra.Command {
 		Long: `The clean room serves a blind package to an implementer through three MCP
 tools over stdio: list_files, read_file and write_source.
 
-"room serve" re-executes itself in fresh mount and network namespaces, emits
+"room serve" starts the room binary built with it (cleanroom-room beside it;
+otherwise this binary again) in fresh mount and network namespaces, emits
 the pinned package into a new tmpfs, makes it read-only at the superblock and
 the mount point, asserts that from the kernel, drops every privilege, verifies
 the final view and serves the verified bytes from memory. Names, descriptions
@@ -67,7 +69,7 @@ func (f *roomFlags) register(c *cobra.Command) {
 
 // options resolves the flags into ServeOptions (absolute paths, the pin).
 func (f *roomFlags) options() (harness.ServeOptions, error) {
-	o := harness.ServeOptions{RootLabel: f.rootLabel, StageArgs: roomStageArgs}
+	o := harness.ServeOptions{RootLabel: f.rootLabel}
 	switch {
 	case f.world != "" && (f.pkg != "" || f.expect != ""):
 		return o, usageErr(errors.New("--world excludes --package and --expect"))
@@ -133,6 +135,14 @@ the prompt was refused; exit 2: the seal could not be established here.`,
 			o, err := f.options()
 			if err != nil {
 				return err
+			}
+			// The room binary built with this one, or else this binary
+			// itself: the same stages either way (OpenStage says why not;
+			// `cleanroom version` reports it).
+			if o.Stage, err = harness.OpenStage(); err == nil {
+				defer o.Stage.Close()
+			} else {
+				o.StageArgs = roomStageArgs
 			}
 			err = harness.Serve(cmd.Context(), o, os.Stdin, os.Stdout, os.Stderr)
 			var ee *harness.ExitError

@@ -15,7 +15,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
@@ -205,5 +207,123 @@ func TestRoomServeWorldPin(t *testing.T) {
 				t.Errorf("stderr does not name %q: %s", pkgwalk.ErrNotPinned, stderr.String())
 			}
 		})
+	}
+}
+
+// roomPackagePin is the bpkg of harness/testdata/room-package.
+const roomPackagePin = "bpkg-bf608ff8dd92dee2a27258aaed6d594ffcaea9b5975ae1728f5a772adaad86b4"
+
+// servingExe runs one room session with the cleanroom binary bin on the
+// synthetic room package (initialize, list_files, end) and returns the
+// executable of the process that served it, read from /proc while it did.
+func servingExe(t *testing.T, bin string) string {
+	t.Helper()
+	pkg, _ := filepath.Abs(filepath.Join("..", "..", "harness", "testdata", "room-package"))
+	cmd := exec.Command(bin, "room", "serve", "--package", pkg, "--expect", roomPackagePin, "--workspace", filepath.Join(t.TempDir(), "ws"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// A session that hangs is killed, so the test fails instead of waiting.
+	timer := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 1<<20)
+	call := func(msg string) string {
+		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+			t.Fatalf("writing to the room: %v (stderr %q)", err, stderr.String())
+		}
+		if !lines.Scan() {
+			t.Fatalf("no answer from the room (stderr %q)", stderr.String())
+		}
+		return lines.Text()
+	}
+	call(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`+"\n")
+	// The command's one child is the sealed server: the seal stage that
+	// became the serve stage by exec. It was forked by one of the
+	// command's threads, so every thread's children are listed.
+	var children []string
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		children = append(children, strings.Fields(string(b))...)
+	}
+	if len(children) != 1 {
+		t.Fatalf("children of room serve: %q", children)
+	}
+	exe, err := os.Readlink("/proc/" + children[0] + "/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := call(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_files","arguments":{}}}`); !strings.Contains(got, "spec/SORTED.md") {
+		t.Errorf("list_files answered %q", got)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("room serve: %v (stderr %q)", err, stderr.String())
+	}
+	return exe
+}
+
+// TestRoomStageBinary: `room serve` runs the sealed stages in the room
+// binary built with it (make's layout), and in its own binary when the
+// room binary beside it is from another build; the session is served
+// either way, and `version` says which.
+func TestRoomStageBinary(t *testing.T) {
+	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
+		t.Skipf("cannot create mount+network namespaces here: %v", err)
+	}
+	bin, dir := cliBinary(t)
+	roomStage := func(bin string) string {
+		out, err := exec.Command(bin, "--json", "version").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			RoomStage string `json:"room_stage"`
+		}
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v.RoomStage
+	}
+	stage := filepath.Join(dir, harness.StageName)
+	if got := roomStage(bin); got != stage {
+		t.Errorf("version: room_stage %q, want %q", got, stage)
+	}
+	if exe := servingExe(t, bin); exe != stage {
+		t.Errorf("served by %s, want the room binary %s", exe, stage)
+	}
+
+	// Another build beside it: a copy of the command line itself, a Go
+	// binary with another build ID.
+	other := t.TempDir()
+	copyFile := func(src, dst string) {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	otherBin := filepath.Join(other, "cleanroom")
+	copyFile(bin, otherBin)
+	copyFile(bin, filepath.Join(other, harness.StageName))
+	if got := roomStage(otherBin); !strings.HasPrefix(got, "built in") || !strings.Contains(got, harness.ErrStageBuildMismatch.Error()) {
+		t.Errorf("version with a room binary of another build: room_stage %q", got)
+	}
+	if exe := servingExe(t, otherBin); exe != otherBin {
+		t.Errorf("served by %s, want the command's own binary %s", exe, otherBin)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime/debug"
 
+	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/spf13/cobra"
 )
 
@@ -19,6 +20,9 @@ type buildVersion struct {
 	Time      string `json:"revision_time"`
 	Modified  bool   `json:"modified"`
 	GoVersion string `json:"go_version"`
+	// RoomStage is the program `room serve` runs the sealed stages in: the
+	// room binary beside this one (its path), or "built in" and why.
+	RoomStage string `json:"room_stage"`
 }
 
 // readBuildVersion reads the module version and the VCS stamp. A binary
@@ -26,6 +30,12 @@ type buildVersion struct {
 // says "unknown" rather than guessing.
 func readBuildVersion() buildVersion {
 	v := buildVersion{Module: "github.com/cleanroom-dev/cleanroom", Version: "unknown", Revision: "unknown"}
+	if f, err := harness.OpenStage(); err != nil {
+		v.RoomStage = "built in (" + err.Error() + ")"
+	} else {
+		v.RoomStage = f.Name()
+		f.Close()
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v
@@ -72,7 +82,7 @@ binaries report the version "(devel)".`,
 				if v.Time != "" {
 					fmt.Fprintf(w, "time     %s\n", v.Time)
 				}
-				fmt.Fprintf(w, "go       %s\n", v.GoVersion)
+				fmt.Fprintf(w, "go       %s\nroom     %s\n", v.GoVersion, v.RoomStage)
 			})
 		},
 	}
