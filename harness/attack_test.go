@@ -141,10 +141,9 @@ func init() {
 		if err := seal.MakeRootPrivate(); err != nil {
 			return err
 		}
-		var m *pkgwalk.Manifest
 		_, err := seal.Seal(mount, 1<<20, func(dir string) error {
-			var err error
-			if m, err = pkgwalk.Emit(context.Background(), pkg, dir, id, pkgwalk.EmitOptions{}); err != nil {
+			// As the room's seal stage: delivered, measured after the seal.
+			if err := pkgwalk.Deliver(context.Background(), pkg, dir, pkgwalk.EmitOptions{}); err != nil {
 				return err
 			}
 			// Replace the spec file by a hard link to an identical copy.
@@ -165,7 +164,7 @@ func init() {
 		if err != nil {
 			return fmt.Errorf("seal: %w", err)
 		}
-		_, err = OpenRoom(RoomConfig{View: mount, Manifest: m, Expect: id, Workspace: filepath.Join(filepath.Dir(mount), "ws-ac4"), Limits: DefaultLimits})
+		_, err = OpenRoom(RoomConfig{View: mount, Expect: id, Workspace: filepath.Join(filepath.Dir(mount), "ws-ac4"), Limits: DefaultLimits})
 		if !errors.Is(err, pkgwalk.ErrHardLink) {
 			return fmt.Errorf("OpenRoom on a view with a hard link: %v, want %v", err, pkgwalk.ErrHardLink)
 		}
@@ -179,14 +178,6 @@ func init() {
 func TestWorkspaceBadInput(t *testing.T) {
 	files := testFiles()
 	pkg, id := writePackage(t, files)
-	tree, err := pkgwalk.Walk(pkg, pkgwalk.WalkOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := pkgwalk.NewManifest(tree, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
 	limits := DefaultLimits
@@ -194,7 +185,7 @@ func TestWorkspaceBadInput(t *testing.T) {
 	// A file cap well below the 10,000 writes below: each accepted write is
 	// fsynced, and the cap's rule is the same at 100 as at 2000.
 	limits.MaxFiles = 100
-	room, err := OpenRoom(RoomConfig{View: pkg, Manifest: m, Expect: id, Workspace: ws, Limits: limits})
+	room, err := OpenRoom(RoomConfig{View: pkg, Expect: id, Workspace: ws, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,12 @@
 // Serve starts the binary again in fresh mount and network namespaces (the
 // seal stage: tmpfs, emit of the pinned bpkg, read-only at the superblock,
 // asserted from the kernel, see package sandbox/seal), which execs the serve
-// stage with no privileges; that stage verifies the final view with
-// pkgwalk.VerifyView as its first act on the package, keeps the verified
-// bytes in memory and never reads the package from disk again. The tools'
+// stage with no privileges; that stage measures the sealed view with
+// pkgwalk.OpenView as its first act on the package (every rule of the
+// walk, every byte hashed, refused unless it is the pinned bpkg), keeps the
+// verified bytes in memory and never reads the package from disk again.
+// The seal stage's copy (pkgwalk.Deliver) is not measured before the seal:
+// it is measured once, after it can no longer change. The tools'
 // names, descriptions and input schemas, the server instructions (SYSTEM)
 // and the prompt (USER) are read from the sealed
 // experiment/CLEAN-ROOM-PROMPT-v1.md; the harness adds no instruction of its

@@ -227,8 +227,7 @@ func (o *ServeOptions) flags(mount string) []string {
 // stageConfig is ServeOptions as the stages read them back.
 type stageConfig struct {
 	ServeOptions
-	mount      string
-	manifestFD int
+	mount string
 }
 
 func parseStage(args []string) (*stageConfig, error) {
@@ -248,7 +247,6 @@ func parseStage(args []string) (*stageConfig, error) {
 	fs.IntVar(&c.Limits.MaxWrites, "max-writes", 0, "")
 	fs.IntVar(&c.Limits.MaxPathBytes, "max-path-bytes", 0, "")
 	fs.IntVar(&c.Limits.MaxDepth, "max-depth", 0, "")
-	fs.IntVar(&c.manifestFD, "manifest-fd", -1, "")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("sealed stage arguments: %w", err)
 	}
@@ -305,12 +303,12 @@ func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int)
 	if err := seal.AssertNoNetwork(); err != nil {
 		return fail(ExitNoIsolation, err)
 	}
-	var m *pkgwalk.Manifest
 	_, err := seal.Seal(c.mount, c.ViewBytes, func(dir string) error {
-		var err error
-		// Emit refuses unless the source is the pinned bpkg.
-		m, err = pkgwalk.Emit(context.Background(), c.PackageDir, dir, c.Expect, pkgwalk.EmitOptions{RootLabel: c.RootLabel})
-		return err
+		// Delivered, not yet measured: the serve stage measures the view
+		// once it is sealed (pkgwalk.OpenView) and refuses it unless it is
+		// the pinned bpkg, so nothing is served that was not measured
+		// after it could no longer change.
+		return pkgwalk.Deliver(context.Background(), c.PackageDir, dir, pkgwalk.EmitOptions{})
 	})
 	if err != nil {
 		// A refused package is the input's fault (1); a view that could not
@@ -320,52 +318,12 @@ func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int)
 		}
 		return fail(ExitNoIsolation, err)
 	}
-	rec, err := m.MarshalRecord("")
-	if err != nil {
-		return fail(2, err)
-	}
-	fd, err := manifestFD(rec)
-	if err != nil {
-		return fail(2, err)
-	}
 	next := append([]string{"/proc/self/exe"}, prefix...)
 	next = append(next, "serve")
 	next = append(next, args...)
-	next = append(next, "--manifest-fd", strconv.Itoa(fd))
 	err = seal.ExecUnprivileged(next, stageEnv)
 	// Privileges that cannot be dropped are isolation that cannot be had.
 	return fail(ExitNoIsolation, err)
-}
-
-// manifestFD puts the manifest record in a sealed memfd that the serve
-// stage inherits (the only descriptor it does, and it closes it at once).
-// The serve stage checks the manifest's identity against the pinned bpkg,
-// so the record carries no authority of its own.
-func manifestFD(rec []byte) (int, error) {
-	fd, err := unix.MemfdCreate("cleanroom-manifest", unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		return -1, fmt.Errorf("memfd: %w", err)
-	}
-	if _, err := unix.Write(fd, rec); err != nil {
-		return -1, fmt.Errorf("memfd write: %w", err)
-	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_WRITE|unix.F_SEAL_GROW|unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL); err != nil {
-		return -1, fmt.Errorf("memfd seal: %w", err)
-	}
-	return fd, nil
-}
-
-func readManifestFD(fd int) (*pkgwalk.Manifest, error) {
-	if fd < 3 {
-		return nil, fmt.Errorf("no manifest descriptor")
-	}
-	f := os.NewFile(uintptr(fd), "manifest")
-	defer f.Close()
-	b, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<30))
-	if err != nil {
-		return nil, fmt.Errorf("reading the manifest descriptor: %w", err)
-	}
-	return pkgwalk.ParseManifestRecord(b)
 }
 
 // ExitNoIsolation is the sealed stage's exit status when this machine
@@ -392,10 +350,6 @@ func refusalCode(err error) int {
 // that, verifies the final view as its first act on the package, keeps the
 // verified bytes, and serves them over MCP on stdio.
 func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int, error) int) int {
-	m, err := readManifestFD(c.manifestFD)
-	if err != nil {
-		return fail(2, err)
-	}
 	// The relay's death ends the room (the setting does not survive exec):
 	// a room that cannot promise that does not serve.
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
@@ -411,7 +365,7 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	if err != nil {
 		return fail(2, err)
 	}
-	room, err := OpenRoom(RoomConfig{View: c.mount, Manifest: m, Expect: c.Expect, Workspace: c.Workspace,
+	room, err := OpenRoom(RoomConfig{View: c.mount, RootLabel: c.RootLabel, Expect: c.Expect, Workspace: c.Workspace,
 		Transcript: c.Transcript, Limits: c.Limits, Seal: sealed})
 	if err != nil {
 		return fail(refusalCode(err), err)
@@ -434,27 +388,20 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 
 // RoomConfig says what OpenRoom opens.
 type RoomConfig struct {
-	View       string            // the sealed view's mount point
-	Manifest   *pkgwalk.Manifest // the pinned manifest
-	Expect     string            // the pinned bpkg
-	Workspace  string            // created here; must not exist
-	Transcript string            // "" for none
+	View       string // the sealed view's mount point
+	RootLabel  string // the manifest's root label; "" = pkgwalk.DefaultRootLabel
+	Expect     string // the pinned bpkg
+	Workspace  string // created here; must not exist
+	Transcript string // "" for none
 	Limits     Limits
 	Seal       *seal.Assertion // what the kernel said of the view, recorded in the transcript
 }
 
-// OpenRoom verifies the view against the pinned manifest (its identity must
-// be Expect), reads the prompt out of the verified bytes, and creates the
-// workspace and the transcript.
+// OpenRoom measures the view (every rule of the package walk, every file
+// read and hashed once; its identity must be Expect), reads the prompt out
+// of the measured bytes, and creates the workspace and the transcript.
 func OpenRoom(c RoomConfig) (*Room, error) {
-	id, err := c.Manifest.ID()
-	if err != nil {
-		return nil, err
-	}
-	if id != c.Expect {
-		return nil, &pkgwalk.RefusalError{Path: ".", Rule: pkgwalk.ErrNotPinned, Detail: fmt.Sprintf("view manifest is %s, pinned %s", id, c.Expect)}
-	}
-	view, err := pkgwalk.VerifyView(c.View, c.Manifest)
+	view, err := pkgwalk.OpenView(c.View, c.RootLabel, c.Expect)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -14,16 +13,8 @@ import (
 // arguments included, not only a served call.
 func TestUnrecordedCallNotAnswered(t *testing.T) {
 	pkg, id := writePackage(t, testFiles())
-	tree, err := pkgwalk.Walk(pkg, pkgwalk.WalkOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := pkgwalk.NewManifest(tree, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	base := t.TempDir()
-	room, err := OpenRoom(RoomConfig{View: pkg, Manifest: m, Expect: id, Workspace: filepath.Join(base, "ws"),
+	room, err := OpenRoom(RoomConfig{View: pkg, Expect: id, Workspace: filepath.Join(base, "ws"),
 		Transcript: filepath.Join(base, "t.jsonl"), Limits: DefaultLimits})
 	if err != nil {
 		t.Fatal(err)

@@ -15,9 +15,10 @@
 // challenge). NewManifest and Manifest.ID give the TRVM-BLIND-PACKAGE-v1
 // manifest and its bpkg, hashed over the canonical bytes of the evidence
 // package. Emit delivers a package into an empty destination file by file
-// and refuses unless what it delivered is the pinned bpkg; VerifyView
-// checks that a tree is exactly a manifest and returns its bytes in
-// memory. DigestOfPaths and ListRegularFiles give the release and
+// and refuses unless what it delivered is the pinned bpkg; Deliver does
+// the same copy without measuring it, for a caller that measures it later;
+// VerifyView checks that a tree is exactly a manifest and returns its bytes
+// in memory, and OpenView does so against a pin alone. DigestOfPaths and ListRegularFiles give the release and
 // instrument digests the same walk. The path-list digest of TRVM-FORMATS
 // §3.1 (PathListDigest) is the one function every such digest uses.
 //
@@ -67,8 +68,10 @@
 // What a walk cannot establish: that nobody writes a file after it was
 // read. A digest is a statement about bytes at an instant. That is why the
 // clean room emits into a fresh tmpfs (new inodes, one link each, no older
-// descriptor), makes it read-only at the superblock, verifies the view with
-// VerifyView and serves the bytes VerifyView returned, never the disk. A
+// descriptor), makes it read-only at the superblock, and only then
+// measures the view with OpenView (every rule, every byte hashed, the pin
+// checked) and serves the bytes OpenView returned, never the disk. Its copy
+// is Deliver's, measured once, after it can no longer change. A
 // walk of a tree that is being modified is not a snapshot: it measures only
 // bytes it read from checked descriptors (a swapped-in symlink or FIFO is
 // refused, never followed or waited on), but a rename racing the walk can
@@ -89,6 +92,7 @@
 // changed between the copy and the final walk, gives other digests and is
 // refused (ErrNotPinned, naming both ids); a source file swapped for a
 // symlink, FIFO or second link is refused when it is opened for the copy.
-// The final walk does not make the destination immutable afterwards: the
-// clean room seals it read-only and serves the bytes VerifyView returned.
+// The final walk does not make the destination immutable afterwards, which
+// is why the clean room does not rely on it: it seals a Deliver'ed copy
+// read-only and measures that (OpenView).
 package pkgwalk

@@ -66,65 +66,17 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 	if err := CheckID(expect); err != nil {
 		return nil, err
 	}
-	srcf, prob, err := openRoot(src)
-	if err != nil {
-		return nil, err
-	}
-	if prob != nil {
-		return nil, fmt.Errorf("source %s: %w", src, Problems{prob})
-	}
-	defer srcf.Close()
-	tree, err := walkFrom(srcf, "", src, WalkOptions{structural: true}, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := tree.Err(); err != nil {
-		return nil, fmt.Errorf("source %s: %w", src, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	// The holdout digests are read before anything is written: an
 	// unreadable holdout directory stops the emit here, not after the copy.
 	holdout, err := loadHoldout(WalkOptions{HoldoutDir: opts.HoldoutDir})
 	if err != nil {
 		return nil, err
 	}
-	if testHook != nil {
-		testHook("walked")
-	}
-
-	// Writing into the source would change what is being copied; checked
-	// before dest is created, and again on the opened directory.
-	if inside, err := IsInside(src, dest); err != nil {
-		return nil, err
-	} else if inside {
-		return nil, &RefusalError{Path: dest, Rule: ErrOutputInside, Detail: "destination inside the source package " + src}
-	}
-	destf, made, err := openEmptyDest(dest)
+	e, destf, err := deliver(ctx, src, dest, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer destf.Close()
-	e := &emission{dest: dest, destFD: int(destf.Fd()), madeRoot: made}
-	if inside, err := isInside(int(destf.Fd()), src); err != nil {
-		return nil, e.undo(err)
-	} else if inside {
-		return nil, e.undo(&RefusalError{Path: dest, Rule: ErrOutputInside, Detail: "destination inside the source package " + src})
-	}
-
-	if err := copyFiles(ctx, srcf, destf, tree.Files, opts.Sync, e); err != nil {
-		var probs Problems
-		if errors.As(err, &probs) {
-			err = fmt.Errorf("source %s: %w", src, err)
-		} else {
-			err = fmt.Errorf("emitting into %s: %w", dest, err)
-		}
-		return nil, e.undo(err)
-	}
-	if testHook != nil {
-		testHook("copied")
-	}
 
 	// The delivered copy is what is measured: walked through the descriptor
 	// that was filled, so a path renamed meanwhile changes nothing.
@@ -147,6 +99,91 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 		return nil, e.undo(fmt.Errorf("delivered copy %s: %w", dest, &RefusalError{Path: ".", Rule: ErrNotPinned, Detail: fmt.Sprintf("the delivered bytes give %s, pinned %s", id, expect)}))
 	}
 	return m, nil
+}
+
+// Deliver copies the package at src into dest as Emit does (steps 1 and 2:
+// the structural walk of src, every problem before anything is written,
+// and the checked copy; a refusal removes what it created) but does not
+// measure what it delivered: it neither hashes the copy nor applies the
+// content rules. Nothing delivered by it may be used before it is measured.
+// It is for a caller that measures the copy itself once it can no longer
+// change: the clean room seals dest read-only and then opens it with
+// OpenView, which walks, hashes and pins the sealed bytes (one walk of the
+// copy instead of two). HoldoutDir is a rule of the measurement, so it is
+// refused here.
+func Deliver(ctx context.Context, src, dest string, opts EmitOptions) error {
+	if opts.HoldoutDir != "" {
+		return errors.New("pkgwalk.Deliver: HoldoutDir applies to the measurement (Emit, OpenView's caller)")
+	}
+	_, destf, err := deliver(ctx, src, dest, opts)
+	if err != nil {
+		return err
+	}
+	return destf.Close()
+}
+
+// deliver is Emit's steps 1 and 2: the structural walk of src and the copy
+// into dest. It returns what it created (for undo) and the destination
+// directory's descriptor, open.
+func deliver(ctx context.Context, src, dest string, opts EmitOptions) (*emission, *os.File, error) {
+	srcf, prob, err := openRoot(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	if prob != nil {
+		return nil, nil, fmt.Errorf("source %s: %w", src, Problems{prob})
+	}
+	defer srcf.Close()
+	tree, err := walkFrom(srcf, "", src, WalkOptions{structural: true}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := tree.Err(); err != nil {
+		return nil, nil, fmt.Errorf("source %s: %w", src, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if testHook != nil {
+		testHook("walked")
+	}
+
+	// Writing into the source would change what is being copied; checked
+	// before dest is created, and again on the opened directory.
+	if inside, err := IsInside(src, dest); err != nil {
+		return nil, nil, err
+	} else if inside {
+		return nil, nil, &RefusalError{Path: dest, Rule: ErrOutputInside, Detail: "destination inside the source package " + src}
+	}
+	destf, made, err := openEmptyDest(dest)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := &emission{dest: dest, destFD: int(destf.Fd()), madeRoot: made}
+	fail := func(err error) (*emission, *os.File, error) {
+		err = e.undo(err)
+		destf.Close()
+		return nil, nil, err
+	}
+	if inside, err := isInside(int(destf.Fd()), src); err != nil {
+		return fail(err)
+	} else if inside {
+		return fail(&RefusalError{Path: dest, Rule: ErrOutputInside, Detail: "destination inside the source package " + src})
+	}
+
+	if err := copyFiles(ctx, srcf, destf, tree.Files, opts.Sync, e); err != nil {
+		var probs Problems
+		if errors.As(err, &probs) {
+			err = fmt.Errorf("source %s: %w", src, err)
+		} else {
+			err = fmt.Errorf("emitting into %s: %w", dest, err)
+		}
+		return fail(err)
+	}
+	if testHook != nil {
+		testHook("copied")
+	}
+	return e, destf, nil
 }
 
 // Test hooks (set only by tests, through export_test.go). testHook is

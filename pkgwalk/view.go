@@ -87,9 +87,44 @@ func VerifyView(path string, m *Manifest) (*View, error) {
 	if len(probs) > 0 {
 		return nil, sortProblems(probs)
 	}
-	v := &View{ID: id, Manifest: m, Files: tree.Files, index: make(map[string]int, len(tree.Files))}
-	for i, f := range tree.Files {
+	return newView(id, m, tree.Files), nil
+}
+
+// OpenView walks the tree at path with every rule of Walk (the content
+// rules included), reads and hashes every file once, keeps the bytes, and
+// returns them as a View if the manifest of that very walk, under
+// rootLabel, is the pinned bpkg expect (ErrNotPinned otherwise, naming
+// both). It is VerifyView for a caller that holds no manifest of its own:
+// the pin is the only authority, and a tree whose manifest has the pinned
+// identity has exactly the pinned paths and digests. The clean room opens
+// its sealed view with it, after Deliver.
+func OpenView(path, rootLabel, expect string) (*View, error) {
+	if err := CheckID(expect); err != nil {
+		return nil, err
+	}
+	tree, err := Walk(path, WalkOptions{KeepBytes: true})
+	if err != nil {
+		return nil, err
+	}
+	m, err := NewManifest(tree, rootLabel) // refuses a tree with problems
+	if err != nil {
+		return nil, err
+	}
+	id, err := m.ID()
+	if err != nil {
+		return nil, err
+	}
+	if id != expect {
+		return nil, &RefusalError{Path: ".", Rule: ErrNotPinned, Detail: fmt.Sprintf("the view gives %s, pinned %s", id, expect)}
+	}
+	return newView(id, m, tree.Files), nil
+}
+
+// newView indexes verified files by path.
+func newView(id string, m *Manifest, files []File) *View {
+	v := &View{ID: id, Manifest: m, Files: files, index: make(map[string]int, len(files))}
+	for i, f := range files {
 		v.index[f.Path] = i
 	}
-	return v, nil
+	return v
 }
