@@ -99,4 +99,6 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
+replace github.com/modelcontextprotocol/go-sdk => ./third_party/go-sdk
+
 replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema
