@@ -8,6 +8,7 @@ package json
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 
@@ -41,8 +42,29 @@ func Unmarshal(data []byte, v any) error {
 	if err := checkMaxDepth(data, defaultMaxDepth); err != nil {
 		return err
 	}
-	return NewDecoder(bytes.NewReader(data)).Decode(v)
+	// cleanroom patch: parse the slice in place instead of through
+	// NewDecoder(bytes.NewReader(data)), whose segmentio Decoder allocates a
+	// 32 KiB read buffer (doubling for larger input) and copies data into it on
+	// every call, several calls per MCP message. The flag is the one NewDecoder
+	// sets; Decode set no other. Empty input keeps Decode's io.EOF.
+	if len(bytes.TrimLeft(data, " \t\r\n")) == 0 {
+		return io.EOF
+	}
+	rest, err := json.Parse(data, v, json.DontMatchCaseInsensitiveStructFields)
+	if err != nil {
+		return err
+	}
+	// cleanroom patch: Decode stopped after the first value and ignored the
+	// rest, so `{"a":1} garbage` decoded; Parse returns the rest (less
+	// trailing whitespace), and anything there is refused.
+	if len(rest) != 0 {
+		return fmt.Errorf("%w: %d bytes from %q", errTrailingData, len(rest), rest[0])
+	}
+	return nil
 }
+
+// cleanroom patch: the error Unmarshal returns for data after the value.
+var errTrailingData = errors.New("json: invalid data after top-level value")
 
 // checkMaxDepth scans data once and reports [errMaxDepthExceeded] if the
 // nesting of JSON objects and arrays exceeds maxDepth. It is a lightweight pass which
