@@ -32,6 +32,15 @@ type TextContent struct {
 }
 
 func (c *TextContent) MarshalJSON() ([]byte, error) {
+	// cleanroom patch: without _meta and annotations (both omitempty), the
+	// bytes below are written in one buffer of their final size
+	// (quote.go), the same bytes json.Marshal gives for the wire struct:
+	// a large text was otherwise encoded into a buffer doubling as it grew.
+	if len(c.Meta) == 0 && c.Annotations == nil {
+		const head = `{"type":"text","text":`
+		b := make([]byte, 0, len(head)+quotedTextLen(c.Text)+1)
+		return append(appendQuotedText(append(b, head...), c.Text), '}'), nil
+	}
 	// Custom wire format to ensure the required "text" field is always included, even when empty.
 	wire := struct {
 		Type        string       `json:"type"`

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 
 	internaljson "github.com/modelcontextprotocol/go-sdk/internal/json"
 )
@@ -146,6 +147,31 @@ func toWireError(err error) *WireError {
 }
 
 func EncodeMessage(msg Message) ([]byte, error) {
+	// cleanroom patch: a successful response is framed around its result
+	// in one buffer of the final size, instead of marshaling the wire struct
+	// through an Encoder (whose scratch buffer grows as it copies the result
+	// and is then copied out again: a large tool result was held three
+	// times at once). The bytes are those the wire struct gives: fields
+	// jsonrpc, id, result in that order, the id as jsonMarshal writes it,
+	// and the result compacted without HTML escaping, as the Encoder does
+	// with a json.RawMessage (json.Compact also refuses invalid JSON, as it
+	// did). One spare byte is left for the transport's newline.
+	if r, ok := msg.(*Response); ok && r.Error == nil && len(r.Result) > 0 && r.ID.IsValid() {
+		id, err := jsonMarshal(r.ID.value)
+		if err != nil {
+			return nil, fmt.Errorf("marshaling jsonrpc message: %w", err)
+		}
+		const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+		buf := bytes.NewBuffer(make([]byte, 0, len(head)+len(id)+len(mid)+len(r.Result)+2))
+		buf.WriteString(head)
+		buf.Write(id)
+		buf.WriteString(mid)
+		if err := json.Compact(buf, r.Result); err != nil {
+			return nil, fmt.Errorf("marshaling jsonrpc message: %w", err)
+		}
+		buf.WriteByte('}')
+		return buf.Bytes(), nil
+	}
 	wire := wireCombined{VersionTag: wireVersion}
 	msg.marshal(&wire)
 	data, err := jsonMarshal(&wire)
@@ -235,6 +261,24 @@ func marshalToRaw(obj any) (json.RawMessage, error) {
 
 // jsonMarshal marshals obj to JSON like json.Marshal but without HTML escaping.
 func jsonMarshal(obj any) ([]byte, error) {
+	// cleanroom patch: a value that marshals itself is asked once and its
+	// output compacted into a buffer of its size, which is what the Encoder
+	// below does with a json.Marshaler (appendCompact without HTML
+	// escaping), minus the Encoder's growing scratch buffer and second
+	// copy. A tool result carrying a large file was copied twice more here.
+	// A nil pointer goes the Encoder's way ("null"), not into its method.
+	if m, ok := obj.(json.Marshaler); ok && !(reflect.ValueOf(obj).Kind() == reflect.Pointer && reflect.ValueOf(obj).IsNil()) {
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		buf.Grow(len(b))
+		if err := json.Compact(&buf, b); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
