@@ -50,14 +50,12 @@ type ServeOptions struct {
 //
 // GOGC=off: the stages' heaps are budgeted by a soft memory limit instead of
 // the collector's default pacing (a collection each time the heap doubles).
-// Start-up (emit, then verification) allocates about the package and keeps
-// most of it, so collections then free little and cost milliseconds of
-// readiness; while serving, every MCP message makes the SDK allocate about
-// 160 KB of decoder buffers, so a small server's 4 MB minimum heap goal
-// means a collection every few dozen calls, which cost about a quarter of
-// read_file's throughput and most of its p99. The budget is
-// startupMemoryLimit from each stage's first act, then, once the view is
-// verified, serveMemoryLimit.
+// Start-up (delivery, then measurement) allocates about the package and
+// keeps most of it, so collections then free little and cost milliseconds
+// of readiness; while serving, the heap grows by the garbage of the calls
+// (about 15 KB per small message with the vendored SDK) until the limit
+// starts a collection. The budget is startupMemoryLimit from each stage's
+// first act, then, once the view is verified, serveMemoryLimit.
 var stageEnv = []string{"GODEBUG=updatemaxprocs=0,containermaxprocs=0", "GOGC=off"}
 
 // startupMemoryLimit bounds a stage's heap before the package's size is
@@ -65,12 +63,16 @@ var stageEnv = []string{"GODEBUG=updatemaxprocs=0,containermaxprocs=0", "GOGC=of
 // worth of verification buffers, and the runtime's own.
 func startupMemoryLimit(viewBytes int64) int64 { return 2*viewBytes + 32<<20 }
 
-// serveMemoryLimit is the serve stage's heap budget: the verified bytes it
-// holds, plus 16 MiB for the runtime, the MCP server and the garbage of the
-// calls between collections, plus one answer's transient copies (the SDK
-// encodes a result, then frames it: about three times the largest file).
-// The 16 MiB are also what keeps setting the limit from starting a
-// collection on the way to the first answer: the start-up heap is below it.
+// serveMemoryLimit is the serve process's memory budget (the Go runtime's
+// whole, not only its heap): the verified bytes it holds; 8 MiB for the
+// runtime's own (about 4 MiB of metadata, stacks and buffers), the MCP
+// server and the garbage of a few hundred small calls between collections;
+// and one answer's transient copies of the largest file (the SDK holds its
+// encoded text and the framed response at once: twice the file). Issue 5
+// caps the serving process's peak RSS at package bytes + 20 MiB, and about
+// 7.5 MiB of that is the room binary's own pages. A larger answer (a big
+// write_source) only makes the runtime collect more often while it lasts:
+// the limit is soft.
 func serveMemoryLimit(v *pkgwalk.View) int64 {
 	var total int64
 	largest := 0
@@ -78,7 +80,7 @@ func serveMemoryLimit(v *pkgwalk.View) int64 {
 		total += int64(len(f.Data))
 		largest = max(largest, len(f.Data))
 	}
-	return total + 16<<20 + 3*int64(largest)
+	return total + 8<<20 + 2*int64(largest)
 }
 
 // ExitError carries the sealed server's exit status.
@@ -265,6 +267,9 @@ func parseStage(args []string) (*stageConfig, error) {
 // Status 1 means the package or prompt was refused, 2 that the environment
 // could not establish the seal.
 func RunStage(prefix []string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// No allocation profile is ever read from the room; its sampling
+	// buckets would hold about 1.4 MiB of the serving process's memory.
+	runtime.MemProfileRate = 0
 	fail := func(code int, err error) int {
 		fmt.Fprintf(stderr, "cleanroom: sealed room: %v\n", err)
 		return code
