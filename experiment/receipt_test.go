@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,5 +155,48 @@ func TestInterruptedTransitionLeftovers(t *testing.T) {
 	mustFreeze(t, w)
 	if _, err := os.Lstat(stray); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("leftover still present after a transition: %v", err)
+	}
+}
+
+// A reveal interrupted while it installed an outside holdout leaves only a
+// staging directory beside governance/holdout, never a partial set there:
+// the retried reveal installs the whole set, and the staging directory is
+// removed by it.
+func TestRevealAfterAnInterruptedInstall(t *testing.T) {
+	w := newWorld(t)
+	outside := filepath.Join(t.TempDir(), "sealed-holdout")
+	if err := os.Rename(w.HoldoutDir(), outside); err != nil {
+		t.Fatal(err)
+	}
+	mustPin(t, w)
+	mustFreeze(t, w)
+	// What a crash during installTree leaves: a staging directory holding
+	// part of the set (and a link, which the removal must not follow).
+	stage := filepath.Join(w.StateDir(), tempPrefix+HoldoutDirName+".12345")
+	if err := os.MkdirAll(filepath.Join(stage, "challenges"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(outside, "INDEX.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stage, "INDEX.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(stage, "challenges", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Reveal(bg, w, RevealOptions{Holdout: outside}); err != nil {
+		t.Fatalf("reveal after an interrupted install: %v", err)
+	}
+	if _, err := os.Lstat(stage); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the interrupted install's staging directory is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "INDEX.json")); err != nil {
+		t.Errorf("removing the staging directory followed its link: %v", err)
+	}
+	mustVerify(t, w, VerifyOptions{})
+	if left, _ := filepath.Glob(filepath.Join(w.StateDir(), tempPrefix+"*")); len(left) != 0 {
+		t.Errorf("left beside the holdout: %v", left)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 )
@@ -507,15 +508,26 @@ func (w *World) checkHoldout(dir string, rel *Release) (installed bool, err erro
 
 // installTree copies the regular files of src into the new directory dst
 // (create-exclusive, fsync'd); anything but a regular file or directory is
-// refused.
+// refused. The tree is written into a staging directory beside dst and
+// published whole with one no-replace rename: a crash during the copy
+// leaves a staging directory (removed by the next transition), never a
+// partial dst, which a retried reveal would take for the opened set and
+// refuse against the commitment until someone removed it by hand.
 func installTree(src, dst string) error {
 	files, err := pkgwalk.ListRegularFiles(src)
 	if err != nil {
 		return err
 	}
-	if err := mkdirDurable(dst); err != nil {
+	stage, err := durable.StageDir(dst)
+	if err != nil {
 		return err
 	}
+	published := false
+	defer func() {
+		if !published {
+			_ = os.RemoveAll(stage)
+		}
+	}()
 	for _, f := range files {
 		b, _, err := readRegularBeneath(src, f.Path)
 		if err != nil {
@@ -524,7 +536,7 @@ func installTree(src, dst string) error {
 		if pkgwalk.SHA256Hex(b) != f.SHA256 {
 			return fmt.Errorf("%s changed while it was copied", f.Path)
 		}
-		d := filepath.Join(dst, filepath.FromSlash(path.Dir(f.Path)))
+		d := filepath.Join(stage, filepath.FromSlash(path.Dir(f.Path)))
 		if err := mkdirDurable(d); err != nil {
 			return err
 		}
@@ -532,6 +544,10 @@ func installTree(src, dst string) error {
 			return err
 		}
 	}
+	if err := durable.CreateDir(stage, dst, 0o755); err != nil {
+		return err
+	}
+	published = true
 	return nil
 }
 

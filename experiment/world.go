@@ -273,11 +273,17 @@ func (w *World) leftovers() []string {
 	return out
 }
 
-// removeLeftovers deletes the temporary files of interrupted transitions.
-// Only called under the state lock, so no live transition owns them.
+// removeLeftovers deletes the temporary files of interrupted transitions,
+// and the staging directory of an interrupted holdout install. Only called
+// under the state lock, so no live transition owns them.
 func (w *World) removeLeftovers() {
 	w.eachLeftover(func(d *os.File, rel string) {
-		_ = unix.Unlinkat(int(d.Fd()), path.Base(rel), 0)
+		if err := unix.Unlinkat(int(d.Fd()), path.Base(rel), 0); errors.Is(err, unix.EISDIR) {
+			// os.RemoveAll opens each level beneath the last with no
+			// symlink followed, so a link planted in the stage cannot
+			// make it delete outside.
+			_ = os.RemoveAll(filepath.Join(w.StateDir(), filepath.FromSlash(rel)))
+		}
 	})
 }
 
