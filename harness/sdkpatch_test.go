@@ -2,7 +2,12 @@ package harness
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -71,23 +76,34 @@ func FuzzSDKTextContentEncoding(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) { checkTextContent(t, &mcp.TextContent{Text: s}) })
 }
 
+// wantResponse is the unpatched EncodeMessage of a successful response:
+// the wire struct through an Encoder without HTML escaping, and its error
+// wrapped the same way.
+func wantResponse(id jsonrpc.ID, result json.RawMessage) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(struct {
+		Version string          `json:"jsonrpc"`
+		ID      any             `json:"id,omitempty"`
+		Result  json.RawMessage `json:"result,omitempty"`
+	}{"2.0", id.Raw(), result})
+	if err != nil {
+		return nil, fmt.Errorf("marshaling jsonrpc message: %w", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
 // TestSDKResponseEncoding: a response frame is the wire struct's encoding
 // without HTML escaping, its result compacted; an invalid result is still
-// refused.
+// refused, with the unpatched error.
 func TestSDKResponseEncoding(t *testing.T) {
 	want := func(id jsonrpc.ID, result json.RawMessage) []byte {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		err := enc.Encode(struct {
-			Version string          `json:"jsonrpc"`
-			ID      any             `json:"id,omitempty"`
-			Result  json.RawMessage `json:"result,omitempty"`
-		}{"2.0", id.Raw(), result})
+		b, err := wantResponse(id, result)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return bytes.TrimRight(buf.Bytes(), "\n")
+		return b
 	}
 	result, err := json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a<b>&\u2028\n"}}})
 	if err != nil {
@@ -109,8 +125,79 @@ func TestSDKResponseEncoding(t *testing.T) {
 				t.Errorf("EncodeMessage(%v, %s) = %s, want %s", v, r, got, w)
 			}
 		}
-		if _, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: json.RawMessage(`{"a":`)}); err == nil {
-			t.Errorf("an invalid result was framed for id %v", v)
+		for _, bad := range []string{`{"a":`, " ", "1 2", "x"} {
+			_, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: json.RawMessage(bad)})
+			_, werr := wantResponse(id, json.RawMessage(bad))
+			if err == nil {
+				t.Errorf("an invalid result %q was framed for id %v", bad, v)
+			} else if err.Error() != werr.Error() {
+				t.Errorf("EncodeMessage(%v, %q): %v, want %v", v, bad, err, werr)
+			}
 		}
+	}
+}
+
+// internalErrors is a slog.Handler that passes on the "error" of each
+// record the SDK logs for a jsonrpc2 internal error.
+type internalErrors chan string
+
+func (h internalErrors) Enabled(context.Context, slog.Level) bool { return true }
+func (h internalErrors) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h internalErrors) WithGroup(string) slog.Handler            { return h }
+func (h internalErrors) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "jsonrpc2 internal error" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "error" {
+				select {
+				case h <- a.Value.String():
+				default: // only the first is awaited
+				}
+			}
+			return true
+		})
+	}
+	return nil
+}
+
+// TestSDKResultMarshalError: a tool result that cannot be marshaled is
+// reported (the SDK logs it and sends no response) with the error the
+// unpatched jsonMarshal gave, a *json.MarshalerError naming the result's
+// type, not the bare reason.
+func TestSDKResultMarshalError(t *testing.T) {
+	logged := make(internalErrors, 1)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, &mcp.ServerOptions{Logger: slog.New(logged)})
+	res := &mcp.CallToolResult{StructuredContent: math.Inf(1)}
+	srv.AddTool(&mcp.Tool{Name: "inf", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return res, nil })
+	st, ct := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.Run(ctx, st)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	callCtx, stop := context.WithCancel(ctx)
+	called := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "inf", Arguments: map[string]any{}})
+		called <- err
+	}()
+	var got string
+	select {
+	case got = <-logged:
+	case err := <-called:
+		t.Fatalf("the call returned (%v) before the marshal error was logged", err)
+	}
+	stop()
+	<-called
+	_, reason := json.Marshal(res)
+	var me *json.MarshalerError
+	if !errors.As(reason, &me) {
+		t.Fatalf("json.Marshal of the result: %v, want a *json.MarshalerError", reason)
+	}
+	if !strings.HasSuffix(got, ": "+reason.Error()) {
+		t.Errorf("logged %q, want it to end with %q", got, reason)
 	}
 }

@@ -155,7 +155,8 @@ func EncodeMessage(msg Message) ([]byte, error) {
 	// jsonrpc, id, result in that order, the id as jsonMarshal writes it,
 	// and the result compacted without HTML escaping, as the Encoder does
 	// with a json.RawMessage (json.Compact also refuses invalid JSON, as it
-	// did). One spare byte is left for the transport's newline.
+	// did, with the same *json.MarshalerError around the reason). One spare
+	// byte is left for the transport's newline.
 	if r, ok := msg.(*Response); ok && r.Error == nil && len(r.Result) > 0 && r.ID.IsValid() {
 		id, err := jsonMarshal(r.ID.value)
 		if err != nil {
@@ -167,6 +168,7 @@ func EncodeMessage(msg Message) ([]byte, error) {
 		buf.Write(id)
 		buf.WriteString(mid)
 		if err := json.Compact(buf, r.Result); err != nil {
+			err = &json.MarshalerError{Type: reflect.TypeFor[json.RawMessage](), Err: err}
 			return nil, fmt.Errorf("marshaling jsonrpc message: %w", err)
 		}
 		buf.WriteByte('}')
@@ -267,15 +269,17 @@ func jsonMarshal(obj any) ([]byte, error) {
 	// escaping), minus the Encoder's growing scratch buffer and second
 	// copy. A tool result carrying a large file was copied twice more here.
 	// A nil pointer goes the Encoder's way ("null"), not into its method.
+	// An error is wrapped as the Encoder wraps it (the same text, and
+	// errors.As finds a *json.MarshalerError).
 	if m, ok := obj.(json.Marshaler); ok && !(reflect.ValueOf(obj).Kind() == reflect.Pointer && reflect.ValueOf(obj).IsNil()) {
 		b, err := m.MarshalJSON()
 		if err != nil {
-			return nil, err
+			return nil, &json.MarshalerError{Type: reflect.TypeOf(obj), Err: err}
 		}
 		var buf bytes.Buffer
 		buf.Grow(len(b))
 		if err := json.Compact(&buf, b); err != nil {
-			return nil, err
+			return nil, &json.MarshalerError{Type: reflect.TypeOf(obj), Err: err}
 		}
 		return buf.Bytes(), nil
 	}
