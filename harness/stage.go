@@ -37,6 +37,8 @@ var (
 	ErrStageWritable      = errors.New("room binary is writable by group or others")
 	ErrStageOwner         = errors.New("room binary has another owner than this binary")
 	ErrStageBuildMismatch = errors.New("room binary is from another build")
+	ErrStageSetID         = errors.New("room binary is setuid or setgid")
+	ErrStageNotExecutable = errors.New("room binary may not be executed by this user here")
 )
 
 // OpenStage opens the room binary beside the running executable if it is
@@ -65,8 +67,8 @@ func OpenStage() (*os.File, error) {
 }
 
 // openStageAt opens path and accepts it as the room binary only if it is a
-// regular executable file owned by owner, writable by nobody else, whose Go
-// build ID is wantID.
+// regular file owned by owner, writable by nobody else, without a set-ID
+// bit, that this process may execute, whose Go build ID is wantID.
 func openStageAt(path, wantID string, owner uint32) (*os.File, error) {
 	// O_NOFOLLOW: a symlink planted at the name is refused, not followed
 	// to a binary elsewhere. O_NONBLOCK: a FIFO planted there is refused
@@ -102,6 +104,18 @@ func openStageAt(path, wantID string, owner uint32) (*os.File, error) {
 	}
 	if st.Uid != owner {
 		return nil, fmt.Errorf("%w: %s is owned by uid %d, this binary by uid %d", ErrStageOwner, path, st.Uid, owner)
+	}
+	// The room runs with this process's credentials: a set-ID bit would
+	// run the seal stage as the file's owner or group instead.
+	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		return nil, fmt.Errorf("%w: %s (mode %o)", ErrStageSetID, path, st.Mode&0o7777)
+	}
+	// Some execute bit is not enough: the kernel decides the exec to come
+	// for this process's ids (0744 owned by another user, an ACL, a noexec
+	// mount), and a refused exec would fail the room where this binary's
+	// own stages serve.
+	if err := unix.Faccessat(unix.AT_FDCWD, StageExe(f), unix.X_OK, unix.AT_EACCESS); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrStageNotExecutable, path, err)
 	}
 	// A room binary left from another build speaks another version of the
 	// stages' command line and checks: only the one built with this binary

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
+	"golang.org/x/sys/unix"
 )
 
 // copyExecutable copies this test binary (a Go ELF executable with a
@@ -80,6 +84,8 @@ func TestOpenStageAt(t *testing.T) {
 	}
 	copyExecutable(t, dir, "noexec", 0o644)
 	copyExecutable(t, dir, "groupwritable", 0o775)
+	copyExecutable(t, dir, "setuid", 0o755|os.ModeSetuid)
+	copyExecutable(t, dir, "setgid", 0o755|os.ModeSetgid)
 	if err := os.WriteFile(filepath.Join(dir, "script"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +103,8 @@ func TestOpenStageAt(t *testing.T) {
 		{"not executable", "noexec", id, owner, ErrStageNotFile},
 		{"group-writable", "groupwritable", id, owner, ErrStageWritable},
 		{"another owner", "good", id, owner + 1, ErrStageOwner},
+		{"setuid", "setuid", id, owner, ErrStageSetID},
+		{"setgid", "setgid", id, owner, ErrStageSetID},
 		{"not ELF", "script", id, owner, ErrStageBuildMismatch},
 	}
 	for _, c := range cases {
@@ -127,4 +135,70 @@ func TestOpenStageNotLinked(t *testing.T) {
 	if f, err := OpenStage(); !errors.Is(err, ErrStageNotLinked) || f != nil {
 		t.Fatalf("OpenStage = %v, %v; want %v", f, err, ErrStageNotLinked)
 	}
+}
+
+// TestOpenStageNotExecutableHere: a room binary with an execute bit that
+// this process may still not execute (here: on a noexec mount) is refused
+// by name, so the room runs in this binary instead of failing to start.
+func TestOpenStageNotExecutableHere(t *testing.T) {
+	needSeal(t)
+	cmd := seal.SealedCommand(os.Args[0], []string{childMarker, "stage-noexec", t.TempDir()}, nil)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func init() {
+	childFuncs["stage-noexec"] = func(a []string) error {
+		dir := a[0]
+		if err := seal.MakeRootPrivate(); err != nil {
+			return err
+		}
+		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOEXEC|unix.MS_NOSUID|unix.MS_NODEV, "size=64m"); err != nil {
+			return fmt.Errorf("mounting a noexec tmpfs: %w", err)
+		}
+		p := filepath.Join(dir, StageName)
+		if err := copyFileMode("/proc/self/exe", p, 0o755); err != nil {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		id, err := goBuildID(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		owner := st.Sys().(*syscall.Stat_t).Uid
+		if f, err := openStageAt(p, id, owner); !errors.Is(err, ErrStageNotExecutable) || f != nil {
+			return fmt.Errorf("openStageAt on a noexec mount = %v, %v; want %v", f, err, ErrStageNotExecutable)
+		}
+		return nil
+	}
+}
+
+// copyFileMode copies src to a new file dst with mode perm.
+func copyFileMode(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(dst, perm)
 }
