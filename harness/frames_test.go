@@ -328,6 +328,44 @@ func BenchmarkReadFileFrames(b *testing.B) {
 	}
 }
 
+// BenchmarkReadFileLarge: read_file of one ~1.5 MB source file (text
+// that needs escaping: quotes, tabs, newlines, '<' and '&') through
+// Room.Serve in this process. B/op is the server's allocation per answer
+// plus this frame client's: bufio.Reader.ReadBytes copies a line longer
+// than its 1 MiB buffer into a 1 MiB fragment and then the whole line,
+// about answer-bytes + 1 MiB. The vendored SDK's response encoding
+// (third_party/go-sdk/PATCHES.md) is what this measures.
+func BenchmarkReadFileLarge(b *testing.B) {
+	files := benchFiles()
+	files["spec/large.go"] = largeSource(1500 << 10)
+	conn, _, _, _ := memRoom(b, files)
+	id := conn.handshake(b)
+	b.ReportAllocs()
+	var answer int
+	for b.Loop() {
+		if _, err := io.WriteString(conn.in, callFrame(id, "read_file", `{"path":"spec/large.go"}`)+"\n"); err != nil {
+			b.Fatal(err)
+		}
+		l := conn.recv(b)
+		if !bytes.Contains(l, []byte(`"text":"package large\n`)) || bytes.Contains(l, []byte(`"isError":true`)) {
+			b.Fatalf("read_file answered %.200q", l)
+		}
+		answer = len(l)
+		id++
+	}
+	b.ReportMetric(float64(answer), "answer-bytes")
+}
+
+// largeSource is n bytes of Go-like text.
+func largeSource(n int) []byte {
+	const line = "\tif a < b && s != \"x\" {\n\t\treturn fmt.Errorf(\"%q: <%d>\", s, a)\n\t}\n"
+	b := []byte("package large\n\n")
+	for len(b)+len(line) <= n {
+		b = append(b, line...)
+	}
+	return append(b, strings.Repeat("/", n-len(b))...)
+}
+
 // readFileFrames are read_file calls for benchFiles' 60 files.
 func readFileFrames(firstID int) [][]byte {
 	var reqs [][]byte
