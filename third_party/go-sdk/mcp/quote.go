@@ -10,8 +10,10 @@ import "unicode/utf8"
 // exactly as encoding/json.Marshal writes a string (HTML-escaped), into a
 // destination sized beforehand by quotedTextLen, so that a large text
 // content is encoded in one allocation of its final size instead of a
-// buffer that doubles as it grows. cleanroom's harness/sdkpatch_test.go
-// checks the bytes against encoding/json.
+// buffer that doubles as it grows. The loop follows Go's
+// encoding/json appendString (Copyright The Go Authors, BSD-style license),
+// with escapeHTML set. cleanroom's harness/sdkpatch_test.go checks the
+// bytes against encoding/json.
 
 const lowerHex = "0123456789abcdef"
 
