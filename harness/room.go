@@ -135,9 +135,9 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		// Pdeathsig fires when the creating thread exits: keep this thread
 		// for the whole life of the child.
 		runtime.LockOSThread()
-		exe := "/proc/self/exe"
+		exe, what := "/proc/self/exe", "the sealed server"
 		if o.Stage != nil {
-			exe = StageExe(o.Stage)
+			exe, what = StageExe(o.Stage), "the sealed server (room binary "+o.Stage.Name()+")"
 		}
 		cmd := seal.SealedCommand(exe, args, stageEnv)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
@@ -146,7 +146,10 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		if err != nil {
 			// Creating the namespaces is the first thing the kernel may
 			// refuse (no privilege, no user namespaces here).
-			done <- fmt.Errorf("starting the sealed server in new namespaces: %w: %w", ErrNoIsolation, err)
+			// The room binary is named: the error's own path is only
+			// /proc/self/fd/N, and an exec it refuses (a file being
+			// written: ETXTBSY) is not the namespaces' fault.
+			done <- fmt.Errorf("starting %s in new namespaces: %w: %w", what, ErrNoIsolation, err)
 			return
 		}
 		waited := make(chan error, 1)

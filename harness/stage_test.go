@@ -202,3 +202,37 @@ func copyFileMode(src, dst string, perm os.FileMode) error {
 	}
 	return os.Chmod(dst, perm)
 }
+
+// TestServeNamesTheRoomBinary: when the room binary cannot be executed at
+// the last moment (here it is open for writing: ETXTBSY), Serve's error
+// names the file, not only the descriptor it was executed through.
+func TestServeNamesTheRoomBinary(t *testing.T) {
+	needSeal(t)
+	dir := t.TempDir()
+	p := copyExecutable(t, dir, StageName, 0o755)
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := goBuildID(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage, err := openStageAt(p, id, uint32(os.Geteuid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stage.Close()
+	w, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	pkg, pin := writePackage(t, testFiles())
+	o := ServeOptions{PackageDir: pkg, Expect: pin, Workspace: filepath.Join(dir, "ws"), Stage: stage, StageArgs: []string{stageMarker}}
+	err = Serve(t.Context(), o, strings.NewReader(""), io.Discard, io.Discard)
+	if !errors.Is(err, ErrNoIsolation) || !errors.Is(err, syscall.ETXTBSY) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("Serve with a room binary open for writing = %v; want %v (ETXTBSY) naming %s", err, ErrNoIsolation, p)
+	}
+}
