@@ -15,8 +15,9 @@ all: build
 # the sealed stages in bin/cleanroom-room only when that ID matches.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(STAGE) ./cmd/cleanroom-room
-	$(GO) build -trimpath -buildvcs=auto \
-	  -ldflags "-X github.com/cleanroom-dev/cleanroom/harness.stageBuildID=$$($(GO) tool buildid $(STAGE))" \
+	id=$$($(GO) tool buildid $(STAGE)) && test -n "$$id" && \
+	  $(GO) build -trimpath -buildvcs=auto \
+	  -ldflags "-X github.com/cleanroom-dev/cleanroom/harness.stageBuildID=$$id" \
 	  -o $(BIN) ./cmd/cleanroom
 
 test: lint
