@@ -220,7 +220,7 @@ func roomRows(c *config) []Row {
 		rows = append(rows, Row{Issue: 5, Work: work + " vs `bwrap --unshare-all --tmpfs` + `cp -a` + `ls -lR`",
 			Clean: ms(cr), Peer: ms(bw), Ratio: fmt.Sprintf("%.2f×", float64(cr)/float64(bw)), Target: readyTarget,
 			Verdict: verdict(cr <= 25*time.Millisecond),
-			Note:    "the room also emits from the manifest, seals the view read-only at the superblock, asserts it by mechanism, drops privilege and verifies; bwrap verifies nothing"})
+			Note:    "the room also copies the package into a fresh tmpfs, seals it read-only at the superblock, asserts that by mechanism, drops privilege and measures the sealed view against the pin; bwrap verifies nothing"})
 	} else {
 		rows = append(rows, Row{Issue: 5, Work: work, Clean: ms(cr), Peer: "—", Ratio: "—", Target: readyTarget, Verdict: verdict(cr <= 25*time.Millisecond), Note: "bwrap not installed: " + bwErr.Error()})
 	}
