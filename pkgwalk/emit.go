@@ -61,7 +61,9 @@ type EmitOptions struct {
 // never held in memory (only a JSON file's, for the challenge-shape rule).
 // On any refusal or error after dest was opened, everything the emit
 // created is removed (its files, its directories, and dest itself when the
-// emit created it), so a refused emit leaves dest as it found it.
+// emit created it), so a refused emit leaves dest as it found it. A
+// cancelled ctx stops each step between files, the final walk included, and
+// is undone the same way.
 func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Manifest, error) {
 	if err := CheckID(expect); err != nil {
 		return nil, err
@@ -80,7 +82,7 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 
 	// The delivered copy is what is measured: walked through the descriptor
 	// that was filled, so a path renamed meanwhile changes nothing.
-	got, err := walkFrom(destf, "", dest, WalkOptions{HoldoutDir: opts.HoldoutDir, Progress: opts.Progress}, holdout)
+	got, err := walkFrom(ctx, destf, "", dest, WalkOptions{HoldoutDir: opts.HoldoutDir, Progress: opts.Progress}, holdout)
 	if err != nil {
 		return nil, e.undo(err)
 	}
@@ -134,7 +136,7 @@ func deliver(ctx context.Context, src, dest string, opts EmitOptions) (*emission
 		return nil, nil, fmt.Errorf("source %s: %w", src, Problems{prob})
 	}
 	defer srcf.Close()
-	tree, err := walkFrom(srcf, "", src, WalkOptions{structural: true}, nil)
+	tree, err := walkFrom(ctx, srcf, "", src, WalkOptions{structural: true}, nil)
 	if err != nil {
 		return nil, nil, err
 	}

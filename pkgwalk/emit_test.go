@@ -3,8 +3,10 @@ package pkgwalk_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -577,5 +579,46 @@ func TestEmitCancelledDuringCopy(t *testing.T) {
 	}
 	if _, err := os.Stat(dest); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the destination the emit created is still there: %v", err)
+	}
+}
+
+// A context cancelled during the final walk of the delivered copy ends the
+// emit with the context's error, not a measurement of the files read so far
+// nor of all of them: no file is opened for reading once a worker has seen
+// it (at most the other workers' files already past that check are read),
+// and what the emit created is removed.
+func TestEmitCancelledDuringFinalWalk(t *testing.T) {
+	for _, pairs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pair reader %v", pairs), func(t *testing.T) {
+			pkgwalk.UsePairReader(t, pairs)
+			src := copySynthetic(t)
+			dest := filepath.Join(t.TempDir(), "mount")
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var copied atomic.Bool
+			var reads, readsAfter atomic.Int64
+			pkgwalk.SetTestHook(t, func(stage string) {
+				switch {
+				case stage == "copied":
+					copied.Store(true)
+				case strings.HasPrefix(stage, "read ") && copied.Load():
+					if reads.Add(1) == 1 {
+						cancel()
+					} else if ctx.Err() != nil {
+						readsAfter.Add(1)
+					}
+				}
+			})
+			_, err := pkgwalk.Emit(ctx, src, dest, syntheticID, pkgwalk.EmitOptions{})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Emit = %v, want context.Canceled", err)
+			}
+			if n := readsAfter.Load(); n >= int64(runtime.GOMAXPROCS(0)) {
+				t.Errorf("%d files were read after the cancel, want fewer than one per other worker (%d)", n, runtime.GOMAXPROCS(0)-1)
+			}
+			if _, err := os.Stat(dest); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the destination the emit created is still there: %v", err)
+			}
+		})
 	}
 }

@@ -103,6 +103,10 @@ func (w *walker) nextJob(wait bool) (j job, ok, ready bool) {
 // start opens and checks the file of j; a regular file whose bytes need not
 // be kept becomes l's, any other is read in full here (read) or refused.
 func (w *walker) start(l *lane, j job, buf []byte) {
+	if w.ctx.Err() != nil {
+		j.dir.release()
+		return // cancelled: the queued files are drained unopened
+	}
 	fd, st, ok := w.openFile(j.dir.fd, j.name, j.path)
 	// The directory is needed only to open the entry beneath it.
 	j.dir.release()

@@ -1,6 +1,7 @@
 package pkgwalk
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -74,7 +75,7 @@ func DigestOfPaths(root string, paths []string) (string, []FileDigest, error) {
 		var t *Tree
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			t, err = walkFrom(f, p, root, WalkOptions{plain: true}, nil)
+			t, err = walkFrom(context.Background(), f, p, root, WalkOptions{plain: true}, nil)
 		case unix.S_IFREG:
 			t, err = hashOne(f, p, st.Size)
 		default:

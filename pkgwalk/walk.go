@@ -2,6 +2,7 @@ package pkgwalk
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -163,7 +164,7 @@ func Walk(root string, opts WalkOptions) (*Tree, error) {
 		return &Tree{Root: root, Problems: Problems{prob}}, nil
 	}
 	defer rootf.Close()
-	return walkFrom(rootf, "", root, opts, holdout)
+	return walkFrom(context.Background(), rootf, "", root, opts, holdout)
 }
 
 // loadHoldout returns the digests of the holdout files (digest -> path)
@@ -184,8 +185,10 @@ func loadHoldout(opts WalkOptions) (map[string]string, error) {
 }
 
 // walkFrom walks the directory open at d; paths are prefix + "/" + name
-// (prefix "" at a package root). d stays the caller's.
-func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[string]string) (*Tree, error) {
+// (prefix "" at a package root). d stays the caller's. A cancelled ctx
+// stops the walk between files (no entry is queued and no file opened
+// after it is seen; a file being read is finished) and is its error.
+func walkFrom(ctx context.Context, d *os.File, prefix, root string, opts WalkOptions, holdout map[string]string) (*Tree, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
 		return nil, fmt.Errorf("fstat %s: %w", root, err)
@@ -203,7 +206,7 @@ func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[str
 	}
 	unix.Close(probe)
 
-	w := &walker{opts: opts, rootDev: st.Dev, holdout: holdout}
+	w := &walker{ctx: ctx, opts: opts, rootDev: st.Dev, holdout: holdout}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -239,6 +242,10 @@ func walkFrom(d *os.File, prefix, root string, opts WalkOptions, holdout map[str
 	w.dir(newDirRef(fd), prefix)
 	close(w.jobs)
 	wg.Wait()
+	// A cancelled walk skipped files: its tree is not a measurement.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return w.finish(root), nil
 }
 
@@ -301,6 +308,7 @@ type entry struct {
 }
 
 type walker struct {
+	ctx     context.Context // checked between files
 	opts    WalkOptions
 	rootDev uint64
 	holdout map[string]string
@@ -382,6 +390,9 @@ func (w *walker) dir(d *dirRef, rel string) {
 		return
 	}
 	for _, e := range ents {
+		if w.ctx.Err() != nil {
+			return // walkFrom returns the context's error
+		}
 		p := join(rel, e.name)
 		if !w.opts.plain {
 			for _, r := range segmentRules(e.name) {
@@ -566,6 +577,9 @@ func typeName(mode uint32) string {
 // of that descriptor, and reads it (see read).
 func (w *walker) file(j job, buf []byte) {
 	defer j.dir.release()
+	if w.ctx.Err() != nil {
+		return // cancelled: the queued files are drained unopened
+	}
 	fd, st, ok := w.openFile(j.dir.fd, j.name, j.path)
 	if !ok {
 		return
