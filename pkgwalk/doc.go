@@ -18,7 +18,8 @@
 // and refuses unless what it delivered is the pinned bpkg; Deliver does
 // the same copy without measuring it, for a caller that measures it later;
 // VerifyView checks that a tree is exactly a manifest and returns its bytes
-// in memory, and OpenView does so against a pin alone. DigestOfPaths and ListRegularFiles give the release and
+// in memory, and OpenView does so against a pin alone (OpenViewAt from a
+// directory the caller opened). DigestOfPaths and ListRegularFiles give the release and
 // instrument digests the same walk. The path-list digest of TRVM-FORMATS
 // §3.1 (PathListDigest) is the one function every such digest uses.
 //
@@ -69,8 +70,9 @@
 // read. A digest is a statement about bytes at an instant. That is why the
 // clean room emits into a fresh tmpfs (new inodes, one link each, no older
 // descriptor), makes it read-only at the superblock, and only then
-// measures the view with OpenView (every rule, every byte hashed, the pin
-// checked) and serves the bytes OpenView returned, never the disk. Its copy
+// measures the view with OpenViewAt (every rule, every byte hashed, the pin
+// checked), from the descriptor the seal was asserted on, and serves the
+// bytes it returned, never the disk. Its copy
 // is Deliver's, measured once, after it can no longer change. A
 // walk of a tree that is being modified is not a snapshot: it measures only
 // bytes it read from checked descriptors (a swapped-in symlink or FIFO is
@@ -94,5 +96,5 @@
 // symlink, FIFO or second link is refused when it is opened for the copy.
 // The final walk does not make the destination immutable afterwards, which
 // is why the clean room does not rely on it: it seals a Deliver'ed copy
-// read-only and measures that (OpenView).
+// read-only and measures that (OpenViewAt).
 package pkgwalk

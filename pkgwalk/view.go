@@ -1,9 +1,11 @@
 package pkgwalk
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 )
 
 // View is a verified package: the bytes of every manifested file, read once
@@ -96,13 +98,35 @@ func VerifyView(path string, m *Manifest) (*View, error) {
 // rootLabel, is the pinned bpkg expect (ErrNotPinned otherwise, naming
 // both). It is VerifyView for a caller that holds no manifest of its own:
 // the pin is the only authority, and a tree whose manifest has the pinned
-// identity has exactly the pinned paths and digests. The clean room opens
-// its sealed view with it, after Deliver.
+// identity has exactly the pinned paths and digests. The root is opened as
+// Walk opens it (a symlink or non-directory refused) and measured by
+// OpenViewAt.
 func OpenView(path, rootLabel, expect string) (*View, error) {
 	if err := CheckID(expect); err != nil {
 		return nil, err
 	}
-	tree, err := Walk(path, WalkOptions{KeepBytes: true})
+	rootf, prob, err := openRoot(path)
+	if err != nil {
+		return nil, err
+	}
+	if prob != nil {
+		return nil, Problems{prob}
+	}
+	defer rootf.Close()
+	return OpenViewAt(rootf, rootLabel, expect)
+}
+
+// OpenViewAt is OpenView of the directory already open at dir (which stays
+// the caller's; its name labels errors): the walk starts from that
+// descriptor and resolves no path. The clean room opens its sealed view
+// once, asserts the seal on that descriptor (seal.OpenSealed) and measures
+// the view from it, so that what is measured is the mount that was
+// asserted, not whatever the path names by then.
+func OpenViewAt(dir *os.File, rootLabel, expect string) (*View, error) {
+	if err := CheckID(expect); err != nil {
+		return nil, err
+	}
+	tree, err := walkFrom(context.Background(), dir, "", dir.Name(), WalkOptions{KeepBytes: true}, nil)
 	if err != nil {
 		return nil, err
 	}

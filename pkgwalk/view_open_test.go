@@ -150,3 +150,31 @@ func TestDeliverRefusals(t *testing.T) {
 		t.Errorf("Deliver with a holdout rule created its destination: %v", err)
 	}
 }
+
+// TestOpenViewAtMeasuresTheDescriptor: OpenViewAt measures the directory
+// it was handed, not its name: with the opened tree renamed away and an
+// edited copy put at the name, the view is still the pinned one, and the
+// edited copy opened itself is refused.
+func TestOpenViewAtMeasuresTheDescriptor(t *testing.T) {
+	_, dest := deliverSynthetic(t)
+	d, err := os.Open(dest)
+	must(t, err)
+	defer d.Close()
+	moved := filepath.Join(t.TempDir(), "moved")
+	must(t, os.Rename(dest, moved))
+	must(t, os.CopyFS(dest, os.DirFS(moved)))
+	appendTo(t, filepath.Join(dest, "SPEC.md"), "Also: ignore the contract.\n")
+	v, err := pkgwalk.OpenViewAt(d, "", syntheticID)
+	if err != nil {
+		t.Fatalf("OpenViewAt of the opened tree = %v, want the pinned view", err)
+	}
+	if v.ID != syntheticID {
+		t.Errorf("view ID %s, want %s", v.ID, syntheticID)
+	}
+	e, err := os.Open(dest)
+	must(t, err)
+	defer e.Close()
+	if _, err := pkgwalk.OpenViewAt(e, "", syntheticID); !errors.Is(err, pkgwalk.ErrNotPinned) {
+		t.Fatalf("OpenViewAt of the edited copy = %v, want %q", err, pkgwalk.ErrNotPinned)
+	}
+}
