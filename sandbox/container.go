@@ -247,24 +247,15 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	// checked (see package cgprime).
 	stopPriming := cgprime.Start()
 	defer stopPriming()
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("sandbox state dir: %w", err)
+	stateDir, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrStateRoot, cfg.StateDir, err)
 	}
-	// The state root holds exec.fifo and the rootfs: keep it private.
-	if err := os.Chmod(cfg.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("sandbox state dir: %w", err)
-	}
-	bundle := filepath.Join(cfg.StateDir, id)
-	if err := os.Mkdir(bundle, 0o700); err != nil {
-		return nil, fmt.Errorf("sandbox bundle dir: %w", err)
-	}
-	// Runs last: by then the bundle is an empty mount point.
-	defer os.Remove(bundle)
-	unmountBundle, err := mountBundle(bundle)
+	bundle, endRun, err := startRun(stateDir, id)
 	if err != nil {
 		return nil, err
 	}
-	defer unmountBundle()
+	defer endRun()
 
 	ns, cleanup, err := prepareVantage(ctx, id, cfg.Allow, cfg.Seal, cfg.Control, &res.Isolation, &res.SealProbe)
 	if cleanup != nil {
@@ -400,9 +391,10 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 }
 
 // sealPackage emits the package into a sealed tmpfs under bundle and
-// returns its path. The bundle is already a private tmpfs (mountBundle), so
-// the view never propagates into other mount namespaces sharing the host's
-// /run. unmount (non-nil once anything may be mounted) detaches the view.
+// returns its path. The bundle lies under the private state root
+// (privateStateRoot), so the view never propagates into other mount
+// namespaces sharing the host's /run. unmount (non-nil once anything may be
+// mounted) detaches the view.
 func sealPackage(bundle string, size int64, emit func(string) error, rec **seal.Assertion) (string, func(), error) {
 	view := filepath.Join(bundle, "package-view")
 	if err := os.Mkdir(view, 0o755); err != nil {

@@ -12,6 +12,10 @@ import (
 // is a tmpfs of its own, mounted inside.
 const bundleFSBytes = 4 << 20
 
+// bundleSource is the source name of a run's tmpfs in mountinfo: `sandbox
+// gc` detaches only mounts that carry it.
+const bundleSource = "cleanroom-bundle"
+
 // mountBundle mounts a fresh tmpfs on the (empty) bundle directory, private
 // and root-only, so that everything a run creates on the host lives in
 // memory and disappears with one unmount instead of a removal file by file
@@ -23,18 +27,15 @@ const bundleFSBytes = 4 << 20
 // other users as the state root's own 0700 does; nosuid,nodev,noexec because
 // nothing in it is ever executed or opened as a device (the container's
 // root holds only mount points; its /usr, /bin… are separate read-only
-// binds); MS_PRIVATE so that nothing mounted under it (the package view)
-// propagates to other mount namespaces sharing the host's /run, and a
-// fixed size so that a run cannot fill the host's memory through it.
+// binds); and a fixed size so that a run cannot fill the host's memory
+// through it. It is private from its creation because the state root is
+// (privateStateRoot: a mount made beneath a private mount joins no peer
+// group), so neither it nor the package view mounted in it ever appears in
+// another mount namespace.
 func mountBundle(bundle string) (unmount func(), err error) {
 	opts := fmt.Sprintf("mode=0700,size=%d", bundleFSBytes)
-	if err := unix.Mount("cleanroom-bundle", bundle, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
+	if err := unix.Mount(bundleSource, bundle, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
 		return nil, fmt.Errorf("sandbox bundle tmpfs: %w", err)
 	}
-	unmount = func() { _ = unix.Unmount(bundle, unix.MNT_DETACH) }
-	if err := unix.Mount("", bundle, "", unix.MS_PRIVATE, ""); err != nil {
-		unmount()
-		return nil, fmt.Errorf("sandbox bundle tmpfs: private: %w", err)
-	}
-	return unmount, nil
+	return func() { _ = unix.Unmount(bundle, unix.MNT_DETACH) }, nil
 }

@@ -1,12 +1,16 @@
 package sandbox
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
@@ -27,44 +31,98 @@ func mountAt(t *testing.T, point string) (seal.MountInfo, bool) {
 	return ms[len(ms)-1], true
 }
 
-// The bundle's tmpfs is root-only, nosuid, nodev, noexec and private even
-// under a shared parent (a mount under it must not reach another
-// namespace), and its unmount leaves nothing mounted.
-func TestBundleTmpfs(t *testing.T) {
+// sharedPair mounts a tmpfs, marks it shared and binds it elsewhere: the
+// bind is its peer, to which every mount made beneath the first
+// propagates unless something stops it. Both are detached at cleanup
+// (with every mount beneath them, the state root's bind included).
+func sharedPair(t *testing.T) (dir, peer string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root")
 	}
-	// A shared parent, so that "private" is something the mount must do
-	// itself rather than inherit.
-	parent := t.TempDir()
-	if err := unix.Mount(parent, parent, "", unix.MS_BIND, ""); err != nil {
-		t.Skipf("cannot bind-mount here: %v", err)
+	base := t.TempDir()
+	dir, peer = filepath.Join(base, "shared"), filepath.Join(base, "peer")
+	for _, d := range []string{dir, peer} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Cleanup(func() { _ = unix.Unmount(parent, unix.MNT_DETACH) })
-	if err := unix.Mount("", parent, "", unix.MS_SHARED, ""); err != nil {
+	if err := unix.Mount("test-shared", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	if err := unix.Mount("", dir, "", unix.MS_SHARED, ""); err != nil {
 		t.Fatal(err)
 	}
-	bundle := filepath.Join(parent, "run")
-	if err := os.Mkdir(bundle, 0o755); err != nil {
+	if err := unix.Mount(dir, peer, "", unix.MS_BIND, ""); err != nil {
 		t.Fatal(err)
 	}
-	unmount, err := mountBundle(bundle)
+	t.Cleanup(func() { _ = unix.Unmount(peer, unix.MNT_DETACH) })
+	if m, _ := mountAt(t, peer); m.PeerGroup() == "" {
+		t.Fatalf("the peer is in no peer group: %s", m.Line)
+	}
+	return dir, peer
+}
+
+// mountsBeneath returns this process's mount points strictly beneath dir.
+func mountsBeneath(t *testing.T, dir string) []string {
+	t.Helper()
+	table, err := seal.ReadMountInfo(0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []string
+	for _, m := range table {
+		if strings.HasPrefix(m.MountPoint, dir+"/") {
+			out = append(out, m.MountPoint)
+		}
+	}
+	return out
+}
+
+// A run's tmpfs is root-only, nosuid, nodev, noexec and private even when
+// its state root lies on a shared mount: it never appears in a peer (the
+// state root is made a private bind of itself, once, however many runs
+// start at the same time), and its end leaves nothing mounted.
+func TestBundleTmpfs(t *testing.T) {
+	shared, peer := sharedPair(t)
+	state := filepath.Join(shared, "state")
+	const runs = 4
+	var wg sync.WaitGroup
+	bundles := make([]string, runs)
+	ends := make([]func(), runs)
+	errs := make([]error, runs)
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bundles[i], ends[i], errs[i] = startRun(state, fmt.Sprintf("cr00000000000%d", i))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		defer ends[i]()
+	}
+	if got := mountsBeneath(t, peer); len(got) != 1 || got[0] != filepath.Join(peer, "state") {
+		t.Errorf("the peer sees %v, want only the state root's own bind", got)
+	}
+	table, err := seal.ReadMountInfo(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if roots := seal.MountsAt(table, state); len(roots) != 1 || roots[0].PeerGroup() != "" {
+		t.Errorf("state root mounts %v, want one private bind", roots)
+	}
+	bundle := bundles[0]
 	m, ok := mountAt(t, bundle)
 	if !ok {
-		unmount()
 		t.Fatalf("no mount on %s", bundle)
 	}
-	fi, err := os.Stat(bundle)
-	if err != nil {
-		unmount()
-		t.Fatal(err)
-	}
-	unmount()
-	if m.FSType != "tmpfs" {
-		t.Errorf("fstype %q, want tmpfs", m.FSType)
+	if m.FSType != "tmpfs" || m.Source != bundleSource {
+		t.Errorf("mount %s %s, want tmpfs %s", m.FSType, m.Source, bundleSource)
 	}
 	for _, o := range []string{"nosuid", "nodev", "noexec"} {
 		if !slices.Contains(m.Options, o) {
@@ -76,11 +134,75 @@ func TestBundleTmpfs(t *testing.T) {
 			t.Errorf("propagation %q, want private", o)
 		}
 	}
-	if perm := fi.Mode().Perm(); perm != 0o700 {
+	if fi, err := os.Stat(bundle); err != nil {
+		t.Fatal(err)
+	} else if perm := fi.Mode().Perm(); perm != 0o700 {
 		t.Errorf("mode %v, want 0700", perm)
 	}
-	if _, ok := mountAt(t, bundle); ok {
-		t.Errorf("%s is still mounted after unmount", bundle)
+	for i := range ends {
+		ends[i]()
+		ends[i] = func() {}
+	}
+	if got := mountsBeneath(t, state); len(got) != 0 {
+		t.Errorf("still mounted after the runs ended: %v", got)
+	}
+	if ents, _ := os.ReadDir(state); len(ents) != 0 {
+		t.Errorf("the state root still holds %v", ents)
+	}
+	// A second start finds the root private and binds nothing more.
+	_, end, err := startRun(state, "cr0000000000ff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end()
+	table, _ = seal.ReadMountInfo(0)
+	if roots := seal.MountsAt(table, state); len(roots) != 1 {
+		t.Errorf("state root mounts %d after a second run, want 1", len(roots))
+	}
+}
+
+// A whole run with the sealed package view: while the command runs (it
+// waits on its stdin), a peer of the shared mount the state root lies on
+// sees neither the run's tmpfs nor the view.
+func TestExecInvisibleToPeers(t *testing.T) {
+	needSandbox(t)
+	shared, peer := sharedPair(t)
+	state := filepath.Join(shared, "state")
+	stdinR, stdinW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		res, err := Exec(context.Background(), Config{
+			StateDir:    state,
+			Args:        []string{"/bin/sh", "-c", "echo ready; read x; test -f /package/p"},
+			PackageEmit: func(dir string) error { return os.WriteFile(filepath.Join(dir, "p"), []byte("p"), 0o644) },
+		}, Stdio{Stdin: stdinR, Stdout: outW})
+		outW.Close()
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d", res.ExitCode)
+		}
+		done <- err
+	}()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the command never said ready: %v (Exec: %v)", err, <-done)
+	}
+	if line != "ready\n" {
+		t.Fatalf("command said %q", line)
+	}
+	during := mountsBeneath(t, state)
+	seen := mountsBeneath(t, filepath.Join(peer, "state"))
+	stdinW.Write([]byte("go\n"))
+	stdinW.Close()
+	go io.Copy(io.Discard, outR)
+	if err := <-done; err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	if len(during) != 2 {
+		t.Errorf("during the run, %v is mounted under the state root; want the run's tmpfs and its package view", during)
+	}
+	if len(seen) != 0 {
+		t.Errorf("a peer namespace sees the run's mounts: %v", seen)
 	}
 }
 

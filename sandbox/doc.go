@@ -55,12 +55,18 @@
 // root, with the run's tmpfs still mounted on it) are left behind.
 //
 // State: each run mounts a fresh tmpfs (mode 0700, nosuid, nodev, noexec,
-// 4 MiB, private propagation) on its own directory under the state root
-// (default /run/cleanroom-sandbox, itself 0700) and keeps there the
+// 4 MiB) on its own directory under the state root (default
+// /run/cleanroom-sandbox, itself 0700, opened without following symlinks)
+// and keeps there the
 // rootfs skeleton, the generated /etc and libcontainer's state; one
 // unmount removes it all. The state root's own filesystem is not trusted
 // to be tmpfs (it is ext4 on some hosts, where a removal file by file cost
-// milliseconds per run), and nothing is shared between runs. Before the
+// milliseconds per run), and nothing is shared between runs. The state
+// root is a private mount: if the mount it lies on is in a shared peer
+// group (systemd's /run), the first run binds it onto itself and makes the
+// bind private (under an exclusive flock on the root, so concurrent runs
+// bind once), so a run's tmpfs and the package view in it are private from
+// their creation and never appear in another mount namespace. Before the
 // container starts, Exec keeps the kernel's cgroup attach lock warm
 // (package cgprime): a no-op migration of its own process into its own
 // cgroup, so the RCU grace period the first attach waits for is spent

@@ -1,0 +1,183 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
+	"golang.org/x/sys/unix"
+)
+
+// runLockName is the file, in a run's tmpfs, on which the run's owner holds
+// an exclusive flock for its whole life: `sandbox gc` treats a run whose
+// lock it can take as one whose owner is gone.
+const runLockName = ".owner.lock"
+
+// ErrStateRoot: the state root cannot be used (a symlink in its path, not
+// a directory, or its private mount could not be established).
+var ErrStateRoot = errors.New("sandbox state root unusable")
+
+// openStateRoot creates the state root if needed (0700) and opens it as a
+// directory without following any symlink in its path, so that the path
+// mountinfo shows and the directory the descriptor holds are the same.
+func openStateRoot(dir string, create bool) (int, error) {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return -1, fmt.Errorf("%w: %s: want an absolute, clean path", ErrStateRoot, dir)
+	}
+	if create {
+		// Parents as the caller's umask allows; the root itself is 0700
+		// (fchmod below), as it holds exec.fifo and the rootfs of each run.
+		if err := mkdirAllNoFollow(dir); err != nil {
+			return -1, err
+		}
+	}
+	// RESOLVE_NO_SYMLINKS: a symlinked state root would make mountinfo's
+	// paths and gc's removals name something other than what was opened.
+	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
+		Flags:   unix.O_DIRECTORY | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return -1, fmt.Errorf("%w: %s: %w", ErrStateRoot, dir, err)
+	}
+	if create {
+		// Other users must not reach exec.fifo or a run's rootfs.
+		if err := unix.Fchmod(fd, 0o700); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("%w: %s: chmod: %w", ErrStateRoot, dir, err)
+		}
+	}
+	return fd, nil
+}
+
+// mkdirAllNoFollow creates dir and its missing parents (0700 for dir
+// itself, 0755 for parents, subject to the umask).
+func mkdirAllNoFollow(dir string) error {
+	if dir == "/" {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err == nil {
+		return nil // openat2 refuses it if it is not a directory
+	}
+	if err := mkdirAllNoFollow(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := unix.Mkdir(dir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("%w: %s: %w", ErrStateRoot, dir, err)
+	}
+	return nil
+}
+
+// mountHolding returns the mount dir lies on: the last entry of table whose
+// mount point is dir or one of its parents, the longest such mount point
+// winning (table order puts an overmount after what it covers).
+func mountHolding(table []seal.MountInfo, dir string) (seal.MountInfo, bool) {
+	var best seal.MountInfo
+	found := false
+	for _, m := range table {
+		if m.MountPoint != dir && m.MountPoint != "/" && !strings.HasPrefix(dir, m.MountPoint+"/") {
+			continue
+		}
+		if !found || len(m.MountPoint) >= len(best.MountPoint) {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+// privateStateRoot makes sure that nothing mounted beneath dir propagates
+// to another mount namespace: if the mount dir lies on is in a shared peer
+// group (systemd makes /run shared), dir is bound onto itself and the bind
+// made private, once. A run's tmpfs, mounted beneath it afterwards, is then
+// private from its creation: without this, the mount existed in every peer
+// namespace until the run made it private, and a peer kept a root-only copy
+// for the run's length. fd is the state root, on which the caller holds a
+// shared flock; the check and the bind run under an exclusive one, so
+// concurrent runs bind once.
+func privateStateRoot(dir string, fd int) error {
+	shared := func() (bool, error) {
+		table, err := seal.ReadMountInfo(0)
+		if err != nil {
+			return false, fmt.Errorf("%w: %s: %w", ErrStateRoot, dir, err)
+		}
+		m, ok := mountHolding(table, dir)
+		if !ok {
+			return false, fmt.Errorf("%w: %s: no mount holds it in /proc/self/mountinfo", ErrStateRoot, dir)
+		}
+		return m.PeerGroup() != "", nil
+	}
+	if s, err := shared(); err != nil || !s {
+		return err
+	}
+	// Converting the shared lock drops it first: another run may bind in
+	// between, so the table is read again under the exclusive lock.
+	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+		return fmt.Errorf("%w: %s: lock: %w", ErrStateRoot, dir, err)
+	}
+	defer unix.Flock(fd, unix.LOCK_SH)
+	if s, err := shared(); err != nil || !s {
+		return err
+	}
+	// The bind is stacked on top of whatever holds dir: the propagation of
+	// the host's own mounts is never changed.
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("%w: %s: bind onto itself: %w", ErrStateRoot, dir, err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("%w: %s: private: %w", ErrStateRoot, dir, err)
+	}
+	if s, err := shared(); err != nil {
+		return err
+	} else if s {
+		return fmt.Errorf("%w: %s: still in a shared peer group after MS_PRIVATE", ErrStateRoot, dir)
+	}
+	return nil
+}
+
+// startRun creates the run's directory under the state root, mounts its
+// private tmpfs (mountBundle) and takes the run's owner lock in it. The
+// state root is held with a shared flock until the lock is taken, so `sandbox
+// gc` (which holds it exclusively) never sees a run half-made. end unmounts
+// the tmpfs, removes the directory and then releases the lock.
+func startRun(stateDir, id string) (bundle string, end func(), err error) {
+	root, err := openStateRoot(stateDir, true)
+	if err != nil {
+		return "", nil, err
+	}
+	defer unix.Close(root)
+	if err := unix.Flock(root, unix.LOCK_SH); err != nil {
+		return "", nil, fmt.Errorf("%w: %s: lock: %w", ErrStateRoot, stateDir, err)
+	}
+	if err := privateStateRoot(stateDir, root); err != nil {
+		return "", nil, err
+	}
+	bundle = filepath.Join(stateDir, id)
+	if err := unix.Mkdirat(root, id, 0o700); err != nil {
+		return "", nil, fmt.Errorf("sandbox bundle dir %s: %w", bundle, err)
+	}
+	unmount, err := mountBundle(bundle)
+	if err != nil {
+		_ = unix.Unlinkat(root, id, unix.AT_REMOVEDIR)
+		return "", nil, err
+	}
+	lock, err := unix.Open(filepath.Join(bundle, runLockName), unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err == nil {
+		if err = unix.Flock(lock, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			unix.Close(lock)
+		}
+	}
+	if err != nil {
+		unmount()
+		_ = unix.Unlinkat(root, id, unix.AT_REMOVEDIR)
+		return "", nil, fmt.Errorf("sandbox run lock %s: %w", filepath.Join(bundle, runLockName), err)
+	}
+	return bundle, func() {
+		unmount()
+		// By now the bundle is an empty mount point.
+		_ = unix.Rmdir(bundle)
+		unix.Close(lock)
+	}, nil
+}
