@@ -60,6 +60,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
+	// `exec-stdout STATEDIR ARG…` runs one container with its stdout on
+	// this process's, and is killed by TestGC.
+	if len(os.Args) > 3 && os.Args[1] == "exec-stdout" {
+		_, err := Exec(context.Background(), Config{StateDir: os.Args[2], Args: os.Args[3:]}, Stdio{Stdout: os.Stdout})
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
 	os.Exit(m.Run())
 }
 
