@@ -90,10 +90,10 @@ func printKernelReport(w io.Writer, r *sandbox.KernelReport) {
 // sandboxFlags are the flags shared by the commands that build a
 // sandbox.Config.
 type sandboxFlags struct {
-	workspace, pkg, pkgID, netMode, memory, sealed, control string
-	pids                                                    int64
-	cpus                                                    float64
-	timeout                                                 time.Duration
+	workspace, pkg, pkgID, netMode, memory, sealed, control, stateRoot string
+	pids                                                               int64
+	cpus                                                               float64
+	timeout                                                            time.Duration
 }
 
 func (f *sandboxFlags) register(c *cobra.Command) {
@@ -199,6 +199,7 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			if err != nil {
 				return usageErr(err)
 			}
+			cfg.StateDir = f.stateRoot
 			if _, err := sandbox.CheckKernel(); err != nil {
 				return isolationErr(err)
 			}
@@ -235,6 +236,7 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 		},
 	}
 	f.register(c)
+	c.Flags().StringVar(&f.stateRoot, "state-root", "/run/cleanroom-sandbox", "where each run keeps its private tmpfs (see sandbox gc)")
 	return c
 }
 

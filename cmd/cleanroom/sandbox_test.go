@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
@@ -87,5 +91,63 @@ func TestDemoSandboxStage(t *testing.T) {
 	want := "isolation full_isolation enforced=true; seal probe sealed ECONNREFUSED; inside: CapEff:0000000000000000 NoNewPrivs:1 lo"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// `sandbox gc` after a SIGKILLed `sandbox exec`: exit 0, the killed run
+// named as removed (JSON), its directory gone; a second gc finds nothing.
+func TestSandboxGCAfterKill(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the candidate sandbox needs root")
+	}
+	if _, err := sandbox.CheckKernel(); err != nil {
+		t.Skipf("the candidate sandbox cannot run here: %v", err)
+	}
+	bin, _ := cliBinary(t)
+	state := filepath.Join(t.TempDir(), "state")
+	run := exec.Command(bin, "sandbox", "exec", "--state-root", state, "--", "/bin/sh", "-c", "echo ready; exec sleep 1000")
+	out, err := run.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer run.Process.Kill()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("exec never said ready: %q %v", line, err)
+	}
+	ents, err := os.ReadDir(state)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("state root holds %v (%v)", ents, err)
+	}
+	id := ents[0].Name()
+	if code, stdout, errs := runCLI(t, "sandbox", "gc", "--state-root", state, "--json"); code != 0 || !strings.Contains(stdout, `"live": [
+    "`+id) {
+		t.Fatalf("gc during the run: exit %d, want 0 and %s live:\n%s%s", code, id, stdout, errs)
+	}
+	_ = run.Process.Kill()
+	_ = run.Wait()
+	// The candidate dies of its parent-death signal; gc refuses (exit 1)
+	// while its cgroup still has it, so wait for that to pass.
+	var code int
+	var stdout, errs string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if code, stdout, errs = runCLI(t, "sandbox", "gc", "--state-root", state, "--json"); code != 1 {
+			break
+		}
+	}
+	var rep sandbox.GCReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("gc: exit %d, %v:\n%s%s", code, err, stdout, errs)
+	}
+	if code != 0 || len(rep.Stale) != 1 || rep.Stale[0].ID != id || !rep.Stale[0].Removed || len(rep.Stale[0].Cgroups) == 0 {
+		t.Fatalf("gc: exit %d, %+v\n%s", code, rep, errs)
+	}
+	if _, err := os.Lstat(filepath.Join(state, id)); !os.IsNotExist(err) {
+		t.Errorf("the killed run's directory is still there: %v", err)
+	}
+	if code, stdout, _ := runCLI(t, "sandbox", "gc", "--state-root", state); code != 0 || !strings.Contains(stdout, "nothing stale") {
+		t.Errorf("second gc: exit %d:\n%s", code, stdout)
 	}
 }
