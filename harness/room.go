@@ -385,13 +385,9 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	if err := seal.AssertNoNetwork(); err != nil {
 		return fail(2, err)
 	}
-	sealed, err := seal.AssertSealed(c.mount)
+	room, err := openSealedRoom(c)
 	if err != nil {
-		return fail(2, err)
-	}
-	room, err := OpenRoom(RoomConfig{View: c.mount, RootLabel: c.RootLabel, Expect: c.Expect, Workspace: c.Workspace,
-		Transcript: c.Transcript, Limits: c.Limits, Seal: sealed})
-	if err != nil {
+		// A seal that cannot be asserted is not a refusal of the input (2).
 		return fail(refusalCode(err), err)
 	}
 	debug.SetMemoryLimit(serveMemoryLimit(room.View, runtimeInUse()))
@@ -410,9 +406,34 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	return 0
 }
 
+// openSealedRoom opens the view's mount point once, asserts the seal on
+// that descriptor, and opens the room from the same descriptor: the mount
+// point's path is resolved once, so what is measured and served is the
+// mount the kernel vouched for, whatever the path names afterwards.
+func openSealedRoom(c *stageConfig) (*Room, error) {
+	dir, sealed, err := seal.OpenSealed(c.mount)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	if testAfterAssert != nil {
+		testAfterAssert(c.mount)
+	}
+	return OpenRoom(RoomConfig{ViewDir: dir, RootLabel: c.RootLabel, Expect: c.Expect, Workspace: c.Workspace,
+		Transcript: c.Transcript, Limits: c.Limits, Seal: sealed})
+}
+
+// testAfterAssert, set only by tests, runs between the seal's assertion
+// and the measurement of the view, with the mount point's path.
+var testAfterAssert func(mount string)
+
 // RoomConfig says what OpenRoom opens.
 type RoomConfig struct {
-	View       string // the sealed view's mount point
+	// ViewDir is the view, open (the serve stage's descriptor, the one the
+	// seal was asserted on); it stays the caller's. When nil, View is
+	// opened instead.
+	ViewDir    *os.File
+	View       string // the view's path, when ViewDir is nil
 	RootLabel  string // the manifest's root label; "" = pkgwalk.DefaultRootLabel
 	Expect     string // the pinned bpkg
 	Workspace  string // created here; must not exist
@@ -425,7 +446,13 @@ type RoomConfig struct {
 // read and hashed once; its identity must be Expect), reads the prompt out
 // of the measured bytes, and creates the workspace and the transcript.
 func OpenRoom(c RoomConfig) (*Room, error) {
-	view, err := pkgwalk.OpenView(c.View, c.RootLabel, c.Expect)
+	var view *pkgwalk.View
+	var err error
+	if c.ViewDir != nil {
+		view, err = pkgwalk.OpenViewAt(c.ViewDir, c.RootLabel, c.Expect)
+	} else {
+		view, err = pkgwalk.OpenView(c.View, c.RootLabel, c.Expect)
+	}
 	if err != nil {
 		return nil, err
 	}

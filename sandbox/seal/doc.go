@@ -11,11 +11,14 @@
 // (nosuid,nodev,noexec, mode 0755), lets the caller emit into it, and
 // remounts it read-only first at the superblock (MS_REMOUNT|MS_RDONLY
 // without MS_BIND: the objects themselves become immutable through every
-// name) and then at the mount point. AssertSealed then asks the kernel:
-// exactly one tmpfs mount at the path, "ro" in the per-mount and the
-// superblock options of /proc/self/mountinfo, nosuid/nodev/noexec, no
-// shared: peer group, statfs ST_RDONLY, st_dev equal to the mount's, and a
-// create that fails with EROFS. ExecUnprivileged then replaces the process
+// name) and then at the mount point. OpenSealed then opens the mount point
+// once and asks the kernel about that descriptor (AssertSealedAt): exactly
+// one tmpfs mount at the path, "ro" in the per-mount and the superblock
+// options of /proc/self/mountinfo, nosuid/nodev/noexec, no shared: peer
+// group; and on the descriptor fstatfs ST_RDONLY, st_dev equal to the
+// mount's, statx's mount ID equal to the entry's and the mount-root
+// attribute (Linux 5.8), and a create beneath it that fails with EROFS.
+// The view is then read through that descriptor, never by its path again. ExecUnprivileged then replaces the process
 // with one holding no capability in any set, with no_new_privs and locked
 // securebits. It refuses (fails closed) on any doubt. It does not defend
 // against a CAP_SYS_ADMIN holder in the view's own mount namespace (who

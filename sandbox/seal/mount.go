@@ -43,6 +43,10 @@ var (
 	// ErrDeviceMismatch: the directory's st_dev is not the mount's device,
 	// so the path resolved to something other than the asserted mount.
 	ErrDeviceMismatch = errors.New("view's st_dev differs from the mount's device")
+	// ErrNotMountRoot: statx says the descriptor is on another mount than
+	// the asserted entry (mount ID), or below that mount's root, so what
+	// would be read through it is not the mount the table vouches for.
+	ErrNotMountRoot = errors.New("view's descriptor is not the root of the asserted mount")
 	// ErrWriteProbe: creating a file in the view did not fail with EROFS.
 	ErrWriteProbe = errors.New("write probe did not fail with EROFS")
 )
@@ -191,7 +195,7 @@ func (m MountInfo) PeerGroup() string {
 
 // CheckSealedEntry checks one mountinfo entry against the seal's rules: a
 // tmpfs, ro per mount and ro at the superblock, nosuid/nodev/noexec, and no
-// shared peer group. It is the table half of AssertSealed, usable on another
+// shared peer group. It is the table half of AssertSealedAt, usable on another
 // process's table (/proc/<pid>/mountinfo).
 func CheckSealedEntry(dir string, entries []MountInfo) (MountInfo, error) {
 	if len(entries) == 0 {
@@ -252,7 +256,7 @@ func RemountReadOnly(dir string) error {
 	return nil
 }
 
-// Assertion is what AssertSealed read back from the kernel.
+// Assertion is what AssertSealedAt read back from the kernel.
 type Assertion struct {
 	Dir string `json:"dir"`
 	// MountInfo is the view's line of /proc/self/mountinfo.
@@ -263,13 +267,43 @@ type Assertion struct {
 	ProbeErrno string `json:"probe_errno"`
 }
 
-// AssertSealed asks the kernel, in four independent ways, whether the view
-// at dir is sealed, and fails closed on any doubt: the mountinfo entry
-// (exactly one mount at dir, tmpfs, per-mount ro, superblock ro,
-// nosuid/nodev/noexec, no shared peer group), statfs ST_RDONLY, the
-// directory's st_dev equal to the mount's device, and a create that must
-// fail with EROFS.
-func AssertSealed(dir string) (*Assertion, error) {
+// OpenSealed opens the view's mount point dir once (O_DIRECTORY|O_NOFOLLOW|
+// O_CLOEXEC; dir is a clean absolute path the caller chose) and asserts the
+// seal on that descriptor (AssertSealedAt). The caller reads the view
+// through the returned descriptor and never by dir again, so what it reads
+// is the mount that was asserted, whatever dir names later. It closes it.
+func OpenSealed(dir string) (*os.File, *Assertion, error) {
+	// A relative or unclean path could name another directory than the
+	// mountinfo entry looked up (a trailing "/" would follow a final symlink).
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return nil, nil, fmt.Errorf("opening the view: %q is not a clean absolute path", dir)
+	}
+	// O_NOFOLLOW: a symlink at the mount point is refused, never followed.
+	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the view %s: %w", dir, err)
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	a, err := AssertSealedAt(f, dir)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, a, nil
+}
+
+// AssertSealedAt asks the kernel, in independent ways, whether the
+// directory open at d is the sealed view mounted at dir, and fails closed on
+// any doubt: the mountinfo entry at dir (exactly one mount, tmpfs, per-mount
+// ro, superblock ro, nosuid/nodev/noexec, no shared peer group); then, on
+// the descriptor itself, fstatfs ST_RDONLY, fstat st_dev equal to the
+// entry's device, statx's mount ID equal to the entry's and the mount-root
+// attribute set (where the kernel reports them: Linux 5.8), and a create
+// beneath it that must fail with EROFS. The last four tie the descriptor to
+// the entry: a descriptor of another directory (another file system, the
+// directory under the mount, a detached earlier mount, a bind of the view
+// elsewhere, a subdirectory) is refused naming the rule.
+func AssertSealedAt(d *os.File, dir string) (*Assertion, error) {
 	table, err := ReadMountInfo(0)
 	if err != nil {
 		return nil, err
@@ -278,28 +312,27 @@ func AssertSealed(dir string) (*Assertion, error) {
 	if err != nil {
 		return nil, err
 	}
+	dfd := int(d.Fd())
 	var sfs unix.Statfs_t
-	if err := unix.Statfs(dir, &sfs); err != nil {
-		return nil, fmt.Errorf("statfs %s: %w", dir, err)
+	if err := unix.Fstatfs(dfd, &sfs); err != nil {
+		return nil, fmt.Errorf("fstatfs %s: %w", dir, err)
 	}
 	// statfs cannot tell a per-mount ro from a superblock ro; it is checked
 	// as a necessary condition only, the mountinfo check above is the proof.
 	if sfs.Flags&unix.ST_RDONLY == 0 {
 		return nil, &SealError{Dir: dir, Rule: ErrStatfsRW, Detail: fmt.Sprintf("f_flags=%#x", sfs.Flags)}
 	}
-	dfd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("opening the view %s: %w", dir, err)
-	}
-	defer unix.Close(dfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(dfd, &st); err != nil {
 		return nil, fmt.Errorf("fstat %s: %w", dir, err)
 	}
-	// The descriptor we probe through must be on the asserted mount, not on
-	// something the path happened to resolve to.
+	// The descriptor must be on the asserted file system, not on something
+	// the path resolved to meanwhile.
 	if unix.Major(st.Dev) != m.Major || unix.Minor(st.Dev) != m.Minor {
 		return nil, &SealError{Dir: dir, Rule: ErrDeviceMismatch, Detail: fmt.Sprintf("st_dev %d:%d, mount %d:%d", unix.Major(st.Dev), unix.Minor(st.Dev), m.Major, m.Minor)}
+	}
+	if err := checkMountRoot(dfd, dir, m); err != nil {
+		return nil, err
 	}
 	const probe = ".cleanroom-write-probe"
 	pfd, perr := unix.Openat(dfd, probe, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
@@ -312,4 +345,29 @@ func AssertSealed(dir string) (*Assertion, error) {
 		return nil, &SealError{Dir: dir, Rule: ErrWriteProbe, Detail: perr.Error()}
 	}
 	return &Assertion{Dir: dir, MountInfo: m.Line, StatfsFlags: int64(sfs.Flags), ProbeErrno: "EROFS"}, nil
+}
+
+// checkMountRoot is the strongest tie between the descriptor and the
+// mountinfo entry m: statx's mount ID must be the entry's (st_dev alone
+// does not tell two mounts of one superblock apart, such as a bind of the
+// view elsewhere or a detached earlier mount of it) and the descriptor must
+// be that mount's root (a subdirectory would be a part of the view). A
+// kernel without statx, or one that does not report a field, leaves that
+// check to st_dev and the mountinfo entry.
+func checkMountRoot(dfd int, dir string, m MountInfo) error {
+	var stx unix.Statx_t
+	err := unix.Statx(dfd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx)
+	if errors.Is(err, unix.ENOSYS) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("statx %s: %w", dir, err)
+	}
+	if stx.Mask&unix.STATX_MNT_ID != 0 && stx.Mnt_id != uint64(m.ID) {
+		return &SealError{Dir: dir, Rule: ErrNotMountRoot, Detail: fmt.Sprintf("mount ID %d, mountinfo entry %d", stx.Mnt_id, m.ID)}
+	}
+	if stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+		return &SealError{Dir: dir, Rule: ErrNotMountRoot, Detail: "not the mount's root directory"}
+	}
+	return nil
 }

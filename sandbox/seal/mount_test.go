@@ -107,10 +107,12 @@ func sealChildMain(mode, dir string) error {
 		if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return err
 		}
-		if _, err := AssertSealed(dir); !errors.Is(err, ErrSuperblockRW) {
+		if _, _, err := OpenSealed(dir); !errors.Is(err, ErrSuperblockRW) {
 			return fmt.Errorf("bind-only view: %v, want %v", err, ErrSuperblockRW)
 		}
 		return nil
+	case "descriptors":
+		return assertDescriptors(dir)
 	case "busy":
 		if err := MountView(dir, 1<<20); err != nil {
 			return err
@@ -128,12 +130,79 @@ func sealChildMain(mode, dir string) error {
 	return fmt.Errorf("unknown mode %q", mode)
 }
 
+// assertDescriptors seals a view at dir and hands AssertSealedAt
+// descriptors that are not that view while the mountinfo entry at dir is
+// sealed: each must be refused naming the rule that tells them apart, and
+// the view's own descriptor must pass. Run in fresh namespaces.
+func assertDescriptors(dir string) error {
+	// Opened before the mount: the directory the view covers.
+	under, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer under.Close()
+	emit := func(d string) error {
+		if err := os.Mkdir(filepath.Join(d, "sub"), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(d, "sub", "f"), []byte("x"), 0o644)
+	}
+	if _, err := Seal(dir, 1<<20, emit); err != nil {
+		return err
+	}
+	other, bind := dir+"-other", dir+"-bind"
+	for _, d := range []string{other, bind} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	// Another view, sealed the same way: everything but the device agrees.
+	if _, err := Seal(other, 1<<20, emit); err != nil {
+		return err
+	}
+	// The view bound elsewhere: same superblock and device, another mount.
+	if err := unix.Mount(dir, bind, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	open := func(p string) func() (*os.File, error) { return func() (*os.File, error) { return os.Open(p) } }
+	cases := []struct {
+		name string
+		open func() (*os.File, error)
+		want error // nil: the view itself, accepted
+	}{
+		{"the view", open(dir), nil},
+		{"a directory on another file system", open(filepath.Dir(dir)), ErrStatfsRW},
+		{"the directory under the mount", func() (*os.File, error) { return under, nil }, ErrStatfsRW},
+		{"another sealed view", open(other), ErrDeviceMismatch},
+		{"a bind of the view elsewhere", open(bind), ErrNotMountRoot},
+		{"a subdirectory of the view", open(filepath.Join(dir, "sub")), ErrNotMountRoot},
+	}
+	var errs []error
+	for _, c := range cases {
+		f, err := c.open()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		_, err = AssertSealedAt(f, dir)
+		if f != under {
+			f.Close()
+		}
+		switch {
+		case c.want == nil && err != nil:
+			errs = append(errs, fmt.Errorf("%s: %v, want it accepted", c.name, err))
+		case c.want != nil && (!errors.Is(err, c.want) || !strings.Contains(fmt.Sprint(err), c.want.Error())):
+			errs = append(errs, fmt.Errorf("%s: %v, want a refusal naming %q", c.name, err, c.want))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // TestSealInNamespaces seals real tmpfs views in fresh namespaces.
 func TestSealInNamespaces(t *testing.T) {
 	if err := SealedCommand("/bin/true", nil, nil).Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
-	for _, mode := range []string{"full", "bind-only", "busy"} {
+	for _, mode := range []string{"full", "bind-only", "busy", "descriptors"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			cmd := SealedCommand(os.Args[0], []string{sealChild, mode, dir}, nil)

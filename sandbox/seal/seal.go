@@ -147,5 +147,10 @@ func Seal(dir string, sizeBytes int64, emit func(dir string) error) (*Assertion,
 	if err := RemountReadOnly(dir); err != nil {
 		return nil, err
 	}
-	return AssertSealed(dir)
+	f, a, err := OpenSealed(dir)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	return a, nil
 }
