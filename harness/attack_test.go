@@ -172,6 +172,61 @@ func init() {
 	}
 }
 
+// TestServeStageMeasuresTheAssertedMount: the serve stage measures the
+// mount it asserted, through the descriptor it asserted, not whatever the
+// mount point's path names afterwards. Between the assertion and the
+// measurement an empty writable tmpfs is stacked on the mount point: the
+// room must still open the sealed package (a second resolution of the path
+// would measure the empty mount and refuse it).
+func TestServeStageMeasuresTheAssertedMount(t *testing.T) {
+	needSeal(t)
+	pkg, id := writePackage(t, testFiles())
+	mount := t.TempDir()
+	cmd := seal.SealedCommand(os.Args[0], []string{childMarker, "swap-after-assert", pkg, id, mount}, nil)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func init() {
+	childFuncs["swap-after-assert"] = func(a []string) error {
+		pkg, id, mount := a[0], a[1], a[2]
+		if err := seal.MakeRootPrivate(); err != nil {
+			return err
+		}
+		if _, err := seal.Seal(mount, 1<<20, func(dir string) error {
+			return pkgwalk.Deliver(context.Background(), pkg, dir, pkgwalk.EmitOptions{})
+		}); err != nil {
+			return fmt.Errorf("seal: %w", err)
+		}
+		var swapErr error
+		testAfterAssert = func(m string) { swapErr = seal.MountView(m, 1<<20) }
+		c := &stageConfig{mount: mount}
+		c.Expect, c.RootLabel, c.Limits = id, pkgwalk.DefaultRootLabel, DefaultLimits
+		c.Workspace = filepath.Join(filepath.Dir(mount), "ws-swap")
+		room, err := openSealedRoom(c)
+		if swapErr != nil {
+			return fmt.Errorf("stacking a mount after the assertion: %w", swapErr)
+		}
+		table, terr := seal.ReadMountInfo(0)
+		if terr != nil {
+			return terr
+		}
+		if n := len(seal.MountsAt(table, mount)); n != 2 {
+			return fmt.Errorf("%d mounts at %s after the swap, want 2", n, mount)
+		}
+		if err != nil {
+			return fmt.Errorf("the room measured the path's new mount, not the asserted one: %w", err)
+		}
+		defer room.Close()
+		if room.View.ID != id {
+			return fmt.Errorf("view %s, want %s", room.View.ID, id)
+		}
+		return nil
+	}
+}
+
 // TestWorkspaceBadInput drives write_source with hostile paths and sizes
 // through an in-memory MCP session and checks each refusal's rule and that
 // nothing lands outside the workspace.
