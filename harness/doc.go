@@ -6,9 +6,11 @@
 // Serve starts the binary again in fresh mount and network namespaces (the
 // seal stage: tmpfs, emit of the pinned bpkg, read-only at the superblock,
 // asserted from the kernel, see package sandbox/seal), which execs the serve
-// stage with no privileges; that stage measures the sealed view with
-// pkgwalk.OpenView as its first act on the package (every rule of the
-// walk, every byte hashed, refused unless it is the pinned bpkg), keeps the
+// stage with no privileges; that stage opens the view's mount point once,
+// asserts the seal on that descriptor (seal.OpenSealed) and measures the
+// view through the same descriptor with pkgwalk.OpenViewAt as its first act
+// on the package (every rule of the walk, every byte hashed, refused unless
+// it is the pinned bpkg), keeps the
 // verified bytes in memory and never reads the package from disk again.
 // The seal stage's copy (pkgwalk.Deliver) is not measured before the seal:
 // it is measured once, after it can no longer change. The tools'

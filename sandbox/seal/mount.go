@@ -47,6 +47,11 @@ var (
 	// the asserted entry (mount ID), or below that mount's root, so what
 	// would be read through it is not the mount the table vouches for.
 	ErrNotMountRoot = errors.New("view's descriptor is not the root of the asserted mount")
+	// ErrNotFreshMount: the mount shows a subtree of its file system (a
+	// bind of a directory of some other read-only tmpfs), not the root
+	// of a tmpfs of its own, so files outside the view may share its
+	// superblock.
+	ErrNotFreshMount = errors.New("view's mount is a bind of a subtree, not a tmpfs's root")
 	// ErrWriteProbe: creating a file in the view did not fail with EROFS.
 	ErrWriteProbe = errors.New("write probe did not fail with EROFS")
 )
@@ -208,6 +213,8 @@ func CheckSealedEntry(dir string, entries []MountInfo) (MountInfo, error) {
 	switch {
 	case m.FSType != "tmpfs":
 		return m, &SealError{Dir: dir, Rule: ErrNotTmpfs, Detail: m.FSType}
+	case m.Root != "/":
+		return m, &SealError{Dir: dir, Rule: ErrNotFreshMount, Detail: "mount root " + m.Root}
 	case !HasOption(m.Options, "ro"):
 		return m, &SealError{Dir: dir, Rule: ErrMountRW, Detail: m.Line}
 	case !HasOption(m.SuperOptions, "ro"):

@@ -29,6 +29,7 @@ func TestCheckSealedEntry(t *testing.T) {
 		{"flags cleared by a raw remount", []string{line("ro,relatime", "", "tmpfs", "ro")}, ErrMountFlags},
 		{"shared peer group", []string{line("ro,nosuid,nodev,noexec", "shared:12 ", "tmpfs", "ro")}, ErrPeerGroup},
 		{"not tmpfs", []string{line("ro,nosuid,nodev,noexec", "", "ext4", "ro")}, ErrNotTmpfs},
+		{"bind of a subtree", []string{strings.Replace(line("ro,nosuid,nodev,noexec", "", "tmpfs", "ro"), " / ", " /pkg ", 1)}, ErrNotFreshMount},
 		{"stacked", []string{line("ro,nosuid,nodev,noexec", "", "tmpfs", "ro"), line("ro,nosuid,nodev,noexec", "", "tmpfs", "ro")}, ErrStacked},
 		{"absent", nil, ErrNotMounted},
 	}
