@@ -19,26 +19,21 @@ import (
 // build ID) to dir/name with mode perm and returns the path.
 func copyExecutable(t *testing.T, dir, name string, perm os.FileMode) string {
 	t.Helper()
-	src, err := os.Open("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
 	p := filepath.Join(dir, name)
-	dst, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, perm); err != nil { // the umask may have cut perm
+	if err := copyFileMode("/proc/self/exe", p, perm); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// buildIDOf is the Go build ID of the executable at p.
+func buildIDOf(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return goBuildID(f)
 }
 
 // TestGoBuildID: the build ID read from the ELF note is the one the Go
@@ -66,12 +61,7 @@ func TestGoBuildID(t *testing.T) {
 func TestOpenStageAt(t *testing.T) {
 	dir := t.TempDir()
 	good := copyExecutable(t, dir, "good", 0o755)
-	f, err := os.Open(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := goBuildID(f)
-	f.Close()
+	id, err := buildIDOf(good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,12 +151,7 @@ func init() {
 		if err := copyFileMode("/proc/self/exe", p, 0o755); err != nil {
 			return err
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		id, err := goBuildID(f)
-		f.Close()
+		id, err := buildIDOf(p)
 		if err != nil {
 			return err
 		}
@@ -200,7 +185,7 @@ func copyFileMode(src, dst string, perm os.FileMode) error {
 	if err := out.Close(); err != nil {
 		return err
 	}
-	return os.Chmod(dst, perm)
+	return os.Chmod(dst, perm) // the umask may have cut perm
 }
 
 // TestServeNamesTheRoomBinary: when the room binary cannot be executed at
@@ -210,12 +195,7 @@ func TestServeNamesTheRoomBinary(t *testing.T) {
 	needSeal(t)
 	dir := t.TempDir()
 	p := copyExecutable(t, dir, StageName, 0o755)
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := goBuildID(f)
-	f.Close()
+	id, err := buildIDOf(p)
 	if err != nil {
 		t.Fatal(err)
 	}
