@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -14,7 +13,7 @@ import (
 // It reports the median as median-ms.
 func BenchmarkExecTrue(b *testing.B) {
 	needSandbox(b)
-	state := filepath.Join(b.TempDir(), "state")
+	state := testStateDir(b)
 	var d []time.Duration
 	for b.Loop() {
 		t0 := time.Now()

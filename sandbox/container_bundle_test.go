@@ -149,15 +149,72 @@ func TestBundleTmpfs(t *testing.T) {
 	if ents, _ := os.ReadDir(state); len(ents) != 0 {
 		t.Errorf("the state root still holds %v", ents)
 	}
-	// A second start finds the root private and binds nothing more.
+	// The last run to end released the state root's bind: nothing of the
+	// sandbox stays mounted. A later run binds it again, and releases it.
+	table, _ = seal.ReadMountInfo(0)
+	if roots := seal.MountsAt(table, state); len(roots) != 0 {
+		t.Errorf("state root mounts %v after every run ended, want none", roots)
+	}
 	_, end, err := startRun(state, "cr0000000000ff")
 	if err != nil {
 		t.Fatal(err)
 	}
+	table, _ = seal.ReadMountInfo(0)
+	if roots := seal.MountsAt(table, state); len(roots) != 1 || roots[0].PeerGroup() != "" {
+		t.Errorf("state root mounts %v during a later run, want one private bind", roots)
+	}
 	end()
 	table, _ = seal.ReadMountInfo(0)
-	if roots := seal.MountsAt(table, state); len(roots) != 1 {
-		t.Errorf("state root mounts %d after a second run, want 1", len(roots))
+	if roots := seal.MountsAt(table, state); len(roots) != 0 {
+		t.Errorf("state root mounts %v after the later run, want none", roots)
+	}
+}
+
+// releaseStateRoot detaches only a bind of the state root onto itself,
+// and only when no run directory is left: a file system mounted at the
+// state root by someone else, or a root still holding a (stale) run,
+// keeps its mount.
+func TestReleaseStateRootOnlyItsOwnBind(t *testing.T) {
+	shared, _ := sharedPair(t)
+	state := filepath.Join(shared, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mountsAtState := func() int {
+		table, err := seal.ReadMountInfo(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(seal.MountsAt(table, state))
+	}
+	// An administrator's own tmpfs at the state root.
+	if err := unix.Mount("tmpfs", state, "tmpfs", 0, "size=1m,mode=0700"); err != nil {
+		t.Fatal(err)
+	}
+	releaseStateRoot(state)
+	if n := mountsAtState(); n != 1 {
+		t.Fatalf("a tmpfs mounted at the state root by someone else was detached (%d mounts left)", n)
+	}
+	if err := unix.Unmount(state, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Our bind, with a run directory left beside it, stays.
+	if err := unix.Mount(state, state, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(state, "cr0123456789ab"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	releaseStateRoot(state)
+	if n := mountsAtState(); n != 1 {
+		t.Fatalf("the bind was released with a run directory left (%d mounts)", n)
+	}
+	if err := os.Remove(filepath.Join(state, "cr0123456789ab")); err != nil {
+		t.Fatal(err)
+	}
+	releaseStateRoot(state)
+	if n := mountsAtState(); n != 0 {
+		t.Fatalf("the state root's own bind was not released (%d mounts)", n)
 	}
 }
 
@@ -222,7 +279,7 @@ func TestExecRefusedLeavesNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			c.cfg.StateDir = filepath.Join(t.TempDir(), "state")
+			c.cfg.StateDir = testStateDir(t)
 			_, err := Exec(context.Background(), c.cfg, Stdio{})
 			if err == nil {
 				t.Fatal("Exec succeeded")
@@ -268,7 +325,7 @@ func TestExecCommandNotRunnable(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			state := filepath.Join(t.TempDir(), "state")
+			state := testStateDir(t)
 			var stderr strings.Builder
 			res, err := Exec(context.Background(), Config{Args: []string{c.cmd}, Workspace: ws, StateDir: state}, Stdio{Stderr: &stderr})
 			if err != nil {

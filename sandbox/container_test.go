@@ -88,7 +88,7 @@ func runIn(t *testing.T, cfg Config, script string) (*Result, string, string) {
 	t.Helper()
 	cfg.Args = []string{"/bin/sh", "-c", script}
 	if cfg.StateDir == "" {
-		cfg.StateDir = filepath.Join(t.TempDir(), "state")
+		cfg.StateDir = testStateDir(t)
 	}
 	var stdout, stderr bytes.Buffer
 	res, err := Exec(context.Background(), cfg, Stdio{Stdout: &stdout, Stderr: &stderr})
@@ -362,7 +362,7 @@ done < /proc/self/mountinfo
 func TestHarnessDeathKillsContainer(t *testing.T) {
 	needSandbox(t)
 	marker := fmt.Sprintf("%d", 100000+time.Now().UnixNano()%800000)
-	state := filepath.Join(t.TempDir(), "state")
+	state := testStateDir(t)
 	helper := exec.Command("/proc/self/exe", "exec-helper", state, "/bin/sleep", marker)
 	if err := helper.Start(); err != nil {
 		t.Fatal(err)
@@ -442,7 +442,7 @@ func destroyStale(t *testing.T, stateDir string) {
 // container runs (cgroup v1 here, v2 where present).
 func TestCgroupLimitsApplied(t *testing.T) {
 	needSandbox(t)
-	state := filepath.Join(t.TempDir(), "state")
+	state := testStateDir(t)
 	done := make(chan error, 1)
 	go func() {
 		_, err := Exec(context.Background(), Config{StateDir: state, CPUs: 0.5, Memory: 64 << 20, Pids: 33,
@@ -495,4 +495,21 @@ func TestCgroupLimitsApplied(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// testStateDir is a state root for one test. Where the temporary directory
+// lies on a shared mount (systemd makes / shared), a run binds the state
+// root onto itself to make it private (privateStateRoot) and the last run
+// to end releases it; a test that fails or kills a run's owner can leave
+// it, and it is detached here before the temporary directory is removed,
+// which would otherwise fail with EBUSY.
+func testStateDir(tb testing.TB) string {
+	tb.Helper()
+	state := filepath.Join(tb.TempDir(), "state")
+	tb.Cleanup(func() {
+		// EINVAL: nothing is mounted there (the host's / is private).
+		for unix.Unmount(state, unix.MNT_DETACH) == nil {
+		}
+	})
+	return state
 }

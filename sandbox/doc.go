@@ -71,7 +71,9 @@
 // group (systemd's /run), the first run binds it onto itself and makes the
 // bind private (under an exclusive flock on the root, so concurrent runs
 // bind once), so a run's tmpfs and the package view in it are private from
-// their creation and never appear in another mount namespace. Before the
+// their creation and never appear in another mount namespace. The last run
+// to end (or GC, once no run is left) detaches that bind again, and only a
+// bind of the state root onto itself: a normal exit leaves no mount. Before the
 // container starts, Exec keeps the kernel's cgroup attach lock warm
 // (package cgprime): a no-op migration of its own process into its own
 // cgroup, so the RCU grace period the first attach waits for is spent

@@ -159,7 +159,7 @@ func TestAllowlistedEgress(t *testing.T) {
 		Allow:     []Endpoint{{Addr: allowed.Addr(), Port: allowed.Port()}},
 		Seal:      &other,
 		Control:   &allowed,
-		StateDir:  filepath.Join(t.TempDir(), "state"),
+		StateDir:  testStateDir(t),
 	}
 	res, err := Exec(context.Background(), cfg, Stdio{Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
@@ -216,7 +216,7 @@ func TestSealProbeApplicationAnswer(t *testing.T) {
 		Allow:     []Endpoint{{Addr: control.Addr(), Port: control.Port()}, {Addr: sealed.Addr(), Port: sealed.Port()}},
 		Seal:      &sealed,
 		Control:   &control,
-		StateDir:  filepath.Join(t.TempDir(), "state"),
+		StateDir:  testStateDir(t),
 	}
 	res, err := Exec(context.Background(), cfg, Stdio{})
 	if !errors.Is(err, ErrSealProbe) {

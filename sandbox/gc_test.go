@@ -23,7 +23,7 @@ import (
 // live run in the same state root is untouched and still ends normally.
 func TestGC(t *testing.T) {
 	needSandbox(t)
-	state := filepath.Join(t.TempDir(), "state")
+	state := testStateDir(t)
 	// The killed run: its command says ready, then sleeps.
 	helper := exec.Command("/proc/self/exe", "exec-stdout", state, "/bin/sh", "-c", "echo ready; exec sleep 1000")
 	out, err := helper.StdoutPipe()
@@ -144,7 +144,7 @@ func mustLive(t *testing.T, state string) string {
 func TestGCLeavesBusyRun(t *testing.T) {
 	needSandbox(t)
 	const id = "cr0000000000aa"
-	state := filepath.Join(t.TempDir(), "state")
+	state := testStateDir(t)
 	if err := os.MkdirAll(filepath.Join(state, id), 0o700); err != nil {
 		t.Fatal(err)
 	}

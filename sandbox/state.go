@@ -179,5 +179,73 @@ func startRun(stateDir, id string) (bundle string, end func(), err error) {
 		// By now the bundle is an empty mount point.
 		_ = unix.Rmdir(bundle)
 		unix.Close(lock)
+		releaseStateRoot(stateDir)
 	}, nil
+}
+
+// releaseStateRoot undoes privateStateRoot's bind when the run that ends
+// was the last one, so that a normal exit leaves no mount behind (a state
+// root under a temporary directory could not even be removed with a bind
+// left on it). It does nothing unless it gets the state root's lock at once
+// (a run starting or gc running will see to it), no run directory is left
+// (a live or a stale one still needs the private root), and the mount at
+// the state root is a bind of the state root onto itself: the same device
+// as the mount beneath it, showing the state root's own subtree, so a file
+// system mounted there by an administrator is never touched.
+func releaseStateRoot(stateDir string) {
+	root, err := openStateRoot(stateDir, false)
+	if err != nil {
+		return
+	}
+	defer unix.Close(root)
+	if unix.Flock(root, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return
+	}
+	names, err := readDirNames(root, stateDir)
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		if runIDPattern.MatchString(name) {
+			return
+		}
+	}
+	table, err := seal.ReadMountInfo(0)
+	if err != nil {
+		return
+	}
+	if selfBind(table, stateDir) {
+		_ = unix.Unmount(stateDir, unix.MNT_DETACH)
+	}
+}
+
+// selfBind reports whether the topmost mount at dir is a bind of dir onto
+// itself: mounted exactly at dir, on the device of the mount that holds
+// dir's parent, with dir's own subtree of that file system as its root.
+func selfBind(table []seal.MountInfo, dir string) bool {
+	var top, below seal.MountInfo
+	found := false
+	for _, m := range table {
+		if m.MountPoint == dir {
+			top, found = m, true
+		}
+	}
+	if !found || top.Root == "/" {
+		return false
+	}
+	var rest []seal.MountInfo
+	for _, m := range table {
+		if m.ID != top.ID {
+			rest = append(rest, m)
+		}
+	}
+	below, ok := mountHolding(rest, dir)
+	if !ok || below.Major != top.Major || below.Minor != top.Minor {
+		return false
+	}
+	rel := strings.TrimPrefix(dir, below.MountPoint)
+	if below.MountPoint == "/" {
+		rel = dir
+	}
+	return top.Root == filepath.Join(below.Root, rel)
 }
