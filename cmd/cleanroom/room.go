@@ -32,12 +32,12 @@ func newRoomCmd() *cobra.Command {
 tools over stdio: list_files, read_file and write_source.
 
 "room serve" starts the room binary built with it (cleanroom-room beside it;
-otherwise this binary again) in fresh mount and network namespaces, emits
-the pinned package into a new tmpfs, makes it read-only at the superblock and
-the mount point, asserts that from the kernel, drops every privilege, verifies
-the final view and serves the verified bytes from memory. Names, descriptions
-and schemas of the tools, the server instructions and the opening prompt are
-read from the sealed experiment/CLEAN-ROOM-PROMPT-v1.md.
+otherwise this binary again) in fresh mount and network namespaces, copies
+the package into a new tmpfs, makes it read-only at the superblock and the
+mount point, asserts that from the kernel, drops every privilege, measures
+the sealed view against the pin and serves the verified bytes from memory.
+Names, descriptions and schemas of the tools, the server instructions and the
+opening prompt are read from the sealed experiment/CLEAN-ROOM-PROMPT-v1.md.
 
 "room drive" is a built-in agent loop: it starts "room serve" as a child and
 relays an OpenAI-compatible chat-completions model's tool calls to it.`,
