@@ -52,8 +52,9 @@
 // binary as a shim (bound read-only at /.cleanroom/shim) that sets the
 // same signal and execs the command.
 // The cgroups and the bundle of such a run (its directory under the state
-// root, with the run's tmpfs still mounted on it) are left behind; GC
-// (`cleanroom sandbox gc`) removes them. Each run holds an flock on a file
+// root, with the run's tmpfs still mounted on it), and an allowlisted run's
+// host filter table, are left behind; GC (`cleanroom sandbox gc`) removes
+// them. Each run holds an flock on a file
 // in its tmpfs for its whole life, taken while the state root is held
 // shared; GC holds the root exclusively and takes each run's lock without
 // waiting, so it removes only runs whose owner is gone, and leaves whole

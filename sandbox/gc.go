@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
+	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,6 +49,9 @@ type StaleRun struct {
 	Mounts []string `json:"mounts"`
 	// Cgroups are the run's cgroup directories (one per hierarchy).
 	Cgroups []string `json:"cgroups"`
+	// Filter is the host-side nftables table of an allowlisted run
+	// (inet cleanroom-<id>), when one is left.
+	Filter string `json:"nft_table,omitempty"`
 	// Removed is true when everything listed is gone.
 	Removed bool `json:"removed"`
 	// Problems name what could not be removed and why.
@@ -133,6 +137,14 @@ func gc(stateDir string, dryRun bool) (*GCReport, error) {
 		for _, r := range stale {
 			if len(r.Problems) == 0 {
 				r.Cgroups = cgroups[r.ID]
+				if t, err := leftFilterTable(r.ID); err != nil {
+					// Without nf_tables there is no table to leave.
+					if !errors.Is(err, unix.EPROTONOSUPPORT) && !errors.Is(err, unix.EAFNOSUPPORT) {
+						r.Problems = append(r.Problems, fmt.Sprintf("nftables: %v", err))
+					}
+				} else {
+					r.Filter = t
+				}
 				gcRun(root, r, table, dryRun)
 			}
 		}
@@ -277,5 +289,37 @@ func gcRun(root int, r *StaleRun, table []seal.MountInfo, dryRun bool) {
 			r.Problems = append(r.Problems, fmt.Sprintf("%s: remove cgroup: %v", cg, err))
 		}
 	}
+	if r.Filter != "" {
+		if err := delFilterTable(r.Filter); err != nil {
+			r.Problems = append(r.Problems, fmt.Sprintf("nftables table inet %s: remove: %v", r.Filter, err))
+		}
+	}
 	r.Removed = len(r.Problems) == 0
+}
+
+// leftFilterTable names the host filter table of run id if it is still
+// there (an allowlisted run whose owner was killed before its teardown).
+// The name holds the run's random id, so no other table is ever named.
+func leftFilterTable(id string) (string, error) {
+	c, err := nftables.New()
+	if err != nil {
+		return "", err
+	}
+	name := (&egress{id: id}).tableName()
+	if _, err := c.ListTableOfFamily(name, nftables.TableFamilyINet); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return "", nil
+		}
+		return "", err
+	}
+	return name, nil
+}
+
+func delFilterTable(name string) error {
+	c, err := nftables.New()
+	if err != nil {
+		return err
+	}
+	c.DelTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: name})
+	return c.Flush()
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
+	"github.com/google/nftables"
 )
 
 // A SIGKILLed owner leaves its run's tmpfs, directory and cgroups; GC
@@ -179,5 +180,58 @@ func TestGCLeavesBusyRun(t *testing.T) {
 	}
 	if sleeper.ProcessState != nil || sleeper.Process.Signal(syscall.Signal(0)) != nil {
 		t.Error("the process in the busy cgroup is gone")
+	}
+}
+
+// TestGCRemovesAKilledRunsFilter: the host-side nftables table of an
+// allowlisted run whose owner was killed before its teardown is removed
+// with the run (reported by a dry run first); a table of the same form
+// whose run is not under this state root is not gc's to touch.
+func TestGCRemovesAKilledRunsFilter(t *testing.T) {
+	needSandbox(t)
+	c, err := nftables.New()
+	if err != nil {
+		t.Skipf("nftables: %v", err)
+	}
+	state := testStateDir(t)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale, other := "cr5a1e00000001", "cr5a1e00000002"
+	// What a killed run leaves: its directory (no owner lock in it) and
+	// its filter table.
+	if err := os.Mkdir(filepath.Join(state, stale), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tables := map[string]string{}
+	for _, id := range []string{stale, other} {
+		name := (&egress{id: id}).tableName()
+		tables[id] = name
+		c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: name})
+		t.Cleanup(func() { _ = delFilterTable(name) })
+	}
+	if err := c.Flush(); err != nil {
+		t.Skipf("installing nftables tables: %v", err)
+	}
+	exists := func(name string) bool {
+		_, err := c.ListTableOfFamily(name, nftables.TableFamilyINet)
+		return err == nil
+	}
+	rep, err := GC(state, true)
+	if err != nil || len(rep.Stale) != 1 || rep.Stale[0].Filter != tables[stale] {
+		t.Fatalf("dry run: %+v, %v; want the stale run with its table %s", rep, err, tables[stale])
+	}
+	if !exists(tables[stale]) {
+		t.Fatal("a dry run removed the table")
+	}
+	rep, err = GC(state, false)
+	if err != nil || len(rep.Stale) != 1 || !rep.Stale[0].Removed {
+		t.Fatalf("gc: %+v, %v", rep, err)
+	}
+	if exists(tables[stale]) {
+		t.Errorf("table %s is still there after gc", tables[stale])
+	}
+	if !exists(tables[other]) {
+		t.Errorf("gc removed %s, whose run is not under its state root", tables[other])
 	}
 }

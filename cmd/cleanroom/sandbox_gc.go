@@ -65,6 +65,9 @@ func printGCReport(w io.Writer, r *sandbox.GCReport) {
 		for _, cg := range s.Cgroups {
 			fmt.Fprintf(w, "  cgroup %s\n", cg)
 		}
+		if s.Filter != "" {
+			fmt.Fprintf(w, "  nftables table inet %s\n", s.Filter)
+		}
 		for _, p := range s.Problems {
 			fmt.Fprintf(w, "  problem: %s\n", p)
 		}
