@@ -30,12 +30,6 @@ type buildVersion struct {
 // says "unknown" rather than guessing.
 func readBuildVersion() buildVersion {
 	v := buildVersion{Module: "github.com/cleanroom-dev/cleanroom", Version: "unknown", Revision: "unknown"}
-	if f, err := harness.OpenStage(); err != nil {
-		v.RoomStage = "built in (" + err.Error() + ")"
-	} else {
-		v.RoomStage = f.Name()
-		f.Close()
-	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v
@@ -60,6 +54,18 @@ func readBuildVersion() buildVersion {
 	return v
 }
 
+// roomStage is buildVersion.RoomStage: it opens and checks the room binary
+// (its ELF build ID read), so only `version` asks, not every reader of the
+// build stamp (man reads it twice).
+func roomStage() string {
+	f, err := harness.OpenStage()
+	if err != nil {
+		return "built in (" + err.Error() + ")"
+	}
+	defer f.Close()
+	return f.Name()
+}
+
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
@@ -73,6 +79,7 @@ binaries report the version "(devel)".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := readBuildVersion()
+			v.RoomStage = roomStage()
 			return printResult(cmd, v, func(w io.Writer) {
 				rev := v.Revision
 				if v.Modified {
