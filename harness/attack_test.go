@@ -164,7 +164,7 @@ func init() {
 		if err != nil {
 			return fmt.Errorf("seal: %w", err)
 		}
-		_, err = OpenRoom(RoomConfig{View: mount, Expect: id, Workspace: filepath.Join(filepath.Dir(mount), "ws-ac4"), Limits: DefaultLimits})
+		_, err = openRoomAt(mount, RoomConfig{Expect: id, Workspace: filepath.Join(filepath.Dir(mount), "ws-ac4"), Limits: DefaultLimits})
 		if !errors.Is(err, pkgwalk.ErrHardLink) {
 			return fmt.Errorf("OpenRoom on a view with a hard link: %v, want %v", err, pkgwalk.ErrHardLink)
 		}
@@ -240,7 +240,7 @@ func TestWorkspaceBadInput(t *testing.T) {
 	// A file cap well below the 10,000 writes below: each accepted write is
 	// fsynced, and the cap's rule is the same at 100 as at 2000.
 	limits.MaxFiles = 100
-	room, err := OpenRoom(RoomConfig{View: pkg, Expect: id, Workspace: ws, Limits: limits})
+	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: ws, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}

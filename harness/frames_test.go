@@ -94,7 +94,7 @@ func memRoom(t testing.TB, files map[string][]byte) (c *frameConn, ws, transcrip
 	pkg, id := writePackage(t, files)
 	base := t.TempDir()
 	ws, transcript = filepath.Join(base, "ws"), filepath.Join(base, "transcript.jsonl")
-	room, err := OpenRoom(RoomConfig{View: pkg, Expect: id, Workspace: ws, Transcript: transcript, Limits: DefaultLimits})
+	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: ws, Transcript: transcript, Limits: DefaultLimits})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,6 +147,18 @@ func writePackage(t testing.TB, files map[string][]byte) (string, string) {
 	return dir, id
 }
 
+// openRoomAt is OpenRoom of the view at path, opened here as the serve
+// stage opens its sealed mount (the descriptor is closed once measured).
+func openRoomAt(path string, c RoomConfig) (*Room, error) {
+	d, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	c.ViewDir = d
+	return OpenRoom(c)
+}
+
 func sha(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])

@@ -430,10 +430,8 @@ var testAfterAssert func(mount string)
 // RoomConfig says what OpenRoom opens.
 type RoomConfig struct {
 	// ViewDir is the view, open (the serve stage's descriptor, the one the
-	// seal was asserted on); it stays the caller's. When nil, View is
-	// opened instead.
+	// seal was asserted on); it stays the caller's.
 	ViewDir    *os.File
-	View       string // the view's path, when ViewDir is nil
 	RootLabel  string // the manifest's root label; "" = pkgwalk.DefaultRootLabel
 	Expect     string // the pinned bpkg
 	Workspace  string // created here; must not exist
@@ -446,13 +444,7 @@ type RoomConfig struct {
 // read and hashed once; its identity must be Expect), reads the prompt out
 // of the measured bytes, and creates the workspace and the transcript.
 func OpenRoom(c RoomConfig) (*Room, error) {
-	var view *pkgwalk.View
-	var err error
-	if c.ViewDir != nil {
-		view, err = pkgwalk.OpenViewAt(c.ViewDir, c.RootLabel, c.Expect)
-	} else {
-		view, err = pkgwalk.OpenView(c.View, c.RootLabel, c.Expect)
-	}
+	view, err := pkgwalk.OpenViewAt(c.ViewDir, c.RootLabel, c.Expect)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 func TestUnrecordedCallNotAnswered(t *testing.T) {
 	pkg, id := writePackage(t, testFiles())
 	base := t.TempDir()
-	room, err := OpenRoom(RoomConfig{View: pkg, Expect: id, Workspace: filepath.Join(base, "ws"),
+	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: filepath.Join(base, "ws"),
 		Transcript: filepath.Join(base, "t.jsonl"), Limits: DefaultLimits})
 	if err != nil {
 		t.Fatal(err)
