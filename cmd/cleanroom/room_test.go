@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/bench/mcpclient"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
@@ -222,54 +224,39 @@ func servingExe(t *testing.T, bin string) string {
 	cmd := exec.Command(bin, "room", "serve", "--package", pkg, "--expect", roomPackagePin, "--workspace", filepath.Join(t.TempDir(), "ws"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
+	cl, err := mcpclient.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	// A session that hangs fails the test instead of waiting.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.Initialize(ctx); err != nil {
+		cl.Close(0)
+		t.Fatalf("initialize: %v (stderr %q)", err, stderr.String())
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// A session that hangs is killed, so the test fails instead of waiting.
-	timer := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
-	defer timer.Stop()
-	lines := bufio.NewScanner(stdout)
-	lines.Buffer(nil, 1<<20)
-	call := func(msg string) string {
-		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
-			t.Fatalf("writing to the room: %v (stderr %q)", err, stderr.String())
-		}
-		if !lines.Scan() {
-			t.Fatalf("no answer from the room (stderr %q)", stderr.String())
-		}
-		return lines.Text()
-	}
-	call(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`+"\n")
 	// The command's one child is the sealed server: the seal stage that
 	// became the serve stage by exec. It was forked by one of the
 	// command's threads, so every thread's children are listed.
 	var children []string
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cl.Pid()))
 	for _, task := range tasks {
 		b, _ := os.ReadFile(task)
 		children = append(children, strings.Fields(string(b))...)
 	}
 	if len(children) != 1 {
+		cl.Close(0)
 		t.Fatalf("children of room serve: %q", children)
 	}
 	exe, err := os.Readlink("/proc/" + children[0] + "/exe")
 	if err != nil {
+		cl.Close(0)
 		t.Fatal(err)
 	}
-	if got := call(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_files","arguments":{}}}`); !strings.Contains(got, "spec/SORTED.md") {
-		t.Errorf("list_files answered %q", got)
+	if got, err := cl.CallTool(ctx, "list_files", map[string]any{}); err != nil || !strings.Contains(got, "spec/SORTED.md") {
+		t.Errorf("list_files answered %q, %v", got, err)
 	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
+	if err := cl.Close(time.Minute); err != nil {
 		t.Fatalf("room serve: %v (stderr %q)", err, stderr.String())
 	}
 	return exe
