@@ -82,23 +82,14 @@ func Emit(ctx context.Context, src, dest, expect string, opts EmitOptions) (*Man
 
 	// The delivered copy is what is measured: walked through the descriptor
 	// that was filled, so a path renamed meanwhile changes nothing.
-	got, err := walkFrom(ctx, destf, "", dest, WalkOptions{HoldoutDir: opts.HoldoutDir, Progress: opts.Progress}, holdout)
+	_, m, _, err := measurePinned(ctx, destf, WalkOptions{HoldoutDir: opts.HoldoutDir, Progress: opts.Progress}, holdout, opts.RootLabel, expect, "the delivered bytes give")
 	if err != nil {
+		// A refusal (a problem of the copy, or not the pin) names the copy.
+		var re *RefusalError
+		if errors.As(err, &re) {
+			err = fmt.Errorf("delivered copy %s: %w", dest, err)
+		}
 		return nil, e.undo(err)
-	}
-	if err := got.Err(); err != nil {
-		return nil, e.undo(fmt.Errorf("delivered copy %s: %w", dest, err))
-	}
-	m, err := NewManifest(got, opts.RootLabel)
-	if err != nil {
-		return nil, e.undo(err)
-	}
-	id, err := m.ID()
-	if err != nil {
-		return nil, e.undo(err)
-	}
-	if id != expect {
-		return nil, e.undo(fmt.Errorf("delivered copy %s: %w", dest, &RefusalError{Path: ".", Rule: ErrNotPinned, Detail: fmt.Sprintf("the delivered bytes give %s, pinned %s", id, expect)}))
 	}
 	return m, nil
 }

@@ -126,22 +126,38 @@ func OpenViewAt(dir *os.File, rootLabel, expect string) (*View, error) {
 	if err := CheckID(expect); err != nil {
 		return nil, err
 	}
-	tree, err := walkFrom(context.Background(), dir, "", dir.Name(), WalkOptions{KeepBytes: true}, nil)
+	tree, m, id, err := measurePinned(context.Background(), dir, WalkOptions{KeepBytes: true}, nil, rootLabel, expect, "the view gives")
 	if err != nil {
 		return nil, err
+	}
+	return newView(id, m, tree.Files), nil
+}
+
+// measurePinned walks the directory open at dir (its name labels errors)
+// with every rule of Walk, the content rules included (the holdout-copy
+// rule with holdout's digests), reads and hashes every file, and returns
+// the tree, its manifest under rootLabel and that manifest's bpkg only if
+// the bpkg is expect. The refusals are the walk's Problems and
+// ErrNotPinned naming both ids ("<gives> ID, pinned EXPECT"). Emit
+// measures its delivered copy with it and OpenViewAt the sealed view: the
+// pin is only ever given to what was just read.
+func measurePinned(ctx context.Context, dir *os.File, opts WalkOptions, holdout map[string]string, rootLabel, expect, gives string) (*Tree, *Manifest, string, error) {
+	tree, err := walkFrom(ctx, dir, "", dir.Name(), opts, holdout)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	m, err := NewManifest(tree, rootLabel) // refuses a tree with problems
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
 	id, err := m.ID()
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
 	if id != expect {
-		return nil, &RefusalError{Path: ".", Rule: ErrNotPinned, Detail: fmt.Sprintf("the view gives %s, pinned %s", id, expect)}
+		return nil, nil, "", &RefusalError{Path: ".", Rule: ErrNotPinned, Detail: fmt.Sprintf("%s %s, pinned %s", gives, id, expect)}
 	}
-	return newView(id, m, tree.Files), nil
+	return tree, m, id, nil
 }
 
 // newView indexes verified files by path.
