@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -27,10 +28,11 @@ func openStateRoot(dir string, create bool) (int, error) {
 		return -1, fmt.Errorf("%w: %s: want an absolute, clean path", ErrStateRoot, dir)
 	}
 	if create {
-		// Parents as the caller's umask allows; the root itself is 0700
-		// (fchmod below), as it holds exec.fifo and the rootfs of each run.
-		if err := mkdirAllNoFollow(dir); err != nil {
-			return -1, err
+		// Parents too are 0700 (less the umask); the root itself is 0700
+		// whatever the umask (fchmod below). A symlink met here is
+		// refused by the openat2 below, before anything is put in it.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return -1, fmt.Errorf("%w: %w", ErrStateRoot, err)
 		}
 	}
 	// RESOLVE_NO_SYMLINKS: a symlinked state root would make mountinfo's
@@ -50,25 +52,6 @@ func openStateRoot(dir string, create bool) (int, error) {
 		}
 	}
 	return fd, nil
-}
-
-// mkdirAllNoFollow creates dir and its missing parents (0700 for dir
-// itself, 0755 for parents, subject to the umask).
-func mkdirAllNoFollow(dir string) error {
-	if dir == "/" {
-		return nil
-	}
-	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err == nil {
-		return nil // openat2 refuses it if it is not a directory
-	}
-	if err := mkdirAllNoFollow(filepath.Dir(dir)); err != nil {
-		return err
-	}
-	if err := unix.Mkdir(dir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("%w: %s: %w", ErrStateRoot, dir, err)
-	}
-	return nil
 }
 
 // mountHolding returns the mount dir lies on: the last entry of table whose
