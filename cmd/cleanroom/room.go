@@ -18,12 +18,6 @@ import (
 
 func init() { commands = append(commands, newRoomCmd) }
 
-// roomStageArgs is the hidden command line the sealed server re-executes
-// this binary with when no room binary of the same build sits beside it.
-// roomstage's init function routes it before the command tree is built, so
-// it is no command of the tree.
-var roomStageArgs = roomstage.Args
-
 func newRoomCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "room",
@@ -138,11 +132,13 @@ the prompt was refused; exit 2: the seal could not be established here.`,
 			}
 			// The room binary built with this one, or else this binary
 			// itself: the same stages either way (OpenStage says why not;
-			// `cleanroom version` reports it).
+			// `cleanroom version` reports it). This binary is re-executed
+			// with roomstage.Args, which roomstage's init function routes
+			// before the command tree is built: it is no command of the tree.
 			if o.Stage, err = harness.OpenStage(); err == nil {
 				defer o.Stage.Close()
 			} else {
-				o.StageArgs = roomStageArgs
+				o.StageArgs = roomstage.Args
 			}
 			err = harness.Serve(cmd.Context(), o, os.Stdin, os.Stdout, os.Stderr)
 			var ee *harness.ExitError
