@@ -105,11 +105,12 @@ type ExitError struct{ Code int }
 func (e *ExitError) Error() string { return fmt.Sprintf("sealed server exited with status %d", e.Code) }
 
 // Serve runs one sealed session: it creates an empty mount point, starts
-// this binary again in fresh mount and network namespaces (the seal stage),
-// hands it stdin and stdout for MCP, waits for it, and removes the mount
-// point (the host only ever sees an empty directory). The seal stage mounts,
-// emits, seals and asserts, then execs the serve stage with no privileges,
-// which verifies the view and serves it.
+// the stage binary (o.Stage, or else this binary again with o.StageArgs)
+// in fresh mount and network namespaces (the seal stage), hands it stdin
+// and stdout for MCP, waits for it, and removes the mount point (the host
+// only ever sees an empty directory). The seal stage mounts, delivers,
+// seals and asserts, then execs the serve stage with no privileges, which
+// measures the view against the pin and serves it.
 func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := o.check(); err != nil {
 		return err
