@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
@@ -211,29 +212,15 @@ func releaseStateRoot(root int, stateDir string) {
 // itself: mounted exactly at dir, on the device of the mount that holds
 // dir's parent, with dir's own subtree of that file system as its root.
 func selfBind(table []seal.MountInfo, dir string) bool {
-	var top, below seal.MountInfo
-	found := false
-	for _, m := range table {
-		if m.MountPoint == dir {
-			top, found = m, true
-		}
-	}
-	if !found || top.Root == "/" {
+	at := seal.MountsAt(table, dir)
+	if len(at) == 0 || at[len(at)-1].Root == "/" {
 		return false
 	}
-	var rest []seal.MountInfo
-	for _, m := range table {
-		if m.ID != top.ID {
-			rest = append(rest, m)
-		}
-	}
+	top := at[len(at)-1]
+	rest := slices.DeleteFunc(slices.Clone(table), func(m seal.MountInfo) bool { return m.ID == top.ID })
 	below, ok := mountHolding(rest, dir)
 	if !ok || below.Major != top.Major || below.Minor != top.Minor {
 		return false
 	}
-	rel := strings.TrimPrefix(dir, below.MountPoint)
-	if below.MountPoint == "/" {
-		rel = dir
-	}
-	return top.Root == filepath.Join(below.Root, rel)
+	return top.Root == filepath.Join(below.Root, strings.TrimPrefix(dir, below.MountPoint))
 }
