@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"path"
 	"time"
 )
 
@@ -28,11 +29,18 @@ func Timeline(ctx context.Context, w *World, replay ReplayFunc) (*RunReport, []T
 	if err != nil {
 		return nil, nil, err
 	}
+	return rep, TimelineOf(rep.Chain), nil
+}
+
+// TimelineOf is the witnessed history of a chain a Verify already walked
+// (RunReport.Chain), oldest first, for a caller that has verified the run
+// itself: a subject is listed at the first receipt that admits it.
+func TimelineOf(chain []ChainLink) []TimelineEntry {
 	var out []TimelineEntry
 	seen := map[string]bool{}
-	for i := len(rep.Chain) - 1; i >= 0; i-- {
-		l := rep.Chain[i]
-		e := TimelineEntry{Status: l.Receipt.Status, RunID: l.Receipt.RunID, Receipt: w.stateRel(l.File),
+	for i := len(chain) - 1; i >= 0; i-- {
+		l := chain[i]
+		e := TimelineEntry{Status: l.Receipt.Status, RunID: l.Receipt.RunID, Receipt: path.Join(StateDirName, l.File),
 			ReceiptSHA256: l.SHA256, Time: l.ModTime, Note: l.Receipt.Note}
 		for _, a := range l.Receipt.Adapters {
 			if !seen[a.Implementation] {
@@ -42,5 +50,5 @@ func Timeline(ctx context.Context, w *World, replay ReplayFunc) (*RunReport, []T
 		}
 		out = append(out, e)
 	}
-	return rep, out, nil
+	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"time"
@@ -271,21 +270,14 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 func (r *Report) note(format string, a ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, a...)) }
 
 // gatherTimeline lists the receipts the verification's chain walk reached,
-// oldest first, as experiment.Timeline does; it takes the chain from the
-// Verify Gather already ran (Timeline would verify, and replay a COMPLETE
-// run's RESULT, a second time). A subject is listed at the first receipt
-// that admits it.
+// oldest first (experiment.TimelineOf); it takes the chain from the Verify
+// Gather already ran (experiment.Timeline would verify, and replay a
+// COMPLETE run's RESULT, a second time). A subject is listed at the first
+// receipt that admits it.
 func (r *Report) gatherTimeline(chain []experiment.ChainLink) {
-	seen := map[string]bool{}
-	for i := len(chain) - 1; i >= 0; i-- {
-		l := chain[i]
-		ev := Event{Status: string(l.Receipt.Status), RunID: l.Receipt.RunID, Receipt: path.Join(experiment.StateDirName, l.File),
-			SHA256: l.SHA256, Note: l.Receipt.Note, Time: l.ModTime.UTC()}
-		for _, a := range l.Receipt.Adapters {
-			if seen[a.Implementation] {
-				continue
-			}
-			seen[a.Implementation] = true
+	for _, e := range experiment.TimelineOf(chain) {
+		ev := Event{Status: string(e.Status), RunID: e.RunID, Receipt: e.Receipt, SHA256: e.ReceiptSHA256, Note: e.Note, Time: e.Time.UTC()}
+		for _, a := range e.Admitted {
 			s := fmt.Sprintf("%s (%s) package %s", a.Implementation, a.Role, a.PackageDigest)
 			if a.BinaryDigest != nil {
 				s += ", binary " + *a.BinaryDigest
