@@ -350,10 +350,7 @@ func (eg *egress) verify() error {
 // deletes both). Errors are ignored: teardown runs on every path.
 func (eg *egress) teardown() {
 	if eg.table != nil {
-		if c, err := nftables.New(); err == nil {
-			c.DelTable(eg.table)
-			_ = c.Flush()
-		}
+		_ = delFilterTable(eg.table.Name)
 	}
 	if l, err := netlink.LinkByName(eg.hostLink); err == nil {
 		_ = netlink.LinkDel(l)

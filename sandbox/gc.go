@@ -309,6 +309,8 @@ func leftFilterTable(id string) (string, error) {
 	return name, nil
 }
 
+// delFilterTable removes the host filter table inet name: a run's own
+// teardown, or gc's for a run killed before it.
 func delFilterTable(name string) error {
 	c, err := nftables.New()
 	if err != nil {
