@@ -142,7 +142,7 @@ func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 				{Type: specs.MountNamespace}, {Type: specs.PIDNamespace}, {Type: specs.IPCNamespace},
 				{Type: specs.UTSNamespace}, {Type: specs.NetworkNamespace, Path: netnsPath},
 			},
-			CgroupsPath:       filepath.Join("cleanroom-sandbox", id),
+			CgroupsPath:       filepath.Join(cgroupParent, id),
 			Resources:         res,
 			MaskedPaths:       maskedPaths,
 			ReadonlyPaths:     readonlyPaths,
