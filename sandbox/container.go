@@ -119,11 +119,11 @@ type Config struct {
 
 // Defaults used by the CLI and filled in by Exec for zero values.
 const (
-	DefaultMemory  = 2 << 30
-	DefaultPids    = 512
-	DefaultCPUs    = 1.0
-	DefaultTimeout = 10 * time.Minute
-	defaultState   = "/run/cleanroom-sandbox"
+	DefaultMemory   = 2 << 30
+	DefaultPids     = 512
+	DefaultCPUs     = 1.0
+	DefaultTimeout  = 10 * time.Minute
+	DefaultStateDir = "/run/cleanroom-sandbox"
 )
 
 func (c *Config) withDefaults() Config {
@@ -141,7 +141,7 @@ func (c *Config) withDefaults() Config {
 		d.Timeout = DefaultTimeout
 	}
 	if d.StateDir == "" {
-		d.StateDir = defaultState
+		d.StateDir = DefaultStateDir
 	}
 	if d.PackageEmit != nil && d.PackageBytes == 0 {
 		d.PackageBytes = 256 << 20

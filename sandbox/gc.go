@@ -69,7 +69,7 @@ type StaleRun struct {
 // stale run was not removed; the report is returned either way.
 func GC(stateDir string, dryRun bool) (*GCReport, error) {
 	if stateDir == "" {
-		stateDir = defaultState
+		stateDir = DefaultStateDir
 	}
 	rep := &GCReport{StateRoot: stateDir, DryRun: dryRun, Live: []string{}, Stale: []StaleRun{}}
 	root, err := openStateRoot(stateDir, false)

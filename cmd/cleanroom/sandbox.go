@@ -236,7 +236,7 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 		},
 	}
 	f.register(c)
-	c.Flags().StringVar(&f.stateRoot, "state-root", "/run/cleanroom-sandbox", "where each run keeps its private tmpfs (see sandbox gc)")
+	c.Flags().StringVar(&f.stateRoot, "state-root", sandbox.DefaultStateDir, "where each run keeps its private tmpfs (see sandbox gc)")
 	return c
 }
 

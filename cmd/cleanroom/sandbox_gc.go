@@ -42,7 +42,7 @@ was removed, 1 when one could not be (each named with the reason).`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&stateRoot, "state-root", "/run/cleanroom-sandbox", "the sandbox state root the runs were made under")
+	c.Flags().StringVar(&stateRoot, "state-root", sandbox.DefaultStateDir, "the sandbox state root the runs were made under")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be removed, remove nothing")
 	return c
 }
