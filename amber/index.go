@@ -279,18 +279,19 @@ func InitIndex(dir, origin, keyOut string) (*Index, error) {
 	if err := durable.CreateFile(filepath.Join(dir, IndexEntriesFile), nil, 0o644); err != nil {
 		return nil, err
 	}
-	if err := ix.sign(skey); err != nil {
+	s, err := ix.signer(skey)
+	if err != nil {
+		return nil, err
+	}
+	if err := ix.sign(s); err != nil {
 		return nil, err
 	}
 	return ix, nil
 }
 
-// sign signs a checkpoint over the current entries and writes it.
-func (ix *Index) sign(skey string) error {
-	s, err := ix.signer(skey)
-	if err != nil {
-		return err
-	}
+// sign signs a checkpoint over the current entries with s (from ix.signer,
+// so the key index.pub names) and writes it.
+func (ix *Index) sign(s note.Signer) error {
 	root, err := ix.Root()
 	if err != nil {
 		return err
@@ -585,10 +586,10 @@ func (ix *Index) signer(skey string) (note.Signer, error) {
 func (ix *Index) commit(skey string, es ...*Entry) error {
 	// Checked before the append: entries no checkpoint will sign are
 	// never written.
-	if _, err := ix.signer(skey); err != nil {
+	s, err := ix.signer(skey)
+	if err != nil {
 		return err
 	}
-	var err error
 	lines := make([][]byte, len(es))
 	for i, e := range es {
 		if lines[i], err = e.Canonical(); err != nil {
@@ -621,7 +622,7 @@ func (ix *Index) commit(skey string, es ...*Entry) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return ix.sign(skey)
+	return ix.sign(s)
 }
 
 // AppendBatch appends several new active entries under one checkpoint.
