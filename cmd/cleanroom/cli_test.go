@@ -37,8 +37,9 @@ func TestMain(m *testing.M) {
 // cliBinary builds the cleanroom binary (and beside it the room binary it
 // is linked with, as make does) once for the tests that share it,
 // with the VCS stamp (this machine's go env sets -buildvcs=false; the flag
-// on the command line overrides it), as "cleanroom" alone in its
-// directory, so a completion script can call it by name through PATH.
+// on the command line overrides it), as "cleanroom" in a directory of its
+// own (with cleanroom-room beside it), so a completion script can call it
+// by name through PATH.
 func cliBinary(t *testing.T) (bin, dir string) {
 	t.Helper()
 	cliOnce.Do(func() {
