@@ -187,14 +187,6 @@ func TestReleaseStateRootOnlyItsOwnBind(t *testing.T) {
 		}
 		return len(seal.MountsAt(table, state))
 	}
-	releaseStateRoot := func(state string) {
-		root, err := openStateRoot(state, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(root)
-		releaseStateRoot(root, state)
-	}
 	// An administrator's own tmpfs at the state root.
 	if err := unix.Mount("tmpfs", state, "tmpfs", 0, "size=1m,mode=0700"); err != nil {
 		t.Fatal(err)

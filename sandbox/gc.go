@@ -71,6 +71,17 @@ func GC(stateDir string, dryRun bool) (*GCReport, error) {
 	if stateDir == "" {
 		stateDir = DefaultStateDir
 	}
+	rep, err := gc(stateDir, dryRun)
+	if err == nil && !dryRun {
+		// The killed runs never released the state root's private bind
+		// (their end did not run); with every run gone, it goes too.
+		releaseStateRoot(stateDir)
+	}
+	return rep, err
+}
+
+// gc is GC under the state root's exclusive lock, released on return.
+func gc(stateDir string, dryRun bool) (*GCReport, error) {
 	rep := &GCReport{StateRoot: stateDir, DryRun: dryRun, Live: []string{}, Stale: []StaleRun{}}
 	root, err := openStateRoot(stateDir, false)
 	if errors.Is(err, unix.ENOENT) {
@@ -147,11 +158,6 @@ func GC(stateDir string, dryRun bool) (*GCReport, error) {
 	}
 	if incomplete > 0 {
 		return rep, fmt.Errorf("%w: %d of %d stale runs under %s", ErrGCIncomplete, incomplete, len(stale), stateDir)
-	}
-	if !dryRun {
-		// The killed runs never released the state root's private bind
-		// (their end did not run); with every run gone, it goes too.
-		releaseStateRoot(root, stateDir)
 	}
 	return rep, nil
 }

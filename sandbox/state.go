@@ -125,18 +125,13 @@ func privateStateRoot(dir string, fd int) error {
 // private tmpfs (mountBundle) and takes the run's owner lock in it. The
 // state root is held with a shared flock until the lock is taken, so `sandbox
 // gc` (which holds it exclusively) never sees a run half-made. end unmounts
-// the tmpfs, removes the directory, releases the lock and then the state
-// root (releaseStateRoot, through the descriptor opened here).
+// the tmpfs, removes the directory and then releases the lock.
 func startRun(stateDir, id string) (bundle string, end func(), err error) {
 	root, err := openStateRoot(stateDir, true)
 	if err != nil {
 		return "", nil, err
 	}
-	defer func() {
-		if err != nil {
-			unix.Close(root)
-		}
-	}()
+	defer unix.Close(root)
 	if err := unix.Flock(root, unix.LOCK_SH); err != nil {
 		return "", nil, fmt.Errorf("%w: %s: lock: %w", ErrStateRoot, stateDir, err)
 	}
@@ -163,16 +158,12 @@ func startRun(stateDir, id string) (bundle string, end func(), err error) {
 		_ = unix.Unlinkat(root, id, unix.AT_REMOVEDIR)
 		return "", nil, fmt.Errorf("sandbox run lock %s: %w", filepath.Join(bundle, runLockName), err)
 	}
-	// The run's own lock now keeps gc off it; root stays open (O_CLOEXEC,
-	// never reaching the container) for end.
-	_ = unix.Flock(root, unix.LOCK_UN)
 	return bundle, func() {
 		unmount()
 		// By now the bundle is an empty mount point.
 		_ = unix.Rmdir(bundle)
 		unix.Close(lock)
-		releaseStateRoot(root, stateDir)
-		unix.Close(root)
+		releaseStateRoot(stateDir)
 	}, nil
 }
 
@@ -184,9 +175,13 @@ func startRun(stateDir, id string) (bundle string, end func(), err error) {
 // (a live or a stale one still needs the private root), and the mount at
 // the state root is a bind of the state root onto itself: the same device
 // as the mount beneath it, showing the state root's own subtree, so a file
-// system mounted there by an administrator is never touched. root is the
-// state root's descriptor; closing it drops the lock taken here.
-func releaseStateRoot(root int, stateDir string) {
+// system mounted there by an administrator is never touched.
+func releaseStateRoot(stateDir string) {
+	root, err := openStateRoot(stateDir, false)
+	if err != nil {
+		return
+	}
+	defer unix.Close(root)
 	if unix.Flock(root, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return
 	}
