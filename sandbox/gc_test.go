@@ -24,7 +24,16 @@ import (
 // live run in the same state root is untouched and still ends normally.
 func TestGC(t *testing.T) {
 	needSandbox(t)
-	state := testStateDir(t)
+	t.Run("private state root", func(t *testing.T) { testGC(t, testStateDir(t)) })
+	// Where the state root lies on a shared mount (systemd's /), runs bind
+	// it private while they use it, and gc must see them through that bind.
+	t.Run("state root on a shared mount", func(t *testing.T) {
+		shared, _ := sharedPair(t)
+		testGC(t, filepath.Join(shared, "state"))
+	})
+}
+
+func testGC(t *testing.T, state string) {
 	// The killed run: its command says ready, then sleeps.
 	helper := exec.Command("/proc/self/exe", "exec-stdout", state, "/bin/sh", "-c", "echo ready; exec sleep 1000")
 	out, err := helper.StdoutPipe()
