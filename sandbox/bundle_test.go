@@ -56,7 +56,7 @@ func TestBundleOnRunc(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := `grep -E '^(CapEff|NoNewPrivs):' /proc/self/status | tr -d '\t' | sed 's/:/=/'
-sleep 10 & p=$!; ls /proc/$p/fd > /tmp/fds; kill $p; echo fds=$(sort -n /tmp/fds | tr '\n' ' ')
+` + inheritedFDs + `
 echo links=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')
 echo routes=$(tail -n +2 /proc/net/route | wc -l)
 touch /usr/x 2>/dev/null && echo usr=writable || echo usr=ro

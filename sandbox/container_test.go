@@ -109,6 +109,17 @@ func keyValues(out string) map[string]string {
 	return m
 }
 
+// inheritedFDs prints fds=, the descriptors a child of the shell
+// inherited, read by that child itself once it runs (ls, less the
+// descriptor of the directory it lists), and fdtargets=, what each is.
+// The shell holds extra descriptors while it redirects, and a process
+// seen from outside may still be in its dynamic loader or setlocale, each
+// holding a file open for a moment: CI once saw "0 1 2 3" when a
+// background sleep was listed from outside.
+const inheritedFDs = `ls -ln /proc/self/fd | sed -n 's/.* \([0-9][0-9]*\) -> \(.*\)$/\1 \2/p' | grep -v ' /proc/[0-9]*/fd$' > /tmp/fds
+echo fds=$(cut -d' ' -f1 /tmp/fds | sort -n | tr '\n' ' ')
+echo fdtargets=$(tr '\n' ';' < /tmp/fds)`
+
 func TestContainerInside(t *testing.T) {
 	needSandbox(t)
 	ws := t.TempDir()
@@ -119,12 +130,6 @@ func TestContainerInside(t *testing.T) {
 	}
 	sum := sha256.Sum256(content)
 
-	// fds is what a child of the shell inherited, read by that child
-	// itself once it runs (ls, less the descriptor of the directory it
-	// lists): the shell holds extra descriptors while it redirects, and
-	// another process seen from outside may still be in its dynamic loader
-	// or setlocale, each of which holds a file open for a moment (CI once
-	// saw "0 1 2 3" that way when a background sleep was listed).
 	// An fd the harness holds without O_CLOEXEC (the CVE-2024-21626
 	// shape: a directory of the host, and a file) must not reach the
 	// candidate.
@@ -141,9 +146,7 @@ func TestContainerInside(t *testing.T) {
 
 	script := fmt.Sprintf(`
 grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs):' /proc/self/status | tr -d '\t' | sed 's/:/=/'
-ls -ln /proc/self/fd | sed -n 's/.* \([0-9][0-9]*\) -> \(.*\)$/\1 \2/p' | grep -v ' /proc/[0-9]*/fd$' > /tmp/fds
-echo fds=$(cut -d' ' -f1 /tmp/fds | sort -n | tr '\n' ' ')
-echo fdtargets=$(tr '\n' ';' < /tmp/fds)
+`+inheritedFDs+`
 [ -e /proc/$$/fd/%d ] && echo leakdir=visible || echo leakdir=absent
 [ -e /proc/$$/fd/%d ] && echo leakfile=visible || echo leakfile=absent
 touch /usr/x 2>/dev/null && echo usr=writable || echo usr=ro
