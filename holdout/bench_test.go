@@ -3,6 +3,7 @@ package holdout
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -54,9 +55,18 @@ func BenchmarkScoreInterop(b *testing.B) {
 		b.Run(fmt.Sprintf("challenges=%d", n), func(b *testing.B) {
 			chs, a := generated(b, n, "a")
 			_, c := generated(b, n, "c")
-			runtime.GC() // the generator's garbage is not the scorer's cost
 			b.ResetTimer()
 			for range b.N {
+				// Every iteration starts as a fresh `run complete` does:
+				// no garbage of the generator or of the previous
+				// iteration, and no heap pages already faulted in. Without
+				// this a size measured over several iterations (1,000:
+				// b.N = 5) reused the pages of the one before, while a
+				// size measured once (10,000: b.N = 1) paid for its own,
+				// and the two were compared as one curve.
+				b.StopTimer()
+				debug.FreeOSMemory()
+				b.StartTimer()
 				sc, err := NewScorer(s, chs)
 				if err != nil {
 					b.Fatal(err)
