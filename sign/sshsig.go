@@ -2,6 +2,7 @@ package sign
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/binary"
@@ -173,6 +174,11 @@ func ParseSignature(armored []byte) (*Signature, error) {
 	if err := ssh.Unmarshal(fields[4], &sig); err != nil {
 		return nil, fmt.Errorf("%w: signature: %w", ErrMalformed, err)
 	}
+	// Bytes after the signature inside its field are unsigned and make the
+	// same signature verify in many spellings; ssh-keygen refuses them.
+	if len(sig.Rest) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the signature in its field", ErrMalformed, len(sig.Rest))
+	}
 	return &Signature{
 		PublicKey:     pub,
 		Namespace:     string(fields[1]),
@@ -226,6 +232,9 @@ func Verify(pub ssh.PublicKey, namespace string, msg, armored []byte) error {
 	// algorithm the signature names is trusted over the one expected.
 	if pub.Type() != ssh.KeyAlgoED25519 || sig.Sig.Format != ssh.KeyAlgoED25519 {
 		return fail(got, fmt.Errorf("%w: signature format %q", ErrKeyType, sig.Sig.Format))
+	}
+	if len(sig.Sig.Blob) != ed25519.SignatureSize {
+		return fail(got, fmt.Errorf("%w: Ed25519 signature of %d bytes", ErrMalformed, len(sig.Sig.Blob)))
 	}
 	h := sha512.Sum512(msg)
 	if err := pub.Verify(signedData(namespace, h[:]), sig.Sig); err != nil {
