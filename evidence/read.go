@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -182,7 +184,7 @@ func (r *reader) walk() (any, error) {
 		case '"':
 			v = tok.String()
 		case '0':
-			f, ferr := tok.Float()
+			f, ferr := parseNumber(tok.String())
 			if (ferr != nil || math.IsInf(f, 0) || math.IsNaN(f)) && !r.lenient {
 				return nil, &Error{Class: ClassNonFinite, Offset: r.valueOffset(start), Pointer: r.pointer(), Detail: fmt.Sprintf("number %s is outside the range of a double", tok.String())}
 			}
@@ -232,6 +234,92 @@ func (f *frame) add(v any) {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// parseNumber reads the RFC 8259 number literal lit as JSON.parse does
+// (round to nearest double). strconv.ParseFloat alone is not enough: it
+// stops accumulating an exponent at 10000, so "0.<100001 zeros>1e100002"
+// (JSON.parse: 1) read as 0 and "1<100001 zeros>e-100001" (JSON.parse: 1)
+// as 0. The literal is first rewritten as 0.<significant digits>e<x> with x
+// computed exactly; a nonzero x beyond ±400 is out of any double's reach.
+func parseNumber(lit string) (float64, error) {
+	if e := strings.IndexAny(lit, "eE"); e < 0 || len(strings.TrimLeft(lit[e+1:], "+-0")) < 5 {
+		// An exponent below 10000 is taken exactly: the common case.
+		return strconv.ParseFloat(lit, 64)
+	}
+	i := 0
+	neg := lit != "" && lit[0] == '-'
+	if neg {
+		i++
+	}
+	// Significant digits, and the decimal exponent of the point before
+	// them: value = 0.<sig> × 10^point × 10^exp.
+	var sig []byte
+	point := 0
+	seenDot := false
+	for ; i < len(lit) && (isDigit(lit[i]) || lit[i] == '.'); i++ {
+		c := lit[i]
+		switch {
+		case c == '.':
+			seenDot = true
+		case c == '0' && len(sig) == 0:
+			if seenDot {
+				point--
+			}
+		default:
+			sig = append(sig, c)
+			if !seenDot {
+				point++
+			}
+		}
+	}
+	expDigits := ""
+	expNeg := false
+	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
+		i++
+		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
+			expNeg = lit[i] == '-'
+			i++
+		}
+		expDigits = strings.TrimLeft(lit[i:], "0")
+	}
+	for len(sig) > 0 && sig[len(sig)-1] == '0' {
+		sig = sig[:len(sig)-1]
+	}
+	zero := 0.0
+	if neg {
+		zero = math.Copysign(0, -1)
+	}
+	if len(sig) == 0 {
+		return zero, nil
+	}
+	// point is bounded by the input size (8 MiB); an exponent of more than
+	// 15 digits puts the value far beyond either end of the double range.
+	var x int64
+	if len(expDigits) > 15 {
+		x = math.MaxInt32
+	} else if expDigits != "" {
+		x, _ = strconv.ParseInt(expDigits, 10, 64)
+	}
+	if expNeg {
+		x = -x
+	}
+	x += int64(point)
+	switch {
+	case x > 400:
+		x = 400 // still +Inf with ErrRange from ParseFloat
+	case x < -400:
+		return zero, nil
+	}
+	s := make([]byte, 0, len(sig)+12)
+	if neg {
+		s = append(s, '-')
+	}
+	s = append(s, "0."...)
+	s = append(s, sig...)
+	s = append(s, 'e')
+	s = strconv.AppendInt(s, x, 10)
+	return strconv.ParseFloat(string(s), 64)
+}
 
 func (r *reader) pointer() string { return string(r.dec.StackPointer()) }
 

@@ -491,3 +491,55 @@ func TestObjectAppendedDirectly(t *testing.T) {
 		t.Error("Get(absent) found something")
 	}
 }
+
+// TestReadNumbersWithLongExponents: a number whose exponent has five or
+// more digits, offset by as many leading or trailing zeros, is an ordinary
+// double to JSON.parse. strconv.ParseFloat stops counting an exponent at
+// 10000, so such a text once read as 0 (or Infinity) where JSON.parse reads
+// 1 — a document whose value differs between cleanroom and the reference.
+// Every want is what node 20's JSON.parse returned for the same bytes.
+func TestReadNumbersWithLongExponents(t *testing.T) {
+	z := func(n int) string { return strings.Repeat("0", n) }
+	negZero := math.Copysign(0, -1)
+	tests := []struct {
+		name string
+		in   string
+		want float64 // NaN: refused as non-finite-number
+	}{
+		{"leading-zeros-then-big-exponent", "0." + z(100001) + "1e100002", 1},
+		{"trailing-zeros-then-big-negative-exponent", "1" + z(100001) + "e-100001", 1},
+		{"negative-fraction", "-0." + z(100001) + "25e100002", -2.5},
+		{"exponent-leading-zeros", "1e00000000000000000000000000001", 10},
+		{"just-past-10000", "0." + z(10000) + "1e10001", 1},
+		{"integer-20000-zeros", "1" + z(20000) + "e-20000", 1},
+		{"fraction-digits", "123" + z(30000) + "e-30002", 1.23},
+		{"largest-double", "0." + z(30000) + "17976931348623157e30309", math.MaxFloat64},
+		{"smallest-subnormal", "0." + z(30000) + "5e29677", 5e-324},
+		{"tiny", "1e-99999", 0},
+		{"tiny-negative", "-1e-99999", negZero},
+		{"zero-big-exponent", "0e99999", 0},
+		{"minus-zero-big-exponent", "-0e99999", negZero},
+		{"tiny-25-digit-exponent", "1e-99999999999999999999999", 0},
+		{"overflow", "1e99999", math.NaN()},
+		{"overflow-25-digit-exponent", "1e99999999999999999999999", math.NaN()},
+		{"overflow-after-zeros", "0." + z(30000) + "17976931348623159e30309", math.NaN()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := evidence.Read([]byte(tt.in))
+			if math.IsNaN(tt.want) {
+				if !errors.Is(err, evidence.ClassNonFinite) {
+					t.Fatalf("read %v, %v; want a %s refusal", got, err, evidence.ClassNonFinite)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			f, ok := got.(float64)
+			if !ok || f != tt.want || math.Signbit(f) != math.Signbit(tt.want) {
+				t.Errorf("read %v, want %v (JSON.parse)", got, tt.want)
+			}
+		})
+	}
+}
