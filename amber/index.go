@@ -364,12 +364,20 @@ func (ix *Index) readEntriesTail(allowTail bool) (committed int64, read os.FileI
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
-	ix.hashes = make([]tlog.Hash, 0, 2*ix.Checkpoint.Size+1)
-	ix.Lines = make([][]byte, 0, ix.Checkpoint.Size)
-	ix.Entries = make([]*Entry, 0, ix.Checkpoint.Size)
 	fail := func(check string, line int, err error) error {
 		return &CheckError{Check: check, File: fmt.Sprintf("%s:%d", path, line), Err: err}
 	}
+	// The signed size is the signer's claim, not the file's: preallocating
+	// for it let a checkpoint claiming 2^62 entries panic the reader (or
+	// claim 10^7 over an empty file and cost a gigabyte). Capacity follows
+	// what the file can hold (four hex hashes make a line over 256 bytes).
+	if ix.Checkpoint.Size > maxIndexEntries {
+		return 0, nil, fail(CheckEntryCount, 0, fmt.Errorf("checkpoint size %d over %d entries", ix.Checkpoint.Size, maxIndexEntries))
+	}
+	capacity := min(ix.Checkpoint.Size, read.Size()/256)
+	ix.hashes = make([]tlog.Hash, 0, 2*capacity+1)
+	ix.Lines = make([][]byte, 0, capacity)
+	ix.Entries = make([]*Entry, 0, capacity)
 	for int64(len(ix.Lines)) < ix.Checkpoint.Size {
 		n := len(ix.Lines) + 1
 		if n > maxIndexEntries {
