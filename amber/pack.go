@@ -242,6 +242,14 @@ func readPackEntries(r io.Reader) ([]PackEntry, error) {
 		if hdr.Uid != 0 || hdr.Gid != 0 || hdr.Uname != "" || hdr.Gname != "" || !hdr.ModTime.Equal(packEpoch) {
 			return nil, &PackError{Path: name, Err: fmt.Errorf("%w: owner or time", ErrPackEntry)}
 		}
+		// WritePack's only PAX record is a long or non-ASCII path. A GNU
+		// sparse record makes a few bytes on the wire read as up to the
+		// whole cap of zeros, in memory, before the sha256 is compared.
+		for k := range hdr.PAXRecords {
+			if k != "path" {
+				return nil, &PackError{Path: name, Err: fmt.Errorf("%w: PAX record %q", ErrPackEntry, k)}
+			}
+		}
 		if len(out) >= MaxPackEntries {
 			return nil, &PackError{Path: name, Err: ErrPackTooLarge}
 		}
