@@ -1,9 +1,10 @@
 package pkgwalk
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"golang.org/x/text/unicode/norm"
@@ -75,23 +76,139 @@ func leakPath(p string, isDir bool) (Rule, string) {
 var (
 	challengeID   = regexp.MustCompile(`^H[0-9]+$`)
 	challengeFile = regexp.MustCompile(`^H[0-9]+-`)
-	// For JSON the strict reader refuses, a conservative byte scan.
-	rawChallengeFile = regexp.MustCompile(`"file"\s*:\s*"H[0-9]+-`)
-	rawChallengeID   = regexp.MustCompile(`"id"\s*:\s*"H[0-9]+"`)
 )
 
 // looksLikeChallenge reports whether JSON bytes hold what a holdout
 // challenge looks like (TRVM-FORMATS §4.1): an object with an "id" matching
 // ^H[0-9]+$ together with "fixture" and "predicates", or a "file" value
-// matching ^H[0-9]+-. Bytes the strict reader refuses are scanned as text,
-// so an unparseable file cannot hide a challenge.
+// matching ^H[0-9]+-. Bytes the strict reader refuses are scanned as
+// tokens (looksLikeChallengeText), so an unparseable file cannot hide a
+// challenge.
 func looksLikeChallenge(b []byte) bool {
 	v, err := evidence.Read(b)
 	if err != nil {
-		return rawChallengeFile.Match(b) ||
-			rawChallengeID.Match(b) && bytes.Contains(b, []byte(`"fixture"`)) && bytes.Contains(b, []byte(`"predicates"`))
+		return looksLikeChallengeText(b)
 	}
 	return challengeIn(v)
+}
+
+// looksLikeChallengeText is the conservative form of the rule for bytes the
+// strict reader refuses, which JSON.parse may still read (a duplicate name,
+// 1e400, a lone surrogate, nesting deeper than 64): it reads every string
+// literal with its escapes decoded, whatever the grammar around it, and
+// reports a challenge when a "file" string is followed by ':' and a string
+// matching ^H[0-9]+-, or when an "id" string is followed by ':' and a string
+// matching ^H[0-9]+$ and the strings "fixture" and "predicates" occur
+// anywhere. Every challenge JSON.parse would find is found. (Matching the
+// raw bytes instead let "\u0069d" or "H\u0031" hide one.)
+func looksLikeChallengeText(b []byte) bool {
+	// Streaming, two tokens of memory: key is the last string, colon
+	// whether a ':' followed it.
+	var key string
+	var haveKey, colon, id, fixture, predicates bool
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case ' ', '\t', '\n', '\r', '\f', '\v':
+		case ':':
+			colon = haveKey && !colon
+			haveKey = colon
+		case '"':
+			str, next := decodeStringLiteral(b, i+1)
+			i = next
+			if haveKey && colon {
+				if key == "file" && challengeFile.MatchString(str) {
+					return true
+				}
+				if key == "id" && challengeID.MatchString(str) {
+					id = true
+				}
+			}
+			switch str {
+			case "fixture":
+				fixture = true
+			case "predicates":
+				predicates = true
+			}
+			key, haveKey, colon = "", false, false
+			if str == "id" || str == "file" {
+				key, haveKey = str, true
+			}
+		default:
+			haveKey, colon = false, false
+		}
+	}
+	return id && fixture && predicates
+}
+
+// decodeStringLiteral decodes the JSON string literal whose body starts at
+// b[i] (after the opening quote), leniently: unknown escapes stand for the
+// escaped byte, a lone surrogate for U+FFFD. It returns the text and the
+// index of the closing quote (len(b) when there is none).
+func decodeStringLiteral(b []byte, i int) (string, int) {
+	var out []byte
+	for ; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == '"':
+			return string(out), i
+		case c == '\\' && i+1 < len(b):
+			i++
+			switch e := b[i]; e {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				u, ok := hex4(b, i+1)
+				if !ok {
+					out = append(out, 'u')
+					continue
+				}
+				i += 4
+				r := rune(u)
+				if utf16.IsSurrogate(r) && i+6 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+					if lo, ok := hex4(b, i+3); ok {
+						if p := utf16.DecodeRune(r, rune(lo)); p != utf8.RuneError {
+							r = p
+							i += 6
+						}
+					}
+				}
+				out = utf8.AppendRune(out, r)
+			default:
+				out = append(out, e)
+			}
+		default:
+			out = append(out, c)
+		}
+	}
+	return string(out), len(b)
+}
+
+func hex4(b []byte, i int) (int, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	v := 0
+	for _, c := range b[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			v = v<<4 | int(c-'0')
+		case 'a' <= c && c <= 'f':
+			v = v<<4 | int(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			v = v<<4 | int(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
 }
 
 func challengeIn(v any) bool {

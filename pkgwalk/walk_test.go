@@ -160,6 +160,23 @@ func TestWalkRefusals(t *testing.T) {
 		{"leak: challenge in JSON the strict reader refuses", func(t *testing.T, root string) {
 			writeFile(t, filepath.Join(root, "vectors/d.json"), `{"id":"H2","id":"H2","fixture":1,"predicates":2}`)
 		}, false, []want{{"vectors/d.json", pkgwalk.ErrLeakChallengeShape}}},
+		// JSON.parse reads these as challenges (escapes unescaped, a
+		// duplicate, a number beyond the double range, a lone surrogate or
+		// nesting deeper than 64 changes nothing for it); the strict reader
+		// refuses them, so the shape must still be found in JSON.parse's
+		// reading, not by matching the raw bytes.
+		{"leak: escaped name in JSON with a duplicate", func(t *testing.T, root string) {
+			writeFile(t, filepath.Join(root, "vectors/e1.json"), `{"\u0069d":"H1","fixture":{},"predicates":[],"x":1,"x":2}`)
+		}, false, []want{{"vectors/e1.json", pkgwalk.ErrLeakChallengeShape}}},
+		{"leak: escaped file value beside 1e400", func(t *testing.T, root string) {
+			writeFile(t, filepath.Join(root, "vectors/e2.json"), `[{"file":"H\u0033-x.json"},1e400]`)
+		}, false, []want{{"vectors/e2.json", pkgwalk.ErrLeakChallengeShape}}},
+		{"leak: escaped member name beside a lone surrogate", func(t *testing.T, root string) {
+			writeFile(t, filepath.Join(root, "vectors/e3.json"), `{"id":"H1","fixtur\u0065":0,"predicates":0,"a":"\ud800"}`)
+		}, false, []want{{"vectors/e3.json", pkgwalk.ErrLeakChallengeShape}}},
+		{"leak: escaped id nested 65 deep", func(t *testing.T, root string) {
+			writeFile(t, filepath.Join(root, "vectors/e4.json"), strings.Repeat("[", 65)+`{"id":"H\u0031","fixture":0,"predicates":0}`+strings.Repeat("]", 65))
+		}, false, []want{{"vectors/e4.json", pkgwalk.ErrLeakChallengeShape}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
