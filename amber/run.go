@@ -199,7 +199,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 
 	ws := filepath.Join(o.Out, "workspace")
-	if err := checkoutBundle(ctx, filepath.Join(o.CaseDir, BundleFile), m.CutoffCommit, ws); err != nil {
+	if err := checkoutBundle(ctx, filepath.Join(o.CaseDir, BundleFile), m.Artifacts.BaseBundleSHA256, m.CutoffCommit, ws); err != nil {
 		return finish(StateInvalidInfrastructure, "workspace checkout failed: "+err.Error())
 	}
 	before, err := snapshot(ws)
@@ -280,12 +280,36 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 // checkoutBundle makes a fresh repository at dir holding only the bundle's
 // history, the cutoff commit checked out on branch main. No remote is
 // configured and no configuration but git's defaults applies, so the
-// workspace carries no forge credentials.
-func checkoutBundle(ctx context.Context, bundle, commit, dir string) error {
+// workspace carries no forge credentials. git reads a private copy of the
+// bundle whose sha256 is wantSHA256.
+func checkoutBundle(ctx context.Context, bundle, wantSHA256, commit, dir string) error {
+	// The case was verified from a copy that is gone: fetching from the
+	// case directory's file would read whatever is there now (a bundle
+	// swapped in after the verification, carrying history past the cutoff).
+	scratch, err := os.MkdirTemp("", "cleanroom-bundle-run-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	private := filepath.Join(scratch, BundleFile)
+	cf, err := os.OpenFile(private, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	sum, _, err := hashFile(bundle, cf)
+	if cerr := cf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if sum != wantSHA256 {
+		return fmt.Errorf("%w: %s sha256 %s, manifest %s", ErrMismatch, bundle, sum, wantSHA256)
+	}
 	if _, err := git(ctx, "", true, "init", "--quiet", "-b", "main", dir); err != nil {
 		return err
 	}
-	if _, err := git(ctx, dir, true, "-c", "transfer.fsckObjects=true", "fetch", "--quiet", "--no-tags", bundle, BundleRef+":"+BundleRef); err != nil {
+	if _, err := git(ctx, dir, true, "-c", "transfer.fsckObjects=true", "fetch", "--quiet", "--no-tags", private, BundleRef+":"+BundleRef); err != nil {
 		return err
 	}
 	if _, err := git(ctx, dir, true, "-c", "core.hooksPath=/dev/null", "checkout", "--quiet", "-B", "main", BundleRef); err != nil {
