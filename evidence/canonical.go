@@ -162,6 +162,11 @@ func (w *writer) reflected(v any, depth int) error {
 		// A struct is written as encoding/json marshals it (field order,
 		// tags, omitempty), read back strictly so numbers become the
 		// doubles JavaScript would hold.
+		if s, bad := invalidString(rv, 0); bad {
+			// encoding/json would write U+FFFD in its place: refused here as
+			// a top-level string is, never replaced.
+			return &Error{Class: ClassInvalidForWrite, Detail: fmt.Sprintf("a Go %T holds string %q, not valid UTF-8 (a lone surrogate?)", v, s)}
+		}
 		b, err := json.Marshal(v)
 		if err != nil {
 			return &Error{Class: ClassNotJSONValue, Detail: fmt.Sprintf("a Go %T: %v", v, err)}
@@ -173,6 +178,50 @@ func (w *writer) reflected(v any, depth int) error {
 		return w.value(rv, depth)
 	}
 	return &Error{Class: ClassNotJSONValue, Detail: fmt.Sprintf("a Go %T has no JSON form here", v)}
+}
+
+// invalidString finds a string (or string map key) that is not valid UTF-8
+// anywhere in what encoding/json would marshal of rv.
+func invalidString(rv reflect.Value, depth int) (string, bool) {
+	if depth > 1000 {
+		return "", false // a cycle: json.Marshal refuses it
+	}
+	switch rv.Kind() {
+	case reflect.String:
+		return rv.String(), !utf8.ValidString(rv.String())
+	case reflect.Pointer, reflect.Interface:
+		if !rv.IsNil() {
+			return invalidString(rv.Elem(), depth+1)
+		}
+	case reflect.Struct:
+		for i := range rv.NumField() {
+			if rv.Type().Field(i).IsExported() {
+				if s, bad := invalidString(rv.Field(i), depth+1); bad {
+					return s, true
+				}
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			return "", false // []byte: base64
+		}
+		for i := range rv.Len() {
+			if s, bad := invalidString(rv.Index(i), depth+1); bad {
+				return s, true
+			}
+		}
+	case reflect.Map:
+		iter := rv.MapRange()
+		for iter.Next() {
+			if s, bad := invalidString(iter.Key(), depth+1); bad {
+				return s, true
+			}
+			if s, bad := invalidString(iter.Value(), depth+1); bad {
+				return s, true
+			}
+		}
+	}
+	return "", false
 }
 
 func (w *writer) integer(n int64) error {

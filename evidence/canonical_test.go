@@ -221,6 +221,11 @@ func TestCanonicalRefuses(t *testing.T) {
 		{"channel", make(chan int), evidence.ClassNotJSONValue},
 		{"function", func() {}, evidence.ClassNotJSONValue},
 		{"int-keyed map", map[int]string{1: "a"}, evidence.ClassNotJSONValue},
+		// encoding/json replaces invalid UTF-8 with U+FFFD: a struct must
+		// not be a way around the refusal above.
+		{"invalid UTF-8 in a struct field", struct{ A string }{"x\xff"}, evidence.ClassInvalidForWrite},
+		{"lone surrogate in a struct's nested map key", struct{ M []map[string]int }{[]map[string]int{{"\xed\xa0\x80": 1}}}, evidence.ClassInvalidForWrite},
+		{"invalid UTF-8 behind a struct pointer field", struct{ P *struct{ S any } }{&struct{ S any }{"\xc0\xaf"}}, evidence.ClassInvalidForWrite},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
