@@ -157,10 +157,18 @@ func (m *Manifest) Validate() error {
 		folded[k] = f.Path
 	}
 	// A file whose path is also a parent directory of another cannot exist.
+	// Two directories equal after case-folding ("A/" and "a/") are refused
+	// as two such files are: no walk yields them, so only a forged record can.
+	dirs := make(map[string]string)
 	for _, d := range m.Dirs() {
-		if _, ok := folded[foldASCII(d)]; ok {
+		k := foldASCII(d)
+		if _, ok := folded[k]; ok {
 			return bad("%q is both a file and a directory", d)
 		}
+		if o, ok := dirs[k]; ok {
+			return fmt.Errorf("%w: %w", ErrBadManifest, &RefusalError{Path: d, Rule: ErrCaseCollision, Detail: "with " + quote(o)})
+		}
+		dirs[k] = d
 	}
 	return nil
 }

@@ -247,3 +247,33 @@ func TestReadManifestFileRefuses(t *testing.T) {
 		t.Errorf("error %q does not name the file", err)
 	}
 }
+
+// Two directories equal after ASCII case-folding ("A/" and "a/") are one
+// directory on a case-insensitive filesystem, and TRVM-FORMATS §4.1 refuses
+// two such paths, files or directories. No walk can produce such a
+// manifest, so a record holding one was forged: it is refused even with a
+// correct blind_package_id.
+func TestManifestDirectoryCaseCollision(t *testing.T) {
+	h := strings.Repeat("a", 64)
+	for _, paths := range [][]string{
+		{"A/x.md", "a/y.md"},
+		{"d/Sub/x.md", "d/sub/y.md"},
+		{"A/x.md", "b/a/y.md", "b/A/z.md"},
+	} {
+		m := &pkgwalk.Manifest{Type: pkgwalk.ManifestType, Root: pkgwalk.DefaultRootLabel, FileCount: len(paths)}
+		for _, p := range paths {
+			m.Files = append(m.Files, pkgwalk.FileDigest{Path: p, SHA256: h})
+		}
+		pkgwalk.SortByPath(m.Files)
+		if err := m.Validate(); !errors.Is(err, pkgwalk.ErrCaseCollision) {
+			t.Errorf("%q: Validate = %v, want %q", paths, err, pkgwalk.ErrCaseCollision)
+		}
+		rec, err := m.MarshalRecord("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pkgwalk.ParseManifestRecord(rec); !errors.Is(err, pkgwalk.ErrCaseCollision) {
+			t.Errorf("%q: ParseManifestRecord = %v, want %q", paths, err, pkgwalk.ErrCaseCollision)
+		}
+	}
+}
