@@ -141,7 +141,7 @@ func CompleteRun(ctx context.Context, w *experiment.World, opt RunOptions) (*Run
 	if m.Outstanding > 0 {
 		return m, nil, nil, fmt.Errorf("%d of %d finding(s) unclassified (cleanroom run finding classify ID --class C --ruling TEXT): %w", m.Outstanding, m.Interop.Findings, ErrUnclassified)
 	}
-	t, res, err := experiment.Complete(ctx, w, experiment.Measurement{Subjects: subjects, Pairs: len(m.Interop.Pairs), Findings: m.Outstanding},
+	t, res, err := experiment.Complete(ctx, w, experiment.Measurement{RunID: m.Record.RunID, Subjects: subjects, Pairs: len(m.Interop.Pairs), Findings: m.Outstanding},
 		experiment.CompleteOptions{TransitionOptions: opt.Transition, Replay: holdout.Replay})
 	return m, t, res, err
 }

@@ -109,6 +109,9 @@ const (
 	// ErrResult: the RESULT does not match the record, its archive or the
 	// replayed measurement.
 	ErrResult RunRule = "RESULT does not verify"
+	// ErrMeasuredRun: the measurement a completion would record was taken
+	// under another record than the one it would complete.
+	ErrMeasuredRun RunRule = "measurement was taken of another run"
 	// ErrResultNotReplayed: no scorer was available to re-derive the
 	// RESULT's totals; a terminal claim that cannot be re-derived is not
 	// verified.

@@ -585,6 +585,9 @@ type SubjectMeasurement struct {
 // the interop comparison over all pairs, and its outstanding findings
 // (which must be zero).
 type Measurement struct {
+	// RunID is the run_id of the record the subjects were measured under
+	// (required).
+	RunID    string
 	Subjects []SubjectMeasurement
 	Pairs    int
 	Findings int
@@ -616,6 +619,12 @@ func Complete(ctx context.Context, w *World, m Measurement, opt CompleteOptions)
 	prev, rep, err := w.preCheck(ctx, "complete", VerifyOptions{})
 	if err != nil {
 		return nil, nil, err
+	}
+	// The measurement was taken without the lock: if the record moved since
+	// (aborted, re-pinned, another binary frozen under the same label), the
+	// observations are of subjects this record does not freeze.
+	if m.RunID != prev.RunID {
+		return nil, nil, problem(ErrMeasuredRun, w.stateRel(RecordFileName), "the subjects were measured under %q and the record is now %s", m.RunID, prev.RunID)
 	}
 	if opt.Replay == nil {
 		return nil, nil, problem(ErrResultNotReplayed, "", "completion needs the frozen scorer to replay the RESULT before asserting it")

@@ -40,6 +40,18 @@ func honestMeasurement() Measurement {
 	}}
 }
 
+// measuredNow binds m to the run the world's record is at, as a
+// measurement taken of that record is.
+func measuredNow(t *testing.T, w *World, m Measurement) Measurement {
+	t.Helper()
+	r, err := w.ReadRecord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.RunID = r.RunID
+	return m
+}
+
 var honestReplay = tableReplay(map[string]Predicates{"javascript": full, "candidate": full}, 0)
 
 func completed(t *testing.T) (*World, *Transition) {
@@ -48,7 +60,7 @@ func completed(t *testing.T) (*World, *Transition) {
 	mustPin(t, w)
 	mustFreeze(t, w)
 	mustReveal(t, w)
-	tr, res, err := Complete(bg, w, honestMeasurement(), CompleteOptions{Replay: honestReplay})
+	tr, res, err := Complete(bg, w, measuredNow(t, w, honestMeasurement()), CompleteOptions{Replay: honestReplay})
 	if err != nil {
 		t.Fatalf("complete: %v", err)
 	}
@@ -116,7 +128,7 @@ func TestCompleteRefusals(t *testing.T) {
 			mustFreeze(t, w)
 			mustReveal(t, w)
 			before := stateSnapshot(t, w)
-			_, _, err := Complete(bg, w, tc.m(), CompleteOptions{Replay: tc.replay})
+			_, _, err := Complete(bg, w, measuredNow(t, w, tc.m()), CompleteOptions{Replay: tc.replay})
 			if !errors.Is(err, tc.rule) {
 				t.Fatalf("err = %v, want %q", err, tc.rule)
 			}
