@@ -65,6 +65,27 @@ func git(ctx context.Context, dir string, isolated bool, args ...string) ([]byte
 	return out.Bytes(), nil
 }
 
+// gitCountLines runs git in dir and counts the lines of its stdout without
+// holding them (an object listing can outgrow maxGitOutput).
+func gitCountLines(ctx context.Context, dir string, args ...string) (int64, error) {
+	cmd := gitCmd(ctx, dir, true, args...)
+	var n lineCounter
+	var stderr bytes.Buffer
+	cmd.Stdout = &n
+	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 64 << 10}
+	if err := cmd.Run(); err != nil {
+		return 0, &GitError{Args: args, Stderr: stderr.String(), Err: err}
+	}
+	return int64(n), nil
+}
+
+type lineCounter int64
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	*c += lineCounter(bytes.Count(p, []byte{'\n'}))
+	return len(p), nil
+}
+
 func gitCmd(ctx context.Context, dir string, isolated bool, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
@@ -113,6 +134,7 @@ var (
 	ErrBundlePrerequisite = errors.New("bundle has prerequisites (a thin bundle is not self-contained)")
 	ErrBundleRefs         = errors.New("bundle must carry exactly one ref")
 	ErrBundleHeader       = errors.New("malformed bundle header")
+	ErrBundleUnreachable  = errors.New("bundle carries objects its ref does not reach")
 )
 
 // BundleHeader is a parsed v3 git bundle header (gitformat-bundle(5)).

@@ -17,7 +17,7 @@ var refusals = []error{
 	ErrManifestField, ErrYAMLSyntax, ErrYAMLTooLarge, ErrYAMLMultiDoc, ErrYAMLDuplicateKey,
 	ErrYAMLAlias, ErrYAMLTag, ErrYAMLKey, ErrYAMLNotMapping, ErrYAMLUnknownField,
 	ErrPackFileType, ErrPackName, ErrPackTooLarge, ErrPackChanged, ErrPackEntry,
-	ErrBundleSignature, ErrBundleCapability, ErrBundlePrerequisite, ErrBundleRefs, ErrBundleHeader,
+	ErrBundleSignature, ErrBundleCapability, ErrBundlePrerequisite, ErrBundleRefs, ErrBundleHeader, ErrBundleUnreachable,
 	ErrNotRegular, ErrTooLarge,
 	ErrEntryForm, ErrHistory, ErrCheckpoint, ErrNotIndexed, ErrRetired,
 	ErrRewritten, ErrProofForm, ErrIndexKey, ErrDuplicateCase, ErrIndexBusy,

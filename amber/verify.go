@@ -217,6 +217,22 @@ func gitCheckBundle(ctx context.Context, scratch, bundle string, hdr *BundleHead
 	if err != nil || strings.TrimSpace(string(out)) != commit {
 		return fail(CheckGitFetchFsck, fmt.Errorf("%w: fetched ref is %q, want %s", ErrMismatch, strings.TrimSpace(string(out)), commit))
 	}
+	// A fetch keeps the whole pack, so the header's one ref says nothing of
+	// what else the pack carries: a bundle with the header of the cutoff
+	// and the pack of a later history would hand that history to the
+	// candidate. Every object must be reachable from the cutoff (the
+	// repository is fresh, so every object came from the bundle).
+	all, err := gitCountLines(ctx, repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+	if err != nil {
+		return fail(CheckGitFetchFsck, err)
+	}
+	reachable, err := gitCountLines(ctx, repo, "rev-list", "--objects", BundleRef)
+	if err != nil {
+		return fail(CheckGitFetchFsck, err)
+	}
+	if all != reachable {
+		return fail(CheckGitFetchFsck, fmt.Errorf("%w: %d objects, %d reachable from %s", ErrBundleUnreachable, all, reachable, BundleRef))
+	}
 	rep.Passed = append(rep.Passed, CheckGitFetchFsck)
 	if _, err := git(ctx, repo, true, "fsck", "--full", "--strict", "--no-dangling", "--no-progress"); err != nil {
 		return fail(CheckGitFsck, err)
