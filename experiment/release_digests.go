@@ -244,10 +244,27 @@ func HoldoutCommitment(pkgDir, holdoutDir string) (commitment string, entries in
 	if len(files) != len(arr)+1 {
 		return "", 0, &ReleaseError{File: holdoutDir, Rule: ErrHoldoutCount, Detail: fmt.Sprintf("%d files for %d entries", len(files), len(arr))}
 	}
-	for i := range files {
-		files[i].Path = prefix + files[i].Path
+	return holdoutDigest(prefix, files), len(arr), nil
+}
+
+// HoldoutDigestOf applies the commitment's digest rule (TRVM-FORMATS §3.5)
+// to files already read from holdoutDir (paths relative to it, sha256 of
+// the bytes read), so a reader can authenticate the very bytes it uses
+// rather than a second reading of the directory.
+func HoldoutDigestOf(pkgDir, holdoutDir string, files []pkgwalk.FileDigest) (string, error) {
+	prefix, err := relPrefix(pkgDir, holdoutDir)
+	if err != nil {
+		return "", err
 	}
-	return pkgwalk.PathListDigest(files), len(arr), nil
+	return holdoutDigest(prefix, files), nil
+}
+
+func holdoutDigest(prefix string, files []pkgwalk.FileDigest) string {
+	out := make([]pkgwalk.FileDigest, len(files))
+	for i, f := range files {
+		out[i] = pkgwalk.FileDigest{Path: prefix + f.Path, SHA256: f.SHA256}
+	}
+	return pkgwalk.PathListDigest(out)
 }
 
 // relPrefix returns holdoutDir relative to pkgDir, '/'-separated, with a

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
 // IndexType is the type of a holdout directory's INDEX.json.
@@ -112,6 +113,9 @@ type Holdout struct {
 	Dir        string
 	Entries    []IndexEntry
 	Challenges []*Challenge
+	// read are the files LoadDir read (INDEX.json and every challenge)
+	// with the SHA-256 of the bytes it parsed.
+	read []pkgwalk.FileDigest
 }
 
 // LoadDir reads a holdout directory: INDEX.json and exactly the files it
@@ -136,7 +140,7 @@ func LoadDir(dir string) (*Holdout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", dir, IndexFile, err)
 	}
-	h := &Holdout{Dir: dir, Entries: entries}
+	h := &Holdout{Dir: dir, Entries: entries, read: []pkgwalk.FileDigest{{Path: IndexFile, SHA256: pkgwalk.SHA256Hex(ib)}}}
 	named := map[string]bool{IndexFile: true}
 	for _, e := range entries {
 		named[e.File] = true
@@ -144,6 +148,7 @@ func LoadDir(dir string) (*Holdout, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s/%s: %w: %w", dir, e.File, ErrIndexMismatch, err)
 		}
+		h.read = append(h.read, pkgwalk.FileDigest{Path: e.File, SHA256: pkgwalk.SHA256Hex(b)})
 		v, err := evidence.Read(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s/%s: %w: %w", dir, e.File, ErrChallengeRead, err)

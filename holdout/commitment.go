@@ -35,6 +35,16 @@ func LoadCommitted(pkgDir, holdoutDir string, rel *experiment.Release, s *Schema
 	if err != nil {
 		return nil, err
 	}
+	// The commitment above was a reading of the directory; LoadDir's is
+	// another. Authenticate the bytes that will be scored: a challenge
+	// swapped between the two readings is otherwise scored as committed.
+	used, err := experiment.HoldoutDigestOf(pkgDir, holdoutDir, h.read)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", holdoutDir, ErrCommitment, err)
+	}
+	if used != rel.HoldoutCommitment {
+		return nil, fmt.Errorf("%s: the files read for scoring digest to %s, the release committed %s (changed while it was read): %w", holdoutDir, used, rel.HoldoutCommitment, ErrCommitment)
+	}
 	if probs := ValidateChallenges(s, h.Challenges); len(probs) > 0 {
 		return nil, &RefusedError{Problems: probs}
 	}
