@@ -23,6 +23,8 @@
 //   - a package or binary whose bytes no longer match the freeze
 //     ([ErrPackageDigest], [ErrBinaryDigest]);
 //   - a command that points outside the frozen files ([ErrCommand]);
+//   - a frozen file in the staged I/O directory cleanroom-io/, where the
+//     challenges and the output go ([ErrReservedPath]);
 //   - a release package that cannot be staged as verified, e.g. one holding
 //     a symlink ([ErrReleasePackage]);
 //   - a non-zero exit, a signal, a timeout, an OOM kill ([ErrExit],

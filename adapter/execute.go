@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +37,10 @@ var (
 	// ErrReleasePackage: the release package (docs/spec/proof-wire) could
 	// not be staged beside the adapter as the run verified it.
 	ErrReleasePackage = errors.New("release package could not be staged")
+	// ErrReservedPath: a frozen file occupies the staged view's I/O
+	// directory, where the runner writes the challenges and reads the
+	// output.
+	ErrReservedPath = errors.New("a frozen file occupies the staged I/O directory " + ioDir + "/")
 	// ErrExit: the adapter exited non-zero or was killed.
 	ErrExit = errors.New("adapter failed")
 	// ErrTimeout: the adapter exceeded its time limit.
@@ -155,6 +160,18 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	}
 	if err := CommandProblem(a); err != nil {
 		return absent(ErrCommand, "%w", err)
+	}
+	// The I/O directory is the runner's: a frozen file there would stand
+	// in for the challenges or the output, or make staging them fail
+	// with an error that stops the whole measurement.
+	frozen := slices.Clone(a.PackageFiles)
+	if a.BinaryPath != nil {
+		frozen = append(frozen, *a.BinaryPath)
+	}
+	for _, p := range frozen {
+		if c := path.Clean(p); c == ioDir || strings.HasPrefix(c, ioDir+"/") {
+			return absent(ErrReservedPath, "%s: frozen path %q", a.Implementation, p)
+		}
 	}
 	dir, err := os.MkdirTemp(opt.ScratchDir, "cleanroom-adapter-"+a.Implementation+"-")
 	if err != nil {
