@@ -137,3 +137,64 @@ func TestIndexConsistencyAndInclusionEdges(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckpointSignatureEncodingIsStrict: a checkpoint whose signature
+// line spells the same bytes with non-zero base64 padding bits is another
+// byte string for the same signed note: refused, so one checkpoint has one
+// spelling (a trusted checkpoint is compared and embedded byte for byte).
+func TestCheckpointSignatureEncodingIsStrict(t *testing.T) {
+	dir, _ := newTestIndex(t, 3)
+	p := filepath.Join(dir, IndexCheckpointFile)
+	orig, _ := os.ReadFile(p)
+	vkey, _ := os.ReadFile(filepath.Join(dir, IndexPubFile))
+	// The signature is 4+64 bytes: base64 ends in one '=' and its last
+	// character carries two padding bits.
+	i := strings.LastIndex(string(orig), "=\n")
+	if i < 0 {
+		t.Fatalf("signature line without padding:\n%s", orig)
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	v := strings.IndexByte(alphabet, orig[i-1])
+	b := append([]byte(nil), orig...)
+	b[i-1] = alphabet[v^1] // a padding bit: the decoded bytes are the same
+	if _, err := OpenCheckpoint(b, string(vkey)); CheckOf(err) != CheckCheckpointForm {
+		t.Fatalf("checkpoint with non-zero padding bits: check %q (%v), want %q", CheckOf(err), err, CheckCheckpointForm)
+	}
+	if _, err := OpenCheckpoint(orig, string(vkey)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckpointOneSignature: a second signature line (another key's, or
+// the index key's twice) on the checkpoint is refused.
+func TestCheckpointOneSignature(t *testing.T) {
+	dir, _ := newTestIndex(t, 2)
+	orig, _ := os.ReadFile(filepath.Join(dir, IndexCheckpointFile))
+	vkey, _ := os.ReadFile(filepath.Join(dir, IndexPubFile))
+	otherK, _, _ := note.GenerateKey(nil, "witness.example")
+	other, _ := note.NewSigner(otherK)
+	n, err := note.Open(orig, note.VerifierList(mustVerifier(t, string(vkey))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosigned, err := note.Sign(n, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sigs, _ := strings.Cut(string(orig), "\n\n")
+	twice := string(orig) + sigs
+	for name, b := range map[string][]byte{"cosigned by another key": cosigned, "index signature twice": []byte(twice)} {
+		if _, err := OpenCheckpoint(b, string(vkey)); CheckOf(err) == "" {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func mustVerifier(t *testing.T, vkey string) note.Verifier {
+	t.Helper()
+	v, err := note.NewVerifier(strings.TrimSpace(vkey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -178,6 +178,17 @@ func OpenCheckpoint(signed []byte, vkey string) (*Checkpoint, error) {
 	fail := func(f string, a ...any) (*Checkpoint, error) {
 		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: "+f, append([]any{ErrCheckpoint}, a...)...)}
 	}
+	// One checkpoint, one spelling: note.Open decodes signatures leniently
+	// (non-zero base64 padding bits), skips repeated lines and keeps lines
+	// of unknown keys, so other bytes would verify as the same checkpoint,
+	// which is compared and embedded byte for byte. cleanroom writes one
+	// signature line, strictly.
+	if sigLines := bytes.Count(signed[bytes.LastIndex(signed, []byte("\n\n"))+2:], []byte("\n")); sigLines != 1 || len(n.Sigs) != 1 {
+		return fail("want exactly one signature line, by the index key; found %d", sigLines)
+	}
+	if _, err := base64.StdEncoding.Strict().DecodeString(n.Sigs[0].Base64); err != nil {
+		return fail("signature is not strict base64: %v", err)
+	}
 	// Three lines and the final newline; extension lines are not written
 	// by cleanroom and so are refused.
 	if len(lines) != 4 || lines[3] != "" {
