@@ -1,6 +1,7 @@
 package holdout
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -18,6 +19,10 @@ type Instrument struct {
 	Scorer   *Scorer
 }
 
+// ErrInstrument: an instrument file is not the one the release records in
+// experiment_files.
+var ErrInstrument = errors.New("instrument file is not the one the release records")
+
 // LoadInstrument loads the instrument in the order that makes each step
 // trustworthy: the schemas of pkgDir, the self-test (a failing one stops
 // here with ErrSelfTest: nothing such a scorer says counts), then the
@@ -30,6 +35,21 @@ func LoadInstrument(pkgDir, holdoutDir string, rel *experiment.Release) (*Instru
 	var err error
 	if in.Schemas, err = LoadPackageSchemas(pkgDir); err != nil {
 		return in, err
+	}
+	if rel != nil {
+		// The schemas are read by path after the run was verified: the
+		// bytes compiled must be the ones the release records, or a schema
+		// opened up (or swapped for a symlink) since decides the refusals.
+		recorded := map[string]string{}
+		for _, f := range rel.ExperimentFiles {
+			recorded[f.Path] = f.SHA256
+		}
+		for _, name := range []string{RecipeSchemaFile, ObservationSchemaFile} {
+			if got, want := in.Schemas.digests[name], recorded["experiment/"+name]; got != want {
+				in.Schemas = nil
+				return in, fmt.Errorf("%s: sha256 %s, the release records %q: %w", filepath.Join(pkgDir, "experiment", name), got, want, ErrInstrument)
+			}
+		}
 	}
 	if in.SelfTest, err = SelfTestWith(in.Schemas, filepath.Join(pkgDir, "experiment", "fixtures")); err != nil {
 		return in, err

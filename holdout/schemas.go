@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
 // Schema file names inside a package's experiment/ directory.
@@ -19,6 +20,8 @@ const (
 type Schemas struct {
 	Recipe      *evidence.Schema
 	Observation *evidence.Schema
+	// sha256 of the bytes each was compiled from, by file name.
+	digests map[string]string
 }
 
 // LoadSchemas reads and compiles both schemas from experimentDir (the
@@ -26,15 +29,16 @@ type Schemas struct {
 // the schema that decides a refusal is the one inside experiment_digest,
 // so editing it moves the release identity.
 func LoadSchemas(experimentDir string) (*Schemas, error) {
-	recipe, err := loadSchema(experimentDir, RecipeSchemaFile)
+	digests := map[string]string{}
+	recipe, err := loadSchema(experimentDir, RecipeSchemaFile, digests)
 	if err != nil {
 		return nil, err
 	}
-	obs, err := loadSchema(experimentDir, ObservationSchemaFile)
+	obs, err := loadSchema(experimentDir, ObservationSchemaFile, digests)
 	if err != nil {
 		return nil, err
 	}
-	return &Schemas{Recipe: recipe, Observation: obs}, nil
+	return &Schemas{Recipe: recipe, Observation: obs, digests: digests}, nil
 }
 
 // LoadPackageSchemas is LoadSchemas for a package root (the directory that
@@ -43,7 +47,7 @@ func LoadPackageSchemas(pkgDir string) (*Schemas, error) {
 	return LoadSchemas(filepath.Join(pkgDir, "experiment"))
 }
 
-func loadSchema(dir, name string) (*evidence.Schema, error) {
+func loadSchema(dir, name string, digests map[string]string) (*evidence.Schema, error) {
 	p := filepath.Join(dir, name)
 	// The project's one bounded reader of a regular file: a FIFO or an
 	// oversized file in the package is refused, not read.
@@ -51,6 +55,7 @@ func loadSchema(dir, name string) (*evidence.Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading schema: %w", err)
 	}
+	digests[name] = pkgwalk.SHA256Hex(b)
 	s, err := evidence.CompileSchema(name, b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
