@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,6 +66,24 @@ func TestSignedReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	otherPub, _ := sign.LoadPublicKey(other + ".pub")
+
+	// The signatures are checked on the bytes the chain was checked on: a
+	// receipt read with other bytes than the chain's (a swap between the
+	// two readings; here the chain's digest stands for the other reading)
+	// is refused although its file and signature agree.
+	good, _ := Verify(bg, w, VerifyOptions{SignerKey: pub})
+	if len(good.Chain) == 0 {
+		t.Fatal("no chain links")
+	}
+	swapped := slices.Clone(good.Chain)
+	swapped[0].SHA256 = strings.Repeat("0", 64)
+	if ps := w.signatureProblems(swapped, pub); len(ps) != 1 || !errors.Is(ps[0], ErrSignature) || !strings.Contains(ps[0].Error(), "changed during verification") {
+		t.Errorf("signatures over other bytes than the chain's: %v", ps)
+	}
+	if ps := w.signatureProblems(good.Chain, pub); len(ps) != 0 {
+		t.Errorf("signatures over the chain's bytes: %v", ps)
+	}
+
 	rep, _ := Verify(bg, w, VerifyOptions{SignerKey: otherPub})
 	if !errors.Is(rep.Err(), ErrSignature) {
 		t.Errorf("verify with another key: %v", rep.Err())

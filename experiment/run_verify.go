@@ -570,6 +570,14 @@ func (w *World) signatureProblems(links []ChainLink, key ssh.PublicKey) []*RunPr
 			ps = append(ps, &RunProblem{Rule: ErrSignature, File: w.stateRel(l.File), Err: err})
 			continue
 		}
+		// The signature must cover the bytes the chain was checked on: a
+		// receipt swapped between the chain's reading and this one would
+		// otherwise pass with a chain of one content and signatures of
+		// another.
+		if got := pkgwalk.SHA256Hex(body); got != l.SHA256 {
+			ps = append(ps, problem(ErrSignature, w.stateRel(l.File), "receipt bytes changed during verification: sha256 %s, the chain read %s", got, l.SHA256))
+			continue
+		}
 		sig, _, err := w.readStateFile(l.File + ".sig")
 		if err != nil {
 			ps = append(ps, &RunProblem{Rule: ErrSignature, File: w.stateRel(l.File + ".sig"), Err: err})
