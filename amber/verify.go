@@ -148,20 +148,11 @@ func VerifyBundle(ctx context.Context, path string, m *Manifest, rep *VerifyRepo
 		rep = &VerifyReport{}
 	}
 	fail := func(check string, err error) error { return &CheckError{Check: check, File: path, Err: err} }
-	hdr, err := readBundleHeaderFile(path)
-	if err != nil {
-		return fail(CheckBundleHeader, err)
-	}
-	// A bundle of another commit (or ref) than the signed cutoff would hand
-	// the candidate history the manifest does not vouch for.
-	if hdr.RefName != BundleRef || hdr.RefOID != m.CutoffCommit {
-		return fail(CheckBundleHeader, fmt.Errorf("%w: ref %s %s, manifest cutoff_commit %s", ErrMismatch, hdr.RefOID, hdr.RefName, m.CutoffCommit))
-	}
-	if hdr.ObjectFormat != m.Construction.HashAlgorithm || fmt.Sprint(hdr.Version) != string(m.Construction.BundleFormatVersion) {
-		return fail(CheckBundleHeader, fmt.Errorf("%w: v%d %s, manifest v%s %s", ErrMismatch, hdr.Version, hdr.ObjectFormat, m.Construction.BundleFormatVersion, m.Construction.HashAlgorithm))
-	}
-	rep.Passed = append(rep.Passed, CheckBundleHeader)
-
+	// One reading of the bundle: it is copied into a private scratch
+	// directory while hashed, and the header, the hash, the size and git's
+	// checks all concern that copy. Reading the header from the path and
+	// hashing a second reading let a bundle swapped in between be judged
+	// by another file's header.
 	scratch, err := os.MkdirTemp("", "cleanroom-bundle-verify-*")
 	if err != nil {
 		return err
@@ -181,8 +172,22 @@ func VerifyBundle(ctx context.Context, path string, m *Manifest, rep *VerifyRepo
 		err = cerr
 	}
 	if err != nil {
-		return fail(CheckBundleSHA256, err)
+		return fail(CheckBundleHeader, err)
 	}
+	hdr, err := readBundleHeaderFile(copyPath)
+	if err != nil {
+		return fail(CheckBundleHeader, err)
+	}
+	// A bundle of another commit (or ref) than the signed cutoff would hand
+	// the candidate history the manifest does not vouch for.
+	if hdr.RefName != BundleRef || hdr.RefOID != m.CutoffCommit {
+		return fail(CheckBundleHeader, fmt.Errorf("%w: ref %s %s, manifest cutoff_commit %s", ErrMismatch, hdr.RefOID, hdr.RefName, m.CutoffCommit))
+	}
+	if hdr.ObjectFormat != m.Construction.HashAlgorithm || fmt.Sprint(hdr.Version) != string(m.Construction.BundleFormatVersion) {
+		return fail(CheckBundleHeader, fmt.Errorf("%w: v%d %s, manifest v%s %s", ErrMismatch, hdr.Version, hdr.ObjectFormat, m.Construction.BundleFormatVersion, m.Construction.HashAlgorithm))
+	}
+	rep.Passed = append(rep.Passed, CheckBundleHeader)
+
 	if sum != m.Artifacts.BaseBundleSHA256 {
 		return fail(CheckBundleSHA256, fmt.Errorf("%w: sha256 %s, manifest %s", ErrMismatch, sum, m.Artifacts.BaseBundleSHA256))
 	}
