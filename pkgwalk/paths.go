@@ -58,11 +58,28 @@ func DigestOfPaths(root string, paths []string) (string, []FileDigest, error) {
 				return "", nil, &RefusalError{Path: p, Rule: ErrBadSegment, Detail: "listed path"}
 			}
 		}
-		fd, err := openEntry(int(rootf.Fd()), p, openFlags)
+		// Typed first through an O_PATH descriptor, which opens nothing: a
+		// FIFO, socket or device is refused without being opened, as the
+		// walk refuses one (opening a FIFO releases a writer waiting on
+		// it; opening a device can act on it).
+		pfd, err := openEntry(int(rootf.Fd()), p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 			out = append(out, FileDigest{Path: p, SHA256: Absent})
 			continue
 		}
+		if err != nil {
+			return "", nil, fmt.Errorf("%s: %w", root, openError(p, err))
+		}
+		var pst unix.Stat_t
+		err = unix.Fstat(pfd, &pst)
+		unix.Close(pfd)
+		if err != nil {
+			return "", nil, fmt.Errorf("fstat %s/%s: %w", root, p, err)
+		}
+		if t := pst.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
+			return "", nil, fmt.Errorf("%s: %w", root, &RefusalError{Path: p, Rule: typeRule(pst.Mode)})
+		}
+		fd, err := openEntry(int(rootf.Fd()), p, openFlags)
 		if err != nil {
 			return "", nil, fmt.Errorf("%s: %w", root, openError(p, err))
 		}
@@ -71,6 +88,10 @@ func DigestOfPaths(root string, paths []string) (string, []FileDigest, error) {
 		if err := unix.Fstat(fd, &st); err != nil {
 			f.Close()
 			return "", nil, fmt.Errorf("fstat %s/%s: %w", root, p, err)
+		}
+		if st.Dev != pst.Dev || st.Ino != pst.Ino {
+			f.Close()
+			return "", nil, fmt.Errorf("%s: %w", root, &RefusalError{Path: p, Rule: ErrChanged, Detail: "replaced while being opened"})
 		}
 		var t *Tree
 		switch st.Mode & unix.S_IFMT {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
@@ -466,6 +467,41 @@ func TestDigestOfPaths(t *testing.T) {
 	}
 	if _, _, err := pkgwalk.DigestOfPaths(root, []string{"../etc"}); !errors.Is(err, pkgwalk.ErrBadSegment) {
 		t.Errorf("listed ../etc: %v, want %q", err, pkgwalk.ErrBadSegment)
+	}
+}
+
+// A listed path that is a FIFO (or device) is refused without being opened,
+// as the walk refuses one: opening a FIFO releases a writer waiting on it
+// (and opening a device can act on it). The writer here must still be
+// waiting after DigestOfPaths has refused the FIFO.
+func TestDigestOfPathsDoesNotOpenSpecialFiles(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "experiment/run.mjs"), "run\n")
+	fifo := filepath.Join(root, "experiment/pipe")
+	must(t, unix.Mkfifo(fifo, 0o644))
+	opened := make(chan struct{})
+	go func() {
+		// Blocks until a reader opens the FIFO.
+		if fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
+			unix.Close(fd)
+		}
+		close(opened)
+	}()
+	t.Cleanup(func() {
+		// Release the writer if it is still waiting, and wait for it.
+		if fd, err := unix.Open(fifo, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
+			<-opened
+			unix.Close(fd)
+		}
+	})
+	time.Sleep(50 * time.Millisecond) // let the writer block in open
+	if _, _, err := pkgwalk.DigestOfPaths(root, []string{"experiment/pipe"}); !errors.Is(err, pkgwalk.ErrFIFO) {
+		t.Errorf("listed FIFO: %v, want %q", err, pkgwalk.ErrFIFO)
+	}
+	select {
+	case <-opened:
+		t.Errorf("DigestOfPaths opened the FIFO (a waiting writer was released)")
+	case <-time.After(200 * time.Millisecond):
 	}
 }
 
