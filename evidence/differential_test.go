@@ -240,6 +240,42 @@ func diffCorpus() [][]byte {
 	for range diffMutants {
 		docs = append(docs, mutateDoc(r, docs[r.IntN(base)]))
 	}
+	return append(docs, longNumbers()...)
+}
+
+// longNumbers are number literals of hundreds to thousands of digits with
+// exponents of up to six digits, where strconv.ParseFloat alone misreads
+// (an integer part beyond 800 digits, an exponent of 10000 or more). Their
+// own generator keeps the rest of the corpus as it was.
+func longNumbers() [][]byte {
+	r := rand.New(rand.NewPCG(diffSeed, 800))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + r.IntN(10))
+		}
+		return string(b)
+	}
+	var docs [][]byte
+	for range 400 {
+		sig := "1" + digits(r.IntN(30))
+		pad := r.IntN(3000)
+		var lit string
+		var shift int
+		switch r.IntN(3) {
+		case 0:
+			lit, shift = sig+strings.Repeat("0", pad), -(len(sig) + pad)
+		case 1:
+			lit, shift = "0."+strings.Repeat("0", pad)+sig, pad
+		default:
+			lit, shift = sig+strings.Repeat("0", pad)+"."+digits(r.IntN(50)), -(len(sig) + pad)
+		}
+		e := shift + r.IntN(700) - 340
+		if r.IntN(4) == 0 {
+			e += (r.IntN(2)*2 - 1) * 100000
+		}
+		docs = append(docs, fmt.Appendf(nil, "[%s%se%d]", []string{"", "-"}[r.IntN(2)], lit, e))
+	}
 	return docs
 }
 

@@ -236,15 +236,21 @@ func (f *frame) add(v any) {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // parseNumber reads the RFC 8259 number literal lit as JSON.parse does
-// (round to nearest double). strconv.ParseFloat alone is not enough: it
-// stops accumulating an exponent at 10000, so "0.<100001 zeros>1e100002"
-// (JSON.parse: 1) read as 0 and "1<100001 zeros>e-100001" (JSON.parse: 1)
-// as 0. The literal is first rewritten as 0.<significant digits>e<x> with x
-// computed exactly; a nonzero x beyond ±400 is out of any double's reach.
+// (round to nearest double). strconv.ParseFloat alone is not enough for
+// long literals: it stops accumulating an exponent at 10000, so
+// "0.<100001 zeros>1e100002" (JSON.parse: 1) read as 0, and its exact
+// fallback keeps 800 digits and takes the position of the decimal point
+// from them, so an integer part of more than 800 digits is misplaced
+// ("188<2997 zeros>e-585" is Infinity, not 1.88e215). A long literal is
+// first rewritten as 0.<significant digits>e<x> with x computed exactly,
+// a form ParseFloat reads exactly; a nonzero x beyond ±400 is out of any
+// double's reach.
 func parseNumber(lit string) (float64, error) {
-	if e := strings.IndexAny(lit, "eE"); e < 0 || len(strings.TrimLeft(lit[e+1:], "+-0")) < 5 {
-		// An exponent below 10000 is taken exactly: the common case.
-		return strconv.ParseFloat(lit, 64)
+	if len(lit) <= 800 {
+		if e := strings.IndexAny(lit, "eE"); e < 0 || len(strings.TrimLeft(lit[e+1:], "+-0")) < 5 {
+			// At most 800 digits and an exponent below 10000: exact.
+			return strconv.ParseFloat(lit, 64)
+		}
 	}
 	i := 0
 	neg := lit != "" && lit[0] == '-'

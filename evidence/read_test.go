@@ -523,6 +523,13 @@ func TestReadNumbersWithLongExponents(t *testing.T) {
 		{"overflow", "1e99999", math.NaN()},
 		{"overflow-25-digit-exponent", "1e99999999999999999999999", math.NaN()},
 		{"overflow-after-zeros", "0." + z(30000) + "17976931348623159e30309", math.NaN()},
+		// More than 800 digits before the point, short exponents: strconv's
+		// exact fallback keeps 800 digits and placed the point after them.
+		{"integer-part-1001-digits-subnormal", "5" + z(1000) + "e-1324", 5e-324},
+		{"integer-part-1002-digits-subnormal", "25" + z(1000) + "e-1325", 5e-324},
+		{"integer-part-3000-digits-overflow", "188" + z(2997) + "e-585", math.NaN()},
+		{"integer-part-3000-digits-then-fraction", "188" + z(2997) + ".5e-2900", 1.88e99},
+		{"integer-part-3000-digits-then-fraction-overflow", "188" + z(2997) + ".5e-500", math.NaN()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,6 +41,8 @@ function dump(v) {
   return '{' + keys.map((k) => JSON.stringify(k) + ':' + dump(v[k])).join(',') + '}';
 }
 
+const scalar = /-?[0-9.eE+-]+|true|false|null/y;
+
 function grammarClass(message) {
   if (/after JSON/.test(message)) return 'trailing-data';
   if (/Bad control character/.test(message)) return 'control-character';
@@ -103,7 +105,10 @@ function ambiguity(text) {
       i = j + 1;
       continue;
     }
-    const m = /^-?[0-9.eE+-]+|^true|^false|^null/.exec(text.slice(i, i + 2048));
+    // Sticky, not a slice of the text: a number literal may be longer than
+    // any slice (thousands of digits).
+    scalar.lastIndex = i;
+    const m = scalar.exec(text);
     const tok = m[0];
     if (tok !== 'true' && tok !== 'false' && tok !== 'null' && !Number.isFinite(Number(tok))) {
       return ['non-finite-number', i];
