@@ -1,6 +1,7 @@
 package amber
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -85,6 +86,26 @@ func hashFile(path string, w io.Writer) (string, int64, error) {
 		return "", 0, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// copyHashed copies the regular file at path to a new file dst (created
+// exclusively, mode 0600) and returns the sha256 and size of the bytes
+// copied: whoever reads dst afterwards reads exactly what was hashed, not
+// whatever path holds by then.
+func copyHashed(path, dst string) (string, int64, error) {
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", 0, err
+	}
+	bw := bufio.NewWriter(f)
+	sum, size, err := hashFile(path, bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return sum, size, err
 }
 
 // syncFile syncs a file written in a staging directory.

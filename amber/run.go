@@ -292,14 +292,7 @@ func checkoutBundle(ctx context.Context, bundle, wantSHA256, commit, dir string)
 	}
 	defer os.RemoveAll(scratch)
 	private := filepath.Join(scratch, BundleFile)
-	cf, err := os.OpenFile(private, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	sum, _, err := hashFile(bundle, cf)
-	if cerr := cf.Close(); err == nil {
-		err = cerr
-	}
+	sum, _, err := copyHashed(bundle, private)
 	if err != nil {
 		return err
 	}

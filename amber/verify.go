@@ -159,18 +159,7 @@ func VerifyBundle(ctx context.Context, path string, m *Manifest, rep *VerifyRepo
 	}
 	defer os.RemoveAll(scratch)
 	copyPath := filepath.Join(scratch, BundleFile)
-	cf, err := os.OpenFile(copyPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(cf)
-	sum, size, err := hashFile(path, bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := cf.Close(); err == nil {
-		err = cerr
-	}
+	sum, size, err := copyHashed(path, copyPath)
 	if err != nil {
 		return fail(CheckBundleHeader, err)
 	}
