@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -464,6 +465,59 @@ func scanString(b []byte, i int) (Class, int, string) {
 		}
 	}
 	return ClassSyntax, len(b), "unterminated string"
+}
+
+// DecodeStringLenient decodes the JSON string literal whose body starts at
+// b[i] (after the opening quote), leniently: unknown escapes stand for the
+// escaped byte, a lone surrogate for U+FFFD. It returns the text and the
+// index of the closing quote (len(b) when there is none). It is for
+// scanning bytes the strict reader refused, never for a value that is
+// hashed or compared.
+func DecodeStringLenient(b []byte, i int) (string, int) {
+	var out []byte
+	for ; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == '"':
+			return string(out), i
+		case c == '\\' && i+1 < len(b):
+			i++
+			switch e := b[i]; e {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				u, ok := hex4(b, i+1)
+				if !ok {
+					out = append(out, 'u')
+					continue
+				}
+				i += 4
+				r := rune(u)
+				if utf16.IsSurrogate(r) && i+6 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+					if lo, ok := hex4(b, i+3); ok {
+						if p := utf16.DecodeRune(r, rune(lo)); p != utf8.RuneError {
+							r = p
+							i += 6
+						}
+					}
+				}
+				out = utf8.AppendRune(out, r)
+			default:
+				out = append(out, e)
+			}
+		default:
+			out = append(out, c)
+		}
+	}
+	return string(out), len(b)
 }
 
 func hex4(b []byte, i int) (int, bool) {

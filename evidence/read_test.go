@@ -550,3 +550,28 @@ func TestReadNumbersWithLongExponents(t *testing.T) {
 		})
 	}
 }
+
+// DecodeStringLenient reads what JSON.parse would read from a string
+// literal, escapes decoded, and never fails: it serves scans of bytes the
+// strict reader refused.
+func TestDecodeStringLenient(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		end      int // index of the closing quote in in
+	}{
+		{`abc"`, "abc", 3},
+		{`\u0069d"`, "id", 7},
+		{`H\u0031-x"`, "H1-x", 9},
+		{`\ud83d\ude00"`, "\U0001F600", 12},
+		{`\ud83d"`, "\uFFFD", 6},      // lone surrogate
+		{`\n\t\/\"q"`, "\n\t/\"q", 9}, // short escapes, an escaped quote
+		{`\x"`, "x", 2},               // unknown escape: the escaped byte
+		{`\u12"`, "u12", 4},           // short \u: not an escape
+		{`open`, "open", 4},           // unterminated
+	} {
+		got, end := evidence.DecodeStringLenient([]byte(tc.in), 0)
+		if got != tc.want || end != tc.end {
+			t.Errorf("DecodeStringLenient(%q) = %q, %d; want %q, %d", tc.in, got, end, tc.want, tc.end)
+		}
+	}
+}

@@ -3,8 +3,6 @@ package pkgwalk
 import (
 	"regexp"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"golang.org/x/text/unicode/norm"
@@ -113,7 +111,7 @@ func looksLikeChallengeText(b []byte) bool {
 			colon = haveKey && !colon
 			haveKey = colon
 		case '"':
-			str, next := decodeStringLiteral(b, i+1)
+			str, next := evidence.DecodeStringLenient(b, i+1)
 			i = next
 			if haveKey && colon {
 				if key == "file" && challengeFile.MatchString(str) {
@@ -138,77 +136,6 @@ func looksLikeChallengeText(b []byte) bool {
 		}
 	}
 	return id && fixture && predicates
-}
-
-// decodeStringLiteral decodes the JSON string literal whose body starts at
-// b[i] (after the opening quote), leniently: unknown escapes stand for the
-// escaped byte, a lone surrogate for U+FFFD. It returns the text and the
-// index of the closing quote (len(b) when there is none).
-func decodeStringLiteral(b []byte, i int) (string, int) {
-	var out []byte
-	for ; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case c == '"':
-			return string(out), i
-		case c == '\\' && i+1 < len(b):
-			i++
-			switch e := b[i]; e {
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				u, ok := hex4(b, i+1)
-				if !ok {
-					out = append(out, 'u')
-					continue
-				}
-				i += 4
-				r := rune(u)
-				if utf16.IsSurrogate(r) && i+6 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
-					if lo, ok := hex4(b, i+3); ok {
-						if p := utf16.DecodeRune(r, rune(lo)); p != utf8.RuneError {
-							r = p
-							i += 6
-						}
-					}
-				}
-				out = utf8.AppendRune(out, r)
-			default:
-				out = append(out, e)
-			}
-		default:
-			out = append(out, c)
-		}
-	}
-	return string(out), len(b)
-}
-
-func hex4(b []byte, i int) (int, bool) {
-	if i+4 > len(b) {
-		return 0, false
-	}
-	v := 0
-	for _, c := range b[i : i+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			v = v<<4 | int(c-'0')
-		case 'a' <= c && c <= 'f':
-			v = v<<4 | int(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			v = v<<4 | int(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return v, true
 }
 
 func challengeIn(v any) bool {
