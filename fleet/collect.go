@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -273,13 +276,11 @@ func copyOne(rootfd int, f pkgwalk.File, tmp string) error {
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s became a %v", ErrResultTree, f.Path, st.Mode().Type())
 	}
-	b, err := io.ReadAll(io.LimitReader(in, f.Size+1))
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrResultTree, f.Path, err)
-	}
-	// A file swapped between the walk and the copy is refused.
-	if pkgwalk.SHA256Hex(b) != f.SHA256 {
-		return fmt.Errorf("%w: %s changed while it was collected", ErrResultTree, f.Path)
+	// A hard link is a second name for these bytes, perhaps outside the
+	// result tree (another run's result, a host file): refused like a
+	// symbolic link, so only the run's own files are collected.
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Nlink != 1 {
+		return fmt.Errorf("%w: %s has %d links (a hard link)", ErrResultTree, f.Path, nlink(st))
 	}
 	out := filepath.Join(tmp, filepath.FromSlash(f.Path))
 	if err := durable.MkdirAll(filepath.Dir(out)); err != nil {
@@ -291,5 +292,39 @@ func copyOne(rootfd int, f pkgwalk.File, tmp string) error {
 	if st.Mode()&0o111 != 0 {
 		mode = 0o755
 	}
-	return durable.CreateFile(out, b, mode)
+	// Streamed, never held whole in memory (a Job can leave a file as
+	// large as its volume); the staging directory is removed by the
+	// caller if this fails, so a partial copy is never published.
+	w, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(in, f.Size+1))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrResultTree, f.Path, err)
+	}
+	// A file swapped between the walk and the copy is refused.
+	if n != f.Size || hex.EncodeToString(h.Sum(nil)) != f.SHA256 {
+		return fmt.Errorf("%w: %s changed while it was collected", ErrResultTree, f.Path)
+	}
+	// The umask must not decide the mode of collected evidence.
+	if err := w.Chmod(mode); err != nil {
+		return err
+	}
+	if err := w.Sync(); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return durable.SyncDir(filepath.Dir(out))
+}
+
+func nlink(fi fs.FileInfo) uint64 {
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(sys.Nlink)
+	}
+	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -250,5 +251,76 @@ func TestCopyOneRefusesSwappedFIFO(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "run.json")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("something was written for the FIFO: %v", err)
+	}
+}
+
+// A result tree is copied only if each file is its own: a hard link (a
+// second name, possibly outside the tree, for the same bytes) is refused
+// like a symbolic link, and a refused tree leaves nothing under into.
+func TestCopyResultRefusesHardLink(t *testing.T) {
+	tmp := t.TempDir()
+	outside := filepath.Join(tmp, "outside.json")
+	if err := os.WriteFile(outside, []byte(`{"secret":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(tmp, "from", "run-a")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "run.json.sig"), []byte("sig"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(outside, filepath.Join(src, "run.json")); err != nil {
+		t.Skipf("link: %v", err)
+	}
+	into := filepath.Join(tmp, "into")
+	if err := os.MkdirAll(into, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(into, "run-a")
+	if _, err := copyResult(src, dst); !errors.Is(err, ErrResultTree) {
+		t.Fatalf("copyResult with a hard link: %v, want %v", err, ErrResultTree)
+	}
+	if ents, _ := os.ReadDir(into); len(ents) != 0 {
+		t.Errorf("a refused tree left %v under into", ents)
+	}
+}
+
+// copyOne streams: the bytes of a large result file are not held in
+// memory (a Job can leave a file as large as its volume).
+func TestCopyOneStreams(t *testing.T) {
+	src, tmp := t.TempDir(), t.TempDir()
+	const size = 64 << 20
+	p := filepath.Join(src, "big.bin")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil { // sparse: zeros
+		t.Fatal(err)
+	}
+	f.Close()
+	files, err := pkgwalk.ListRegularFiles(src)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("walk: %v %v", files, err)
+	}
+	root, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := copyOne(int(root.Fd()), files[0], tmp); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/4 {
+		t.Errorf("copying a %d-byte file allocated %d bytes: the file was held in memory", size, alloc)
+	}
+	fi, err := os.Stat(filepath.Join(tmp, "big.bin"))
+	if err != nil || fi.Size() != size {
+		t.Fatalf("copy: %v %v", fi, err)
 	}
 }

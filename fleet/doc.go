@@ -20,7 +20,7 @@
 // other than runc or gvisor; an allowlist entry that is not IP:PORT of a
 // unicast address; a run without cpu, memory, ephemeral-storage and
 // deadline limits. Collect refuses a result that is a symbolic link or
-// holds one, a destination that already exists, and a record pinned to
+// holds one (or a hard link), a destination that already exists, and a record pinned to
 // another identity than the planned run.
 //
 // # Security considerations
@@ -35,8 +35,9 @@
 // a pod, so a collected record is trusted for what its own verifier checks
 // (receipts, digests, signatures, pinned identities), not for how the
 // cluster isolated it. Collect copies with a descriptor walk that refuses
-// symbolic links and special files (a result tree cannot point the copy at
-// a host file), re-hashes every copied file against the digest taken while
+// symbolic links, hard links and special files (a result tree cannot point
+// the copy at a host file), streams each file (never whole in memory),
+// re-hashes every copied file against the digest taken while
 // walking (a swap between walk and copy is caught), and publishes each
 // run's directory with an atomic rename that never replaces an existing one.
 package fleet
