@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -287,7 +288,14 @@ source, never inside either.`,
 			if err := pkgwalk.CheckID(expect); err != nil {
 				return usageErr(err)
 			}
+			_, statErr := os.Lstat(into)
+			intoExisted := statErr == nil
 			if manifestOut != "" {
+				// An output that exists is refused before anything is
+				// delivered, not after the copy.
+				if _, err := os.Lstat(manifestOut); err == nil {
+					return usageErr(fmt.Errorf("%s already exists (records are never overwritten): %w", manifestOut, fs.ErrExist))
+				}
 				for _, t := range []string{from, into} {
 					if _, err := os.Stat(t); err != nil {
 						continue // an absent destination is created by emit; checked again after
@@ -309,6 +317,12 @@ source, never inside either.`,
 			}
 			if manifestOut != "" {
 				if err := pkgwalk.WriteManifestFile(manifestOut, m, note, from, into); err != nil {
+					// The emit fails as a whole: what it delivered is
+					// removed, so the destination is as it was found and
+					// the same command can be run again.
+					if uerr := undoEmit(into, intoExisted); uerr != nil {
+						err = fmt.Errorf("%w (and removing the delivered copy: %v)", err, uerr)
+					}
 					return packageFailure(cmd, into, err)
 				}
 			}
@@ -331,6 +345,25 @@ source, never inside either.`,
 	c.Flags().StringVar(&note, "note", "", "the note member of --manifest-out")
 	c.Flags().BoolVar(&noSync, "no-sync", false, "do not fsync the emitted files (a tmpfs needs none)")
 	return c
+}
+
+// undoEmit removes what a successful emit delivered into dest: dest itself
+// when it did not exist before, else everything in it (emit delivers only
+// into an empty directory). os.RemoveAll follows no symbolic link.
+func undoEmit(dest string, existed bool) error {
+	if !existed {
+		return os.RemoveAll(dest)
+	}
+	ents, err := os.ReadDir(dest)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dest, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newPackageVerifyCmd() *cobra.Command {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
@@ -206,4 +208,88 @@ func TestDemoPackage(t *testing.T) {
 			t.Errorf("result %q", res)
 		}
 	}
+}
+
+// An emit whose --manifest-out cannot be written fails as a whole: the
+// delivered tree is removed again (an absent destination stays absent, an
+// empty one stays empty), so the same command can simply be run again.
+func TestPackageEmitManifestOutFailureLeavesNothing(t *testing.T) {
+	pkg := copySyntheticPackage(t)
+	work := t.TempDir()
+	existing := filepath.Join(work, "existing.json")
+	if err := os.WriteFile(existing, []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	emptyDest := filepath.Join(work, "empty")
+	if err := os.Mkdir(emptyDest, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name        string
+		into        string
+		manifestOut string
+		code        int
+		want        string
+	}{
+		{"manifest-out exists", filepath.Join(work, "a"), existing, 2, "already exists"},
+		{"manifest-out exists, empty destination", emptyDest, existing, 2, "already exists"},
+		{"manifest-out in a missing directory", filepath.Join(work, "b"), filepath.Join(work, "nowhere", "m.json"), 2, "no such file"},
+		{"manifest-out inside the empty destination", emptyDest, filepath.Join(emptyDest, "m.json"), 1, string(pkgwalk.ErrOutputInside)},
+		{"manifest-out on a full file system", filepath.Join(work, "c"), filepath.Join(fullFS(t), "m.json"), 2, "no space left"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, statErr := os.Stat(c.into)
+			existed := statErr == nil
+			code, out, errs := runCLI(t, "package", "emit", "--from", pkg, "--into", c.into, "--expect", syntheticPackageID, "--manifest-out", c.manifestOut)
+			if code != c.code || !strings.Contains(out+errs, c.want) {
+				t.Errorf("exit %d (want %d), output:\n%s%s\nwant it to contain %q", code, c.code, out, errs, c.want)
+			}
+			ents, err := os.ReadDir(c.into)
+			switch {
+			case existed && (err != nil || len(ents) != 0):
+				t.Errorf("the empty destination holds %d entries after a failed emit (%v)", len(ents), err)
+			case !existed && !errors.Is(err, os.ErrNotExist):
+				t.Errorf("a failed emit left %s behind (%d entries, %v)", c.into, len(ents), err)
+			}
+			if b, _ := os.ReadFile(existing); string(b) != "kept" {
+				t.Errorf("the existing file was changed: %q", b)
+			}
+			// Nothing left in the way: the same emit without the bad
+			// --manifest-out succeeds.
+			if code, _, errs := runCLI(t, "package", "emit", "--from", pkg, "--into", c.into, "--expect", syntheticPackageID); code != 0 {
+				t.Errorf("emit again: %d %s", code, errs)
+			}
+			if err := os.RemoveAll(c.into); err != nil {
+				t.Fatal(err)
+			}
+			if existed {
+				if err := os.Mkdir(c.into, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// fullFS mounts a small tmpfs for the test (unmounted at its end), fills
+// it and returns its path: a write there fails with ENOSPC. It skips
+// where the test cannot mount.
+func fullFS(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	f, err := os.Create(filepath.Join(dir, "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for {
+		if _, err := f.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	return dir
 }
