@@ -14,6 +14,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"golang.org/x/sys/unix"
 )
 
 // Outcomes of one predicate for one implementation.
@@ -312,7 +313,7 @@ func (r *Report) gatherSubjects(w *experiment.World, rec *experiment.Record) {
 // with the frozen scorer over the committed challenge set.
 func (r *Report) gatherResult(w *experiment.World, rec *experiment.Record, rel *experiment.Release) {
 	file := experiment.ResultFile(rec.RunID)
-	b, err := os.ReadFile(filepath.Join(w.ReceiptsDir(), file))
+	b, err := readReceipt(w, file)
 	if err != nil {
 		r.note("RESULT governance/receipts/%s: %v", file, err)
 		return
@@ -359,7 +360,7 @@ func (r *Report) gatherResult(w *experiment.World, rec *experiment.Record, rel *
 			continue
 		}
 		s.Observation = o.File
-		b, err := os.ReadFile(filepath.Join(w.ReceiptsDir(), filepath.FromSlash(o.File)))
+		b, err := readReceipt(w, o.File)
 		if err != nil {
 			r.note("observation governance/receipts/%s: %v", o.File, err)
 			continue
@@ -610,6 +611,40 @@ func (r *Report) gatherRoom(path string) {
 		r.note("the transcript served %s, but the run pins %s", room.BlindPackageID, r.BlindPackageID)
 	}
 	r.Room = room
+}
+
+// readReceipt reads the receipts-relative file rel as run verify reads it:
+// opened beneath the receipts directory with openat2 (no "..", no symbolic
+// or magic link, no mount crossing), a regular file checked by fstat on
+// that descriptor, at most evidence.MaxSize bytes. rel comes from a RESULT
+// a candidate's run may have forged: a link or ".." would otherwise show
+// bytes from outside the world, a FIFO hang the report, /dev/zero exhaust
+// its memory.
+func readReceipt(w *experiment.World, rel string) ([]byte, error) {
+	dir := w.ReceiptsDir()
+	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var fd int
+	for {
+		// O_NONBLOCK: a FIFO planted at rel cannot stall the open.
+		fd, err = unix.Openat2(int(d.Fd()), rel, &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+		})
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "openat2", Path: filepath.Join(dir, filepath.FromSlash(rel)), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(dir, filepath.FromSlash(rel)))
+	defer f.Close()
+	b, _, err := evidence.ReadOpenFile(f)
+	return b, err
 }
 
 func (r *Report) subject(impl string) *Subject {

@@ -438,3 +438,61 @@ func TestReportAborted(t *testing.T) {
 		t.Errorf("the abort reason is not shown as text")
 	}
 }
+
+// The RESULT and the archived observations are read beneath the world's
+// receipts directory as run verify reads them: a symbolic link planted in
+// their place (to bytes outside the world, a FIFO that would hang the
+// report, /dev/zero that would exhaust its memory) is not followed; the
+// part becomes a note naming the file, and nothing read through the link
+// is shown.
+func TestReportDoesNotFollowLinksInReceipts(t *testing.T) {
+	w := revealedWorld(t)
+	completeWorld(t, w, "ruled")
+	rec, err := w.ReadRecord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	link := func(t *testing.T, rel string) {
+		t.Helper()
+		p := filepath.Join(w.ReceiptsDir(), filepath.FromSlash(rel))
+		moved := filepath.Join(outside, filepath.Base(p))
+		if err := os.Rename(p, moved); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(moved, p); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(p); os.Rename(moved, p) })
+	}
+	t.Run("RESULT", func(t *testing.T) {
+		file := experiment.ResultFile(rec.RunID)
+		link(t, file)
+		r, err := Gather(context.Background(), w, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.HoldoutCommitment != "" || len(r.Predicates) != 0 {
+			t.Errorf("the RESULT was read through a symbolic link: commitment %q, %d predicate rows", r.HoldoutCommitment, len(r.Predicates))
+		}
+		if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, file) {
+			t.Errorf("no note names %s: %q", file, r.Notes)
+		}
+	})
+	t.Run("observation", func(t *testing.T) {
+		file := experiment.ObservationFile(rec.RunID, "candidate")
+		link(t, file)
+		r, err := Gather(context.Background(), w, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range r.Subjects {
+			if s.Implementation == "candidate" && s.Scored {
+				t.Errorf("the candidate's observation was read through a symbolic link and scored %s", s.Verdict)
+			}
+		}
+		if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, file) {
+			t.Errorf("no note names %s: %q", file, r.Notes)
+		}
+	})
+}
