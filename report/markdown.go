@@ -239,10 +239,14 @@ func val(v any) string {
 }
 
 // mdEscaper escapes the characters that start Markdown or HTML markup, or end
-// a table cell.
+// a table cell. GitHub's extensions are markup too: ":" (http://, https://,
+// mailto: autolinks), "www." and "@" (www and e-mail autolinks) are escaped
+// so a hostile value never becomes a link a reader may follow, "~"
+// (strikethrough) and "$" (math) so it cannot restyle the text around it.
 var mdEscaper = strings.NewReplacer(
 	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
 	"<", "&lt;", ">", "&gt;", "&", "&amp;", "|", `\|`, "#", `\#`, "!", `\!`,
+	":", `\:`, "@", `\@`, "www.", `www\.`, "~", `\~`, "$", `\$`,
 	"\r", " ", "\n", " ")
 
 // text escapes s for Markdown prose or a table cell.

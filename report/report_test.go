@@ -496,3 +496,56 @@ func TestReportDoesNotFollowLinksInReceipts(t *testing.T) {
 		}
 	})
 }
+
+// GitHub-flavoured Markdown turns bare text into links (extended
+// autolinks: http:// and https:// URLs, www. domains, e-mail addresses)
+// and into markup that escaping <, [ and * does not cover (~~strike~~,
+// $math$). A candidate's value or a model's ruling shown as text must do
+// neither: each trigger is escaped, so the rendered text is the same and
+// nothing becomes a link a reader may follow.
+func TestMarkdownTextMakesNoLinks(t *testing.T) {
+	// bad is what must not appear outside a code span: a trigger not
+	// preceded by a backslash (or, for www., the four characters).
+	cases := []struct{ in, bad string }{
+		{"log in at https://evil.example/login", ":"},
+		{"see http://evil.example", ":"},
+		{"mailto:admin@evil.example", ":"},
+		{"mirror at www.evil.example/x", "www."},
+		{"mail admin@evil.example", "@"},
+		{"verdict ~~FAIL~~ PASS", "~"},
+		{"~FAIL~ PASS", "~"},
+		{`$\color{green}{PASS}$`, "$"},
+	}
+	unescaped := func(s, bad string) bool {
+		if len(bad) > 1 {
+			return strings.Contains(s, bad)
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] == bad[0] && (i == 0 || s[i-1] != '\\') {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range cases {
+		r := &Report{Findings: []Finding{{ID: "fnd-1", Path: "p", A: "a", B: "b", Class: "SPEC_GAP", Ruling: c.in}}}
+		var b bytes.Buffer
+		if err := r.Markdown(&b); err != nil {
+			t.Fatal(err)
+		}
+		var row string
+		for _, l := range strings.Split(b.String(), "\n") {
+			if strings.HasPrefix(l, "| `fnd-1`") {
+				row = l
+			}
+		}
+		if row == "" {
+			t.Fatalf("%q: no findings row in\n%s", c.in, b.String())
+		}
+		// The ruling's cell: between the class and the entries.
+		cell, _, _ := strings.Cut(row[strings.Index(row, "SPEC\\_GAP |")+len("SPEC\\_GAP |"):], " | opened")
+		if unescaped(outsideCode(cell), c.bad) {
+			t.Errorf("%q is shown with %q unescaped: %s", c.in, c.bad, row)
+		}
+	}
+}
