@@ -22,6 +22,27 @@ import (
 const (
 	StopModel    = "model_stopped" // the model answered without calling a tool
 	StopMaxTurns = "max_turns"
+	StopError    = "error" // the relay ended the session: a reply it refused, a failed request or call
+)
+
+// The rules a model reply can break; each ends the session before any of
+// the reply's calls reaches the room.
+var (
+	ErrReplyRole        = errors.New("model message role is not assistant")
+	ErrReplyToolCalls   = fmt.Errorf("model message tool_calls is not an array of at most %d calls", maxToolCalls)
+	ErrConversationFull = fmt.Errorf("conversation over %d bytes", maxConversation)
+)
+
+// maxToolCalls caps the calls of one model message, and maxConversation the
+// bytes the relay holds and re-sends each turn (the messages and the usage,
+// counted as the drive line encodes them): without them one 8 MiB reply of
+// read_file calls, or a few turns of them, would grow the relay's memory
+// and every request without bound, and a drive line over the strict
+// reader's size limit makes the whole transcript unreadable. The rest of
+// the drive line (time, model, stop, error) fits in what is left.
+const (
+	maxToolCalls    = 1000
+	maxConversation = evidence.MaxSize - 64<<10
 )
 
 // ErrMaxTurns: the turn limit ended the session; the model did not stop of
@@ -84,15 +105,29 @@ func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
 		return nil, err
 	}
 	loopErr := func() error {
+		// The bytes of the conversation as recorded, and with the usage
+		// summed so far (as recorded: its names come from the model).
+		held := encodedSize(messages)
+		over := func(add any) bool {
+			held += encodedSize(add)
+			return held+encodedSize(res.Usage) > maxConversation
+		}
 		for res.Turns < o.MaxTurns {
 			res.Turns++
 			msg, err := o.complete(ctx, messages, tools, res.Usage)
 			if err != nil {
 				return fmt.Errorf("turn %d: %w", res.Turns, err)
 			}
+			if over(msg) {
+				return fmt.Errorf("turn %d: %w", res.Turns, ErrConversationFull)
+			}
+			// Recorded before it is judged: the transcript says what the
+			// model answered, refused or not.
 			messages = append(messages, msg)
-			calls, _ := msg.Get("tool_calls")
-			list, _ := calls.([]any)
+			list, err := replyCalls(msg)
+			if err != nil {
+				return fmt.Errorf("turn %d: %w", res.Turns, err)
+			}
 			if len(list) == 0 {
 				res.Stop = StopModel
 				return nil
@@ -102,18 +137,24 @@ func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
 				if err != nil {
 					return fmt.Errorf("turn %d: %w", res.Turns, err)
 				}
+				if over(tm) {
+					return fmt.Errorf("turn %d: %w", res.Turns, ErrConversationFull)
+				}
 				messages = append(messages, tm)
 			}
 		}
 		res.Stop = StopMaxTurns
 		return ErrMaxTurns
 	}()
+	if loopErr != nil && res.Stop == "" {
+		res.Stop = StopError
+	}
 	// Closing the session ends the server, which writes its end line.
 	if cerr := cs.Close(); cerr != nil && loopErr == nil && !errors.Is(cerr, io.EOF) {
 		loopErr = fmt.Errorf("closing the sealed room: %w", cerr)
 	}
 	if o.Transcript != "" && res.Stop != "" {
-		if err := appendDrive(o.Transcript, res, messages); err != nil && loopErr == nil {
+		if err := appendDrive(o.Transcript, res, messages, loopErr); err != nil && loopErr == nil {
 			loopErr = err
 		}
 	}
@@ -148,6 +189,39 @@ func opening(ctx context.Context, cs *mcp.ClientSession) ([]any, []any, error) {
 		map[string]any{"role": "user", "content": user.String()},
 	}
 	return messages, tools, nil
+}
+
+// encodedSize is v's size in the drive line (RFC 8785, and a separator);
+// a value that cannot be encoded counts as over any cap.
+func encodedSize(v any) int {
+	b, err := evidence.Canonical(evidence.Plain(v))
+	if err != nil {
+		return maxConversation + 1
+	}
+	return len(b) + 1
+}
+
+// replyCalls returns the tool calls of a model message. The message is sent
+// back with every later request as it was read, so it must be the
+// assistant's (another role would put words the package did not author in
+// the system's or the user's mouth), and tool_calls must be absent, null or
+// an array within the cap (anything else is not "the model stopped").
+func replyCalls(msg *evidence.Object) ([]any, error) {
+	if role, _ := msg.Get("role"); role != "assistant" {
+		return nil, fmt.Errorf("%w: role %.40q", ErrReplyRole, fmt.Sprint(role))
+	}
+	calls, _ := msg.Get("tool_calls")
+	if calls == nil {
+		return nil, nil
+	}
+	list, ok := calls.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: tool_calls is %s", ErrReplyToolCalls, evidence.TypeName(calls))
+	}
+	if len(list) > maxToolCalls {
+		return nil, fmt.Errorf("%w: %d calls", ErrReplyToolCalls, len(list))
+	}
+	return list, nil
 }
 
 // complete sends one chat-completions request and returns the assistant
@@ -235,7 +309,7 @@ func relay(ctx context.Context, cs *mcp.ClientSession, call any) (map[string]any
 		defer cancel()
 		r, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 		if err != nil {
-			return nil, fmt.Errorf("relaying %s: %w", name, err)
+			return nil, fmt.Errorf("relaying %.100q: %w", name, err)
 		}
 		content = resultText(r)
 	}
@@ -252,7 +326,7 @@ func plainAll(ms []any) []any {
 }
 
 // appendDrive appends the relay's line to the server's transcript.
-func appendDrive(path string, r *DriveResult, messages []any) error {
+func appendDrive(path string, r *DriveResult, messages []any, loopErr error) error {
 	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("opening transcript %s: %w", path, err)
@@ -263,10 +337,15 @@ func appendDrive(path string, r *DriveResult, messages []any) error {
 	for k, v := range r.Usage {
 		usage[k] = v
 	}
-	line, err := evidence.Canonical(map[string]any{
+	rec := map[string]any{
 		"event": "drive", "time": time.Now().UTC().Format(time.RFC3339Nano), "model": r.Model, "seed": r.Seed,
 		"turns": r.Turns, "stop": r.Stop, "usage": usage, "messages": plainAll(messages),
-	})
+	}
+	if r.Stop == StopError && loopErr != nil {
+		// The rule the session ended on, with the messages up to it.
+		rec["error"] = fmt.Sprintf("%.1000s", strings.ToValidUTF8(loopErr.Error(), "\uFFFD"))
+	}
+	line, err := evidence.Canonical(rec)
 	if err != nil {
 		return fmt.Errorf("transcript drive line: %w", err)
 	}
