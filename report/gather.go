@@ -244,8 +244,18 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 		return nil, fmt.Errorf("verifying the run: %w", err)
 	}
 	r.Verified = rep.OK()
+	failed := 0
 	for _, c := range rep.Checks {
 		r.Checks = append(r.Checks, Check{Name: c.Name, OK: c.OK, Skipped: c.Skipped, Problems: c.Details})
+		if !c.OK {
+			failed++
+		}
+	}
+	if !r.Verified {
+		// What follows is rendered from the run's files all the same (a
+		// broken run can be looked at); without this note its status and
+		// re-scored verdicts would read as results run verify accepts.
+		r.note("run verify refuses this run (%d check(s) failed, see Verification): the status, results and findings shown are what its files claim, not verified results", failed)
 	}
 	r.gatherTimeline(rep.Chain)
 	r.gatherSubjects(w, rec)

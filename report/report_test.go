@@ -549,3 +549,37 @@ func TestMarkdownTextMakesNoLinks(t *testing.T) {
 		}
 	}
 }
+
+// A run that run verify refuses is shown as such: the report still renders
+// what its files claim (a broken run can be looked at), but a note says the
+// claims are not verified, and its COMPLETE status is not shown as a pass.
+func TestReportUnverifiedRunSaysSo(t *testing.T) {
+	w := revealedWorld(t)
+	completeWorld(t, w, "ruled")
+	// The frozen candidate binary changes after completion: the RESULT's
+	// scores still re-derive from the archive, the run no longer verifies.
+	bin := filepath.Join(w.Root, "implementer", "tally-candidate")
+	f, err := os.OpenFile(bin, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n# changed after the freeze\n")
+	f.Close()
+	r, err := Gather(context.Background(), w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verified || r.Status != "COMPLETE" {
+		t.Fatalf("verified %v status %s: the tamper did not make the run fail verification", r.Verified, r.Status)
+	}
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "run verify refuses this run") {
+		t.Errorf("notes %q: the first should say run verify refuses the run", r.Notes)
+	}
+	page, md := render(t, r)
+	if strings.Contains(page, `<dt>status</dt><dd><span class="pill pass">COMPLETE</span>`) {
+		t.Errorf("the unverified COMPLETE status is shown as a pass")
+	}
+	if !strings.Contains(md, "run verify refuses this run") {
+		t.Errorf("the Markdown does not say the run is refused")
+	}
+}
