@@ -194,8 +194,12 @@ func verifyAmber(r Run, dst string, opt CollectOptions, c *Collected, fail func(
 	if rec.ManifestSHA256 != r.CaseManifestSHA256 {
 		fail(Refused, fmt.Errorf("%w: case manifest %s, planned %s", ErrIdentityMismatch, rec.ManifestSHA256, r.CaseManifestSHA256))
 	}
-	if got := rec.Candidate.Provider + "/" + rec.Candidate.Model; got != r.Candidate {
-		fail(Refused, fmt.Errorf("%w: candidate %s, planned %s", ErrIdentityMismatch, got, r.Candidate))
+	// provider/model splits at the first slash: compared joined, provider
+	// "acme/model" with model "7" would pass for "acme" with "model/7".
+	provider, model, _ := strings.Cut(r.Candidate, "/")
+	if rec.Candidate.Provider != provider || rec.Candidate.Model != model {
+		fail(Refused, fmt.Errorf("%w: candidate provider %q model %q, planned provider %q model %q",
+			ErrIdentityMismatch, rec.Candidate.Provider, rec.Candidate.Model, provider, model))
 	}
 }
 

@@ -34,6 +34,12 @@ func revealedWorld(t *testing.T, dir string) (srel, bpkg string) {
 // record signed with the producer key (amber.WriteRecord).
 func signedRecord(t *testing.T, dir string, signer *sign.Signer, manifest string) {
 	t.Helper()
+	signedRecordOf(t, dir, signer, manifest, amber.Candidate{Provider: "acme", Model: "model-7"})
+}
+
+// signedRecordOf is signedRecord for a given candidate.
+func signedRecordOf(t *testing.T, dir string, signer *sign.Signer, manifest string, cand amber.Candidate) {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +47,7 @@ func signedRecord(t *testing.T, dir string, signer *sign.Signer, manifest string
 		Type: amber.RecordType, CaseID: "A-fleet-0001", ManifestSHA256: manifest,
 		IndexVersion: 1, IndexRoot: strings.Repeat("A", 43) + "=",
 		RetirementCheck: amber.RetirementCheck{State: "active", CheckedAt: "2026-01-10T00:00:00Z"},
-		Candidate:       amber.Candidate{Provider: "acme", Model: "model-7"},
+		Candidate:       cand,
 		Scores:          map[string]float64{"pass": 1},
 		TerminalState:   amber.StateValidSuccess,
 		Artifacts:       []amber.Artifact{},
@@ -322,5 +328,30 @@ func TestCopyOneStreams(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(tmp, "big.bin"))
 	if err != nil || fi.Size() != size {
 		t.Fatalf("copy: %v %v", fi, err)
+	}
+}
+
+// An AMBER run's planned candidate is provider/model, split at the first
+// slash: a record of another provider whose name and model join to the same
+// string ("acme/model" + "7" for "acme/model/7") is another candidate.
+func TestCollectAmberCandidateIsProviderThenModel(t *testing.T) {
+	tmp := t.TempDir()
+	signer, _ := keyPair(t, tmp, "producer")
+	from := filepath.Join(tmp, "from")
+	signedRecordOf(t, filepath.Join(from, "amber-same"), signer, hexC, amber.Candidate{Provider: "acme", Model: "model/7"})
+	signedRecordOf(t, filepath.Join(from, "amber-other-provider"), signer, hexC, amber.Candidate{Provider: "acme/model", Model: "7"})
+	run := func(name string) Run {
+		return Run{Name: name, Kind: KindAmber, CaseManifestSHA256: hexC, Candidate: "acme/model/7"}
+	}
+	rep, err := Collect(context.Background(), []Run{run("amber-same"), run("amber-other-provider")}, from,
+		filepath.Join(tmp, "into"), CollectOptions{AmberPub: signer.PublicKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Runs[0]; got.Verdict != Verified {
+		t.Errorf("provider acme, model model/7: %s %v", got.Verdict, got.Problems)
+	}
+	if got := rep.Runs[1]; got.Verdict != Refused || !errorsAny(got.Errs, ErrIdentityMismatch) {
+		t.Errorf("provider acme/model, model 7: %s %v, want refused by %v", got.Verdict, got.Problems, ErrIdentityMismatch)
 	}
 }
