@@ -68,6 +68,12 @@ func NewServer(r *Room) *mcp.Server {
 		h := handlers[spec.Name]
 		s.AddTool(&mcp.Tool{Name: spec.Name, Description: spec.Description, InputSchema: json.RawMessage(spec.SchemaJSON)},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				// Once the record is broken the room does nothing more: a
+				// write_source would otherwise change the workspace with
+				// no line to say so.
+				if err := r.Transcript.Err(); err != nil {
+					return nil, err
+				}
 				var res *mcp.CallToolResult
 				if args, err := strictArgs(spec, req.Params.Arguments); err != nil {
 					r.Transcript.call(spec.Name, "refused", map[string]any{"refusal": err.Error()})

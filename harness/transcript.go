@@ -126,13 +126,22 @@ func CreateTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 func (t *Transcript) stamp() string { return t.now().UTC().Format(time.RFC3339Nano) }
 
 // line appends one record with one write; the caller holds mu or owns t.
+// After a failed write nothing more is written, the end line included: a
+// line written after a lost one would make a record that reads as whole
+// (or glue itself to a line cut short), so the record ends where it broke
+// and reads as incomplete.
 func (t *Transcript) line(v map[string]any) error {
+	if t.err != nil {
+		return t.err
+	}
 	b, err := evidence.Canonical(v)
 	if err != nil {
-		return fmt.Errorf("transcript line: %w", err)
+		t.err = fmt.Errorf("transcript line: %w", err)
+		return t.err
 	}
 	if _, err := t.f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("writing transcript: %w", err)
+		t.err = fmt.Errorf("writing transcript: %w", err)
+		return t.err
 	}
 	return nil
 }
@@ -152,10 +161,7 @@ func (t *Transcript) call(tool, outcome string, fields map[string]any) error {
 	}
 	p, _ := fields["path"].(string)
 	t.summary.add(tool, outcome, p, fields["bytes"], fields["sha256"])
-	if err := t.line(rec); err != nil && t.err == nil {
-		t.err = err
-	}
-	return t.err
+	return t.line(rec)
 }
 
 // Close writes the end line with the summaries and closes the file.
@@ -219,6 +225,11 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 			start = o
 		case ev == "call" && end == nil:
 			access = append(access, o)
+			// The calls are numbered from 1 without a gap: a line taken
+			// out that no summary mentions (a list_files) is seen.
+			if seq, _ := o.Get("seq"); seq != float64(len(access)) {
+				return nil, bad(i+1, "call seq %v, want %d", seq, len(access))
+			}
 			tool, _ := o.Get("tool")
 			outcome, _ := o.Get("outcome")
 			pv, _ := o.Get("path")
@@ -236,6 +247,9 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 	}
 	filesRead, refused, filesWritten := sum.lists()
 	if end != nil {
+		if n, _ := end.Get("calls"); n != float64(len(access)) {
+			return nil, bad(len(lines), "end line's calls %v, %d call lines", n, len(access))
+		}
 		for name, derived := range map[string]any{"files_read": filesRead, "refused_reads": refused, "files_written": filesWritten} {
 			recorded, _ := end.Get(name)
 			a, err1 := evidence.Canonical(recorded)

@@ -2,7 +2,10 @@ package harness
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,5 +41,96 @@ func TestUnrecordedCallNotAnswered(t *testing.T) {
 				t.Fatalf("%s answered %+v with the transcript broken", c.tool, res)
 			}
 		})
+	}
+}
+
+// A write of the transcript that fails midway ends the record there: no
+// later call line and no end line (the record must read as incomplete, not
+// as a complete one missing a call), and the room acts on no later call
+// (a write_source after the failure must not reach the workspace).
+func TestTranscriptFailureEndsTheRecord(t *testing.T) {
+	pkg, id := writePackage(t, testFiles())
+	base := t.TempDir()
+	ws, tpath := filepath.Join(base, "ws"), filepath.Join(base, "t.jsonl")
+	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: ws, Transcript: tpath, Limits: DefaultLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := memSession(t, room)
+	callMem(t, cs, "read_file", map[string]any{"path": "spec/ADD.md"})
+	// The next write fails (a descriptor that cannot be written), the
+	// one after would succeed again (as when a full disk frees space).
+	good := room.Transcript.f
+	ro, err := os.Open(tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	room.Transcript.f = ro
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_files", Arguments: map[string]any{}}); err == nil {
+		t.Fatalf("list_files answered %+v with its line unwritten", res)
+	}
+	room.Transcript.f = good
+	ro.Close()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_source", Arguments: map[string]any{"path": "after.go", "content": "x"}}); err == nil {
+		t.Errorf("write_source answered %+v after the record broke", res)
+	}
+	room.Close()
+	if _, err := os.Stat(filepath.Join(ws, "after.go")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after.go reached the workspace after the record broke: %v", err)
+	}
+	b, err := os.ReadFile(tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ReadTranscript(b)
+	if err != nil {
+		t.Fatalf("ReadTranscript: %v\n%s", err, b)
+	}
+	if c, _ := doc.Get("complete"); c != false {
+		t.Errorf("a record with a lost line reads as complete:\n%s", b)
+	}
+	if n := strings.Count(string(b), "\n"); n != 2 {
+		t.Errorf("%d lines, want 2 (start, the read):\n%s", n, b)
+	}
+}
+
+// TestTranscriptLineRemoved: every call line is numbered; a record with a
+// line taken out (one that no summary mentions) is refused.
+func TestTranscriptLineRemoved(t *testing.T) {
+	pkg, id := writePackage(t, testFiles())
+	base := t.TempDir()
+	tpath := filepath.Join(base, "t.jsonl")
+	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: filepath.Join(base, "ws"), Transcript: tpath, Limits: DefaultLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := memSession(t, room)
+	callMem(t, cs, "list_files", map[string]any{})
+	callMem(t, cs, "read_file", map[string]any{"path": "spec/ADD.md"})
+	callMem(t, cs, "list_files", map[string]any{})
+	if err := room.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadTranscript(b); err != nil {
+		t.Fatalf("the honest record: %v", err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	for _, i := range []int{1, 3} { // a list_files line
+		cut := strings.Join(append(append([]string{}, lines[:i]...), lines[i+1:]...), "")
+		if _, err := ReadTranscript([]byte(cut)); !errors.Is(err, ErrTranscript) {
+			t.Errorf("line %d removed: ReadTranscript = %v, want %v", i+1, err, ErrTranscript)
+		}
+	}
+	// The last call removed: the numbers left run on, the end line's count
+	// disagrees.
+	cut := strings.Join(append(append([]string{}, lines[:3]...), lines[4:]...), "")
+	if _, err := ReadTranscript([]byte(cut)); !errors.Is(err, ErrTranscript) {
+		t.Errorf("last call removed: ReadTranscript = %v, want %v", err, ErrTranscript)
 	}
 }
