@@ -327,12 +327,28 @@ func plainAll(ms []any) []any {
 
 // appendDrive appends the relay's line to the server's transcript.
 func appendDrive(path string, r *DriveResult, messages []any, loopErr error) error {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("opening transcript %s: %w", path, err)
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	// A record that does not end with a whole line was cut short: a line
+	// appended to it would be glued to the cut one and hide it.
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("transcript %s: %w", path, err)
+	}
+	last := make([]byte, 1)
+	if st.Size() == 0 {
+		return fmt.Errorf("%w: %s: empty, no start line", ErrTranscript, path)
+	}
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+		return fmt.Errorf("transcript %s: %w", path, err)
+	}
+	if last[0] != '\n' {
+		return fmt.Errorf("%w: %s: the last line was cut short; the drive line is not appended", ErrTranscript, path)
+	}
 	usage := map[string]any{}
 	for k, v := range r.Usage {
 		usage[k] = v

@@ -150,3 +150,21 @@ func transcriptLines(t *testing.T, p string) []*evidence.Object {
 	}
 	return out
 }
+
+// TestAppendDriveAfterCutShortLine: the relay's line is not appended to a
+// transcript whose last line was cut short (it would be glued to it and
+// hide the cut); the file is left as it was.
+func TestAppendDriveAfterCutShortLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "t.jsonl")
+	cut := []byte(`{"event":"start","type":"` + TranscriptType + `"}` + "\n" + `{"event":"call","seq":1,"tool":"list_fi`)
+	if err := os.WriteFile(p, cut, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := appendDrive(p, &DriveResult{Model: "m", Stop: StopModel, Usage: map[string]int{}}, nil, nil)
+	if !errors.Is(err, ErrTranscript) {
+		t.Errorf("appendDrive: %v, want %v", err, ErrTranscript)
+	}
+	if b, _ := os.ReadFile(p); string(b) != string(cut) {
+		t.Errorf("transcript changed:\n%s", b)
+	}
+}
