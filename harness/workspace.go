@@ -64,13 +64,14 @@ type Workspace struct {
 	Path   string
 	limits Limits
 
-	mu     sync.Mutex
-	dirfd  int
-	sizes  map[string]int    // path → size of the latest write
-	folded map[string]string // ASCII-lower path → path
-	dirs   map[string]bool   // directories created
-	total  int
-	writes int
+	mu      sync.Mutex
+	dirfd   int
+	sizes   map[string]int    // path → size of the latest write
+	folded  map[string]string // ASCII-lower path → path
+	dirs    map[string]bool   // directories created
+	dirFold map[string]string // ASCII-lower directory → directory
+	total   int
+	writes  int
 }
 
 // CreateWorkspace creates dir (mode 0755) exclusively — refusing one that
@@ -91,7 +92,7 @@ func CreateWorkspace(dir string, limits Limits) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening workspace %s: %w", dir, err)
 	}
-	return &Workspace{Path: dir, limits: limits, dirfd: fd, sizes: map[string]int{}, folded: map[string]string{}, dirs: map[string]bool{}}, nil
+	return &Workspace{Path: dir, limits: limits, dirfd: fd, sizes: map[string]int{}, folded: map[string]string{}, dirs: map[string]bool{}, dirFold: map[string]string{}}, nil
 }
 
 // Close releases the workspace descriptor.
@@ -168,6 +169,11 @@ func (w *Workspace) Write(p string, content []byte) error {
 		if _, isFile := w.folded[strings.ToLower(parent)]; isFile {
 			return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteConflict, Detail: fmt.Sprintf("%q is a file", parent)}
 		}
+		// "A/" and "a/" are one directory on a case-insensitive
+		// filesystem, and a tree holding both is refused by the walk.
+		if prev, ok := w.dirFold[strings.ToLower(parent)]; ok && prev != parent {
+			return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteCase, Detail: fmt.Sprintf("directory %q, already created as %q", parent, prev)}
+		}
 	}
 	if err := w.writeBeneath(segs, content); err != nil {
 		return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteConflict, Detail: err.Error()}
@@ -176,6 +182,7 @@ func (w *Workspace) Write(p string, content []byte) error {
 		d := strings.Join(segs[:i], "/")
 		w.dirs[d] = true
 		w.dirs[strings.ToLower(d)] = true
+		w.dirFold[strings.ToLower(d)] = d
 	}
 	w.sizes[p] = len(content)
 	w.folded[lower] = p
