@@ -472,3 +472,51 @@ func TestPlanPodSecurityRestricted(t *testing.T) {
 		})
 	}
 }
+
+// A run's strings that reach the manifest (command arguments, the
+// candidate in an annotation) cannot add a YAML document, a key or a
+// container: the rendered Job decodes to exactly the planned command,
+// image and annotations, and the file has the two planned documents.
+func TestManifestYAMLInjection(t *testing.T) {
+	args := []any{"sh", "-c", "x\n---\napiVersion: v1\nkind: Pod\n", "a: b\n  privileged: true", "'\"{}[]&*!|>%@`#", "--- !!binary AAAA"}
+	b, err := evidence.Stringify([]any{evidence.NewObject(
+		evidence.Member{Name: "name", Value: "r1"}, evidence.Member{Name: "kind", Value: "amber"},
+		evidence.Member{Name: "case_manifest_sha256", Value: hexC}, evidence.Member{Name: "candidate", Value: "acme/m:1+x"},
+		evidence.Member{Name: "image", Value: image}, evidence.Member{Name: "command", Value: args},
+		evidence.Member{Name: "runtime_class", Value: "runc"},
+		evidence.Member{Name: "limits", Value: evidence.NewObject(evidence.Member{Name: "cpu", Value: "1"},
+			evidence.Member{Name: "memory", Value: "1Gi"}, evidence.Member{Name: "ephemeral_storage", Value: "1Gi"},
+			evidence.Member{Name: "deadline_seconds", Value: 60.0})},
+	)}, " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := ParseRuns(b, "runs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Manifest(runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := documents(m)
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want 2:\n%s", len(docs), m)
+	}
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict(docs[1], &job); err != nil {
+		t.Fatal(err)
+	}
+	c := job.Spec.Template.Spec.Containers
+	if len(c) != 1 || c[0].Image != image || len(c[0].Command) != len(args) {
+		t.Fatalf("containers %+v", c)
+	}
+	for i, a := range args {
+		if c[0].Command[i] != a {
+			t.Errorf("command[%d] = %q, want %q", i, c[0].Command[i], a)
+		}
+	}
+	if *c[0].SecurityContext.Privileged || job.Annotations[AnnotationCandidate] != "acme/m:1+x" {
+		t.Errorf("security context %+v, annotations %v", c[0].SecurityContext, job.Annotations)
+	}
+}
