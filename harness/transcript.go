@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
 )
 
@@ -158,11 +159,25 @@ func (t *Transcript) call(tool, outcome string, fields map[string]any) error {
 	rec := map[string]any{"event": "call", "seq": t.seq, "time": t.stamp(), "tool": tool, "outcome": outcome}
 	for k, v := range fields {
 		rec[k] = v
+		// A key or refusal is as long as the model makes it (megabytes,
+		// escaped to several times that): recorded whole, one line could
+		// pass the strict reader's size limit and make the whole record
+		// unreadable. A long string is recorded as its beginning, its
+		// length and its sha256.
+		if s, ok := v.(string); ok && len(s) > maxRecordedString {
+			rec[k] = strings.ToValidUTF8(s[:maxRecordedString], "")
+			rec[k+"_bytes"] = len(s)
+			rec[k+"_sha256"] = pkgwalk.SHA256Hex([]byte(s))
+		}
 	}
-	p, _ := fields["path"].(string)
+	p, _ := rec["path"].(string)
 	t.summary.add(tool, outcome, p, fields["bytes"], fields["sha256"])
 	return t.line(rec)
 }
+
+// maxRecordedString bounds one string of a call line (a path is at most
+// Limits.MaxPathBytes when accepted; only refusals are ever cut).
+const maxRecordedString = 4096
 
 // Close writes the end line with the summaries and closes the file.
 func (t *Transcript) Close() error {

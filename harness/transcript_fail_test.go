@@ -134,3 +134,53 @@ func TestTranscriptLineRemoved(t *testing.T) {
 		t.Errorf("last call removed: ReadTranscript = %v, want %v", err, ErrTranscript)
 	}
 }
+
+// TestTranscriptLongKey: a key as long as the room's frame allows, of
+// characters that escape to several bytes each, is refused, and the record
+// stays readable (the strict reader takes lines of at most 8 MiB): a long
+// string is recorded as its beginning, its length and its sha256.
+func TestTranscriptLongKey(t *testing.T) {
+	pkg, id := writePackage(t, testFiles())
+	base := t.TempDir()
+	tpath := filepath.Join(base, "t.jsonl")
+	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: filepath.Join(base, "ws"), Transcript: tpath, Limits: DefaultLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := memSession(t, room)
+	long := strings.Repeat("\x01", 1<<20)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"write_source", map[string]any{"path": long, "content": "x"}},
+		{"read_file", map[string]any{"path": long}},
+		{"read_file", map[string]any{long: "x"}},
+	} {
+		if res := callMem(t, cs, c.tool, c.args); !res.IsError {
+			t.Errorf("%s with a 1 MiB key was not refused", c.tool)
+		}
+	}
+	if err := room.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ReadTranscript(b)
+	if err != nil {
+		t.Fatalf("ReadTranscript: %v", err)
+	}
+	access, _ := doc.Get("access")
+	calls := access.([]any)
+	if len(calls) != 3 {
+		t.Fatalf("%d calls recorded, want 3", len(calls))
+	}
+	first := calls[0].(interface{ Get(string) (any, bool) })
+	n, _ := first.Get("path_bytes")
+	digest, _ := first.Get("path_sha256")
+	if n != float64(len(long)) || digest != sha([]byte(long)) {
+		t.Errorf("long path recorded with path_bytes %v, path_sha256 %v", n, digest)
+	}
+}
