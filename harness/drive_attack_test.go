@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -26,10 +27,18 @@ type driveRun struct {
 
 func driveScripted(t *testing.T, files map[string][]byte, replies []string, maxTurns int) driveRun {
 	t.Helper()
-	pkg, id := writePackage(t, files)
 	fm := &fakeModel{replies: replies}
-	srv := httptest.NewServer(fm)
+	r := driveHandler(t, files, fm, maxTurns, 10*time.Second)
+	r.fm = fm
+	return r
+}
+
+func driveHandler(t *testing.T, files map[string][]byte, h http.Handler, maxTurns int, timeout time.Duration) driveRun {
+	t.Helper()
+	pkg, id := writePackage(t, files)
+	srv := httptest.NewServer(h)
 	defer srv.Close()
+	defer srv.CloseClientConnections()
 	base := t.TempDir()
 	ws, tpath := filepath.Join(base, "ws"), filepath.Join(base, "t.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -42,9 +51,9 @@ func driveScripted(t *testing.T, files map[string][]byte, replies []string, maxT
 			return cmd
 		},
 		Endpoint: srv.URL + "/v1", Model: "test-model", APIKey: "sk-test", MaxTurns: maxTurns, Seed: 7,
-		Transcript: tpath, Timeout: 10 * time.Second,
+		Transcript: tpath, Timeout: timeout,
 	})
-	return driveRun{res, err, fm, tpath, ws}
+	return driveRun{res, err, nil, tpath, ws}
 }
 
 // toolCalls is one assistant message making n calls of name with args.
@@ -123,6 +132,9 @@ func TestDriveHostileReplies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if strings.Contains(string(b), "sk-test") || strings.Contains(r.err.Error(), "sk-test") {
+				t.Errorf("the API key reached the transcript or the error")
+			}
 			if doc, err := ReadTranscript(b); err != nil {
 				t.Errorf("ReadTranscript: %v", err)
 			} else if s, _ := doc.Get("stop"); s != StopError {
@@ -166,5 +178,51 @@ func TestAppendDriveAfterCutShortLine(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); string(b) != string(cut) {
 		t.Errorf("transcript changed:\n%s", b)
+	}
+}
+
+// TestDriveEndpointAbuse: a response that never ends and one over the size
+// cap end the session with an error within the request deadline, recorded
+// with stop "error"; neither is read into memory past the cap.
+func TestDriveEndpointAbuse(t *testing.T) {
+	needSeal(t)
+	cases := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    string
+	}{
+		{"endless drip", func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"`))
+			for r.Context().Err() == nil {
+				w.Write([]byte("a"))
+				w.(http.Flusher).Flush()
+				time.Sleep(10 * time.Millisecond)
+			}
+		}, "deadline"},
+		{"over the size cap", func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"`))
+			chunk := []byte(strings.Repeat("a", 1<<20))
+			for range 64 {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}, fmt.Sprintf("over %d bytes", maxModelResponse)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			r := driveHandler(t, testFiles(), c.handler, 5, 2*time.Second)
+			if r.err == nil || !strings.Contains(r.err.Error(), c.want) {
+				t.Fatalf("Drive: %v, want an error naming %q", r.err, c.want)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("Drive took %v", d)
+			}
+			lines := transcriptLines(t, r.tpath)
+			if stop, _ := lines[len(lines)-1].Get("stop"); stop != StopError {
+				t.Errorf("drive line stop %v, want %s", stop, StopError)
+			}
+		})
 	}
 }
