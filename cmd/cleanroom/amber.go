@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
@@ -103,7 +102,7 @@ invalid UTF-8 are refused. Without --allow the case is full_isolation.`,
 			}
 			o.Signer = s
 			if cutoffOutput != "" {
-				if o.CutoffRuleOutput, err = os.ReadFile(cutoffOutput); err != nil {
+				if o.CutoffRuleOutput, err = readInputFile(cutoffOutput, evidence.MaxSize); err != nil {
 					return usageErr(err)
 				}
 			}
@@ -189,7 +188,7 @@ then the oracle's sha256 and form. The failing check is named.`,
 			var opts amber.VerifyOptions
 			opts.SkipOracle = noOracle
 			if schemaPath != "" {
-				b, err := os.ReadFile(schemaPath)
+				b, err := readInputFile(schemaPath, evidence.MaxSize)
 				if err != nil {
 					return usageErr(err)
 				}

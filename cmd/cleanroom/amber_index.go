@@ -4,10 +4,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
+	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
@@ -39,7 +39,7 @@ func readTrustedVKey(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := readInputFile(path, evidence.MaxSize)
 	if err != nil {
 		return "", usageErr(err)
 	}
@@ -164,7 +164,7 @@ func newAmberIndexVerifyCmd() *cobra.Command {
 				Entries    int             `json:"entries"`
 			}{Checkpoint: viewCheckpoint(ix.Checkpoint), Entries: len(ix.Entries)}
 			if since != "" {
-				old, err := os.ReadFile(since)
+				old, err := readInputFile(since, evidence.MaxSize)
 				if err != nil {
 					return usageErr(err)
 				}
@@ -260,7 +260,7 @@ func newAmberIndexVerifyProofCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, err := os.ReadFile(args[0])
+			b, err := readInputFile(args[0], evidence.MaxSize)
 			if err != nil {
 				return usageErr(err)
 			}

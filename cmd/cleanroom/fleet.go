@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -26,9 +25,9 @@ func newFleetCmd() *cobra.Command {
 // readRuns reads and checks a run list (--runs, a required flag); a broken
 // rule is exit 1, an unreadable file exit 2.
 func readRuns(path string) ([]fleet.Run, []byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := readJSONInput(path)
 	if err != nil {
-		return nil, nil, usageErr(err)
+		return nil, nil, err
 	}
 	runs, err := fleet.ParseRuns(b, path)
 	if err != nil {

@@ -31,11 +31,13 @@ than scoring it when it crosses a boundary rule.`,
 }
 
 // loadChallenges reads --challenges: a holdout directory or a JSON array
-// file (the fixture form).
+// file (the fixture form). An argument that names nothing, or neither a
+// directory nor a regular file, is unusable (exit 2, an *exitError); what
+// is read and breaks a rule is returned as is, for refusedJSON.
 func loadChallenges(arg string) ([]*holdout.Challenge, error) {
 	fi, err := os.Stat(arg)
 	if err != nil {
-		return nil, err
+		return nil, usageErr(err)
 	}
 	if fi.IsDir() {
 		h, err := holdout.LoadDir(arg)
@@ -44,14 +46,41 @@ func loadChallenges(arg string) ([]*holdout.Challenge, error) {
 		}
 		return h.Challenges, nil
 	}
-	b, err := os.ReadFile(arg)
+	b, err := readJSONInput(arg)
 	if err != nil {
 		return nil, err
 	}
 	return holdout.ParseChallenges(b, arg)
 }
 
+// readJSONDocument reads an input document through the strict reader: a
+// file that cannot be read (missing, not a regular file) is unusable (exit
+// 2, an *exitError), while bytes the reader refuses are returned as is, for
+// refusedJSON.
+func readJSONDocument(path string) (any, error) {
+	b, err := evidence.ReadFileBytes(path)
+	if err != nil && !evidence.IsRefusal(err) {
+		return nil, usageErr(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	v, err := evidence.Read(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
+// refusedJSON ends a holdout command refused (exit 1, with --json as
+// {refused}); an error that already carries its exit code (an input that
+// cannot be read: exit 2) passes through unchanged, so a missing file is not
+// reported as a refusal.
 func refusedJSON(cmd *cobra.Command, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
 	if jsonOutput(cmd) {
 		_ = printResult(cmd, evidence.NewObject(evidence.Member{Name: "refused", Value: err.Error()}), nil)
 		return refusedErr(nil)
@@ -90,7 +119,7 @@ total, pass, fail, unresolved, implementation, spec_release_id}, or
 			if err != nil {
 				return refusedJSON(cmd, err)
 			}
-			doc, err := evidence.ReadFile(observations)
+			doc, err := readJSONDocument(observations)
 			if err != nil {
 				return refusedJSON(cmd, err)
 			}
@@ -270,7 +299,7 @@ documents naming different releases are refused.`,
 			}
 			docs := make([]holdout.Document, 0, len(args))
 			for _, a := range args {
-				v, err := evidence.ReadFile(a)
+				v, err := readJSONDocument(a)
 				if err != nil {
 					return refusedJSON(cmd, err)
 				}
@@ -334,6 +363,13 @@ the committed set.`,
 			s, err := holdout.LoadPackageSchemas(pkg)
 			if err != nil {
 				return usageErr(err)
+			}
+			// A directory that is not there is unusable input, not a
+			// holdout set refused.
+			if fi, err := os.Stat(args[0]); err != nil {
+				return usageErr(err)
+			} else if !fi.IsDir() {
+				return usageErr(fmt.Errorf("%s: not a directory", args[0]))
 			}
 			// With the package's SPEC-RELEASE.json the set must also be the
 			// one the release committed to.

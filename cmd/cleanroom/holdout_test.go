@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,5 +129,47 @@ func TestHoldoutCheckAndCommitmentCLI(t *testing.T) {
 	code, _, errs = runCLI(t, "holdout", "check", "--package", pkg, hd)
 	if code != 1 || !strings.Contains(errs, "does not match the release's holdout_commitment") {
 		t.Errorf("one byte changed: exit %d %s", code, errs)
+	}
+}
+
+// A holdout command whose input file or directory is missing, or is not a
+// regular file, exits 2 (unusable input, docs/exit-codes.md), naming it;
+// a document that is read and breaks a rule stays a refusal (1).
+func TestHoldoutUnreadableInputExitsTwo(t *testing.T) {
+	pkg := worldPath(t, "docs", "spec", "proof-wire")
+	fx := filepath.Join(pkg, "experiment", "fixtures")
+	challenges, observations := filepath.Join(fx, "synthetic-challenges.json"), filepath.Join(fx, "synthetic-observations.json")
+	absent := filepath.Join(t.TempDir(), "absent")
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken.json")
+	if err := os.WriteFile(broken, []byte(`{"a":1,"a":2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"score: no such challenges", []string{"holdout", "score", "--package", pkg, "--challenges", absent, "--observations", observations}, 2, absent},
+		{"score: no such observations", []string{"holdout", "score", "--package", pkg, "--challenges", challenges, "--observations", absent}, 2, absent},
+		{"score: observations are a directory", []string{"holdout", "score", "--package", pkg, "--challenges", challenges, "--observations", dir}, 2, "not a regular file"},
+		{"score: observations break the reader", []string{"holdout", "score", "--package", pkg, "--challenges", challenges, "--observations", broken}, 1, string(evidence.ClassDuplicateName)},
+		{"interop: no such document", []string{"holdout", "interop", observations, absent}, 2, absent},
+		{"interop: a document breaks the reader", []string{"holdout", "interop", observations, broken}, 1, string(evidence.ClassDuplicateName)},
+		{"check: no such directory", []string{"holdout", "check", "--package", pkg, absent}, 2, absent},
+	} {
+		for _, json := range []bool{false, true} {
+			args := c.args
+			if json {
+				args = append([]string{"--json"}, args...)
+			}
+			t.Run(fmt.Sprintf("%s json=%v", c.name, json), func(t *testing.T) {
+				code, out, errs := runCLI(t, args...)
+				if code != c.code || !strings.Contains(out+errs, c.want) {
+					t.Errorf("exit %d (want %d), output:\n%s%s\nwant it to contain %q", code, c.code, out, errs, c.want)
+				}
+			})
+		}
 	}
 }

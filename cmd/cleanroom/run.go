@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -194,9 +193,9 @@ binary_path, …}; digests are recomputed, never read), and --implementation,
 		opt := experiment.PinOptions{}
 		switch {
 		case refFile != "":
-			b, err := os.ReadFile(refFile)
+			b, err := readJSONInput(refFile)
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			if opt.Reference, err = experiment.ParseAdapterSpec(b, refFile); err != nil {
 				return refusedErr(err)
@@ -484,9 +483,9 @@ the record broke a rule, 2 unusable arguments.`,
 	}
 	c.Flags().BoolVar(&showPreimage, "preimage", false, "also print the exact preimage")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
-		b, err := os.ReadFile(args[0])
+		b, err := readJSONInput(args[0])
 		if err != nil {
-			return usageErr(err)
+			return err
 		}
 		r, err := experiment.ParseRecord(b, args[0])
 		if err != nil {
