@@ -16,7 +16,7 @@ import (
 // recognisable. The caller removes it when it does not publish it.
 func StageDir(dir string) (string, error) {
 	dir = filepath.Clean(dir)
-	stage, err := os.MkdirTemp(filepath.Dir(dir), TempPrefix+filepath.Base(dir)+".*")
+	stage, err := os.MkdirTemp(filepath.Dir(dir), TempPrefix+tempStem(filepath.Base(dir))+".*")
 	if err != nil {
 		return "", fmt.Errorf("staging %s: %w", dir, err)
 	}

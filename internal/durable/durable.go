@@ -95,7 +95,7 @@ func publishAt(fd int, dir, name string, data []byte, perm os.FileMode, flags ui
 func writeTemp(dirfd int, dir, name string, data []byte, perm os.FileMode) (string, error) {
 	var r [8]byte
 	_, _ = rand.Read(r[:])
-	tmp := TempPrefix + name + "." + hex.EncodeToString(r[:])
+	tmp := TempPrefix + tempStem(name) + "." + hex.EncodeToString(r[:])
 	// O_EXCL|O_NOFOLLOW: a file or symlink planted at the temporary name is
 	// never written through (nor its target), the create simply fails.
 	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
@@ -119,6 +119,20 @@ func writeTemp(dirfd int, dir, name string, data []byte, perm os.FileMode) (stri
 		return "", fmt.Errorf("writing %s: %w", filepath.Join(dir, tmp), werr)
 	}
 	return tmp, nil
+}
+
+// maxStem is how much of the target's name a temporary name repeats: the
+// prefix, the stem and a random suffix (at most 17 bytes here, 11 for
+// StageDir) stay within NAME_MAX (255) whatever the name.
+const maxStem = 200
+
+// tempStem is name, cut to maxStem bytes: a name of the longest length the
+// file system accepts must not fail because its temporary name is longer.
+func tempStem(name string) string {
+	if len(name) > maxStem {
+		return name[:maxStem]
+	}
+	return name
 }
 
 // SyncDir fsyncs a directory so a created or renamed entry survives a crash

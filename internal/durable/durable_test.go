@@ -198,3 +198,37 @@ func TestModeIgnoresUmask(t *testing.T) {
 		}
 	}
 }
+
+// Any name the file system accepts can be written, the longest included:
+// the temporary name beside it must not be the one that is too long.
+func TestLongestNameWritable(t *testing.T) {
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for i, write := range []func(name string) error{
+		func(n string) error { return Create(dir, n, []byte("x"), 0o644) },
+		func(n string) error { return Replace(dir, n, []byte("x"), 0o644) },
+		func(n string) error { return CreateIn(d, n, []byte("x"), 0o644) },
+		func(n string) error { return ReplaceIn(d, n, []byte("x"), 0o644) },
+	} {
+		name := strings.Repeat(string(rune('a'+i)), 255) // NAME_MAX
+		if err := write(name); err != nil {
+			t.Errorf("writing a %d-byte name: %v", len(name), err)
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != "x" {
+			t.Errorf("%.10s…: %q %v", name, b, err)
+		}
+	}
+	assertNoTemps(t, dir)
+	stage, err := StageDir(filepath.Join(dir, strings.Repeat("s", 255)))
+	if err != nil {
+		t.Fatalf("StageDir for a 255-byte name: %v", err)
+	}
+	if err := CreateDir(stage, filepath.Join(dir, strings.Repeat("s", 255)), 0o755); err != nil {
+		t.Errorf("CreateDir: %v", err)
+	}
+}
