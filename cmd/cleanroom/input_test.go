@@ -96,3 +96,31 @@ func TestInputFilesMustBeRegular(t *testing.T) {
 		}
 	}
 }
+
+// A release record that is not a regular file, or a package that is not a
+// directory, is input that cannot be read (exit 2), as a missing one is —
+// not a record that broke a rule (exit 1).
+func TestReleaseUnreadableInputExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"release id of a FIFO", []string{"release", "id", fifo}, "not a regular file"},
+		{"release id of a directory", []string{"release", "id", dir}, "not a regular file"},
+		{"release diff of a device", []string{"release", "diff", "/dev/zero", "/dev/zero"}, "not a regular file"},
+		{"release verify of a FIFO", []string{"release", "verify", fifo, "--holdout", dir}, "not a directory"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, c.args...)
+			if code != 2 || !strings.Contains(out+errs, c.want) {
+				t.Errorf("exit %d (want 2), output:\n%s%s\nwant it to contain %q", code, out, errs, c.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
@@ -88,7 +89,10 @@ func ruleFailure(err error) error {
 		errors.As(err, &ee) || errors.As(err, &pr) || errors.As(err, &ps) {
 		return refusedErr(err)
 	}
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+	// A file that is not a regular file, or a directory that is not one,
+	// is input that cannot be read, as a missing one is: not a refusal.
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
+		errors.Is(err, evidence.ErrNotRegular) || errors.Is(err, syscall.ENOTDIR) {
 		return usageErr(err)
 	}
 	return refusedErr(err)
