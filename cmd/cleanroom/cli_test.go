@@ -333,3 +333,37 @@ func TestDemoReport(t *testing.T) {
 		t.Errorf("a second report into the same directory: %v, want os.ErrExist", err)
 	}
 }
+
+// run report --html A --md B writes both or neither: B existing (or
+// unwritable) must not leave a new A behind, which would refuse the retry.
+func TestRunReportWritesBothOrNeither(t *testing.T) {
+	w := runWorld(t)
+	if code, _, errs := runCLI(t, "run", "pin", "--world", w, "--reference", filepath.Join(w, "governance/reference-adapter.json")); code != 0 {
+		t.Fatalf("pin: %d %s", code, errs)
+	}
+	out := t.TempDir()
+	html := filepath.Join(out, "r.html")
+	exists := filepath.Join(out, "exists.md")
+	os.WriteFile(exists, []byte("kept"), 0o644)
+	for _, c := range []struct {
+		name string
+		md   string
+		want string
+	}{
+		{"md exists", exists, "--replace"},
+		{"md on a full file system", filepath.Join(fullFS(t), "r.md"), "no space left"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "run", "report", "--world", w, "--html", html, "--md", c.md)
+			if code != 2 || !strings.Contains(stdout+stderr, c.want) {
+				t.Errorf("exit %d %q%q, want 2 naming %q", code, stdout, stderr, c.want)
+			}
+			if _, err := os.Stat(html); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a failed report left %s behind (%v)", html, err)
+			}
+			if b, _ := os.ReadFile(exists); string(b) != "kept" {
+				t.Errorf("%s changed: %q", exists, b)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -52,17 +53,37 @@ file that exists.`,
 		if err != nil {
 			return ruleFailure(err)
 		}
-		written := []string{}
-		for _, out := range []struct {
+		outs := []struct {
 			file   string
 			render func(io.Writer) error
-		}{{htmlFile, rep.HTML}, {mdFile, rep.Markdown}} {
+		}{{htmlFile, rep.HTML}, {mdFile, rep.Markdown}}
+		exists := func(err error) error {
+			return usageErr(fmt.Errorf("%w (give --replace to overwrite it)", err))
+		}
+		if !replace {
+			// Both files or neither: an existing second output is refused
+			// before the first is written.
+			for _, out := range outs {
+				if _, err := os.Lstat(out.file); out.file != "" && err == nil {
+					return exists(&fs.PathError{Op: "create", Path: out.file, Err: fs.ErrExist})
+				}
+			}
+		}
+		written := []string{}
+		for _, out := range outs {
 			if out.file == "" {
 				continue
 			}
 			if err := report.WriteFile(out.file, replace, out.render); err != nil {
+				if !replace {
+					// The files this run created go again, so the same
+					// command can be run once the cause is fixed.
+					for _, f := range written {
+						_ = os.Remove(f)
+					}
+				}
 				if errors.Is(err, fs.ErrExist) {
-					return usageErr(fmt.Errorf("%w (give --replace to overwrite it)", err))
+					return exists(err)
 				}
 				return usageErr(err)
 			}
