@@ -31,6 +31,44 @@ func ReadFileBytes(path string) ([]byte, error) {
 	return b, err
 }
 
+// ErrFileTooLarge: a file is longer than the limit its reader was given
+// ([ReadRegularFile]).
+var ErrFileTooLarge = errors.New("file larger than the limit of this input")
+
+// ReadRegularFile reads the whole regular file at path, of at most max
+// bytes, for inputs that are not one JSON document (keys, transcripts,
+// lists). A FIFO, a device, a socket or a directory is refused
+// (ErrNotRegular) before any read, decided by fstat of the descriptor read:
+// it is opened O_NONBLOCK, so a FIFO no writer opens is not waited on
+// forever, and /dev/zero is not read until memory runs out. A longer file
+// is refused (ErrFileTooLarge), also one that grows while it is read.
+// Errors name the file.
+func ReadRegularFile(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s: %w (%d bytes, limit %d)", path, ErrFileTooLarge, fi.Size(), max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrFileTooLarge, max)
+	}
+	return b, nil
+}
+
 // ReadOpenFile reads the bytes of the already-open file f for [Read], with
 // the same rules as [ReadFileBytes]: f must be a regular file (checked by
 // fstat on the descriptor, not by path) of at most MaxSize bytes. It returns

@@ -67,3 +67,39 @@ func TestReadFile(t *testing.T) {
 		})
 	}
 }
+
+// ReadRegularFile reads a regular file up to its limit and refuses, by
+// rule and naming the file, a longer one and anything not a regular file,
+// without waiting on a FIFO.
+func TestReadRegularFile(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "ok")
+	if err := os.WriteFile(ok, []byte("12345"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := evidence.ReadRegularFile(ok, 5); err != nil || string(b) != "12345" {
+		t.Errorf("at the limit: %q, %v", b, err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		max        int64
+		want       error
+	}{
+		{"over the limit", ok, 4, evidence.ErrFileTooLarge},
+		{"fifo", fifo, 5, evidence.ErrNotRegular},
+		{"directory", dir, 5, evidence.ErrNotRegular},
+		{"device", "/dev/zero", 5, evidence.ErrNotRegular},
+		{"absent", filepath.Join(dir, "absent"), 5, fs.ErrNotExist},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := evidence.ReadRegularFile(tc.path, tc.max)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.path) {
+				t.Errorf("got %v, want %v naming %s", err, tc.want, tc.path)
+			}
+		})
+	}
+}

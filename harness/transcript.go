@@ -201,6 +201,11 @@ func (t *Transcript) Close() error {
 // ErrTranscript is wrapped by every refusal of ReadTranscript.
 var ErrTranscript = errors.New("malformed transcript")
 
+// MaxTranscriptBytes bounds a transcript file its readers take in (`room
+// transcript`, the run report): JSON Lines, one line per tool call, each
+// line itself bounded by the strict reader.
+const MaxTranscriptBytes = 256 << 20
+
 // ReadTranscript reads a transcript through the strict reader and returns
 // the TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document (TRVM-FORMATS §11.1): type,
 // blind_package_id, seal_digest, served_file_count, instruction_path,

@@ -581,7 +581,9 @@ func (r *Report) gatherMeasurement(w *experiment.World, runID string) {
 }
 
 func (r *Report) gatherRoom(path string) {
-	b, err := os.ReadFile(path)
+	// A regular file of bounded size: a FIFO named as the transcript would
+	// hang the report, /dev/zero exhaust its memory.
+	b, err := evidence.ReadRegularFile(path, harness.MaxTranscriptBytes)
 	if err != nil {
 		r.note("clean-room transcript %s: %v", path, err)
 		return

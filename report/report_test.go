@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/adapter"
+	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared/runworld"
+	"golang.org/x/sys/unix"
 )
 
 // hostile is written wherever a person or a model supplies text (a ruling,
@@ -279,6 +281,19 @@ func TestReportBrokenParts(t *testing.T) {
 	}
 	if r.Room != nil || !strings.Contains(strings.Join(r.Notes, "\n"), "malformed transcript") {
 		t.Errorf("a malformed transcript: room %v notes %q", r.Room, r.Notes)
+	}
+	// A FIFO named as the transcript is refused at once, not waited on
+	// (no writer ever opens it here).
+	fifo := filepath.Join(t.TempDir(), "fifo.jsonl")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err = Gather(context.Background(), w, Options{Transcript: fifo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := strings.Join(r.Notes, "\n"); r.Room != nil || !strings.Contains(notes, "fifo.jsonl") || !strings.Contains(notes, evidence.ErrNotRegular.Error()) {
+		t.Errorf("a FIFO as transcript: room %v notes %q", r.Room, r.Notes)
 	}
 	if err := os.Remove(w.RecordPath()); err != nil {
 		t.Fatal(err)

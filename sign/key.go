@@ -7,11 +7,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"golang.org/x/crypto/ssh"
 )
@@ -79,21 +79,18 @@ func writeNew(path string, b []byte, mode os.FileMode) error {
 	return nil
 }
 
-// readCapped reads at most max bytes of path and refuses a longer file.
+// readCapped reads the regular file at path, of at most max bytes: a FIFO
+// named as a key is refused instead of waited on, a device instead of read
+// without end (evidence.ReadRegularFile).
 func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if int64(len(b)) > max {
+	b, err := evidence.ReadRegularFile(path, max)
+	switch {
+	case errors.Is(err, evidence.ErrFileTooLarge):
 		return nil, &KeyError{Path: path, Err: fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)}
+	case errors.Is(err, evidence.ErrNotRegular):
+		return nil, &KeyError{Path: path, Err: evidence.ErrNotRegular}
 	}
-	return b, nil
+	return b, err
 }
 
 // LoadSigner reads an unencrypted OpenSSH Ed25519 private key (as written by

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"golang.org/x/sys/unix"
 )
 
 func needSSHKeygen(t *testing.T) {
@@ -163,6 +166,10 @@ func TestLoadRefusals(t *testing.T) {
 	if err := os.WriteFile(big, bytes.Repeat([]byte("a"), maxKeyFile+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		load func() error
@@ -172,6 +179,9 @@ func TestLoadRefusals(t *testing.T) {
 		{"rsa public", func() error { _, err := LoadPublicKey(rsa + ".pub"); return err }, ErrKeyType},
 		{"encrypted", func() error { _, err := LoadSigner(enc); return err }, ErrEncryptedKey},
 		{"oversized", func() error { _, err := LoadSigner(big); return err }, ErrTooLarge},
+		// A FIFO named as a key is refused at once, not waited on.
+		{"fifo private", func() error { _, err := LoadSigner(fifo); return err }, evidence.ErrNotRegular},
+		{"fifo public", func() error { _, err := LoadPublicKey(fifo); return err }, evidence.ErrNotRegular},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.load()

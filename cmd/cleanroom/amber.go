@@ -102,7 +102,7 @@ invalid UTF-8 are refused. Without --allow the case is full_isolation.`,
 			}
 			o.Signer = s
 			if cutoffOutput != "" {
-				if o.CutoffRuleOutput, err = readInputFile(cutoffOutput, evidence.MaxSize); err != nil {
+				if o.CutoffRuleOutput, err = evidence.ReadRegularFile(cutoffOutput, evidence.MaxSize); err != nil {
 					return usageErr(err)
 				}
 			}
@@ -188,7 +188,7 @@ then the oracle's sha256 and form. The failing check is named.`,
 			var opts amber.VerifyOptions
 			opts.SkipOracle = noOracle
 			if schemaPath != "" {
-				b, err := readInputFile(schemaPath, evidence.MaxSize)
+				b, err := evidence.ReadRegularFile(schemaPath, evidence.MaxSize)
 				if err != nil {
 					return usageErr(err)
 				}

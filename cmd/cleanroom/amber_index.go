@@ -39,7 +39,7 @@ func readTrustedVKey(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	b, err := readInputFile(path, evidence.MaxSize)
+	b, err := evidence.ReadRegularFile(path, evidence.MaxSize)
 	if err != nil {
 		return "", usageErr(err)
 	}
@@ -164,7 +164,7 @@ func newAmberIndexVerifyCmd() *cobra.Command {
 				Entries    int             `json:"entries"`
 			}{Checkpoint: viewCheckpoint(ix.Checkpoint), Entries: len(ix.Entries)}
 			if since != "" {
-				old, err := readInputFile(since, evidence.MaxSize)
+				old, err := evidence.ReadRegularFile(since, evidence.MaxSize)
 				if err != nil {
 					return usageErr(err)
 				}
@@ -260,7 +260,7 @@ func newAmberIndexVerifyProofCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, err := readInputFile(args[0], evidence.MaxSize)
+			b, err := evidence.ReadRegularFile(args[0], evidence.MaxSize)
 			if err != nil {
 				return usageErr(err)
 			}

@@ -248,7 +248,7 @@ print the TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document (TRVM-FORMATS §11.1). The text
 output is a summary; --json prints the whole document.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := readInputFile(args[0], maxTranscriptBytes)
+			b, err := evidence.ReadRegularFile(args[0], harness.MaxTranscriptBytes)
 			if err != nil {
 				return usageErr(err)
 			}
