@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,7 +23,8 @@ import (
 const (
 	StopModel    = "model_stopped" // the model answered without calling a tool
 	StopMaxTurns = "max_turns"
-	StopError    = "error" // the relay ended the session: a reply it refused, a failed request or call
+	StopCutOff   = "cut_off" // the endpoint cut the reply short (finish_reason length, content_filter) and it called no tool
+	StopError    = "error"   // the relay ended the session: a reply it refused, a failed request or call
 )
 
 // The rules a model reply can break; each ends the session before any of
@@ -48,6 +50,12 @@ const (
 // ErrMaxTurns: the turn limit ended the session; the model did not stop of
 // its own accord, so the session is not a completed one.
 var ErrMaxTurns = errors.New("turn limit reached before the model stopped")
+
+// ErrCutOff: the endpoint ended a reply short of its end (finish_reason
+// length or content_filter) and the reply called no tool. The model did not
+// stop of its own accord either, so, like the turn limit, the session is
+// not a completed one; it was recorded as "model_stopped" before.
+var ErrCutOff = errors.New("reply cut off before the model stopped")
 
 // DriveOptions configure the built-in agent loop.
 type DriveOptions struct {
@@ -114,7 +122,7 @@ func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
 		}
 		for res.Turns < o.MaxTurns {
 			res.Turns++
-			msg, err := o.complete(ctx, messages, tools, res.Usage)
+			msg, finish, err := o.complete(ctx, messages, tools, res.Usage)
 			if err != nil {
 				return fmt.Errorf("turn %d: %w", res.Turns, err)
 			}
@@ -129,8 +137,13 @@ func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
 				return fmt.Errorf("turn %d: %w", res.Turns, err)
 			}
 			if len(list) == 0 {
-				res.Stop = StopModel
-				return nil
+				switch finish {
+				case "", "stop", "tool_calls", "function_call":
+					res.Stop = StopModel
+					return nil
+				}
+				res.Stop = StopCutOff
+				return fmt.Errorf("turn %d: %w (finish_reason %q)", res.Turns, ErrCutOff, finish)
 			}
 			for _, c := range list {
 				tm, err := relay(ctx, cs, c)
@@ -226,19 +239,19 @@ func replyCalls(msg *evidence.Object) ([]any, error) {
 
 // complete sends one chat-completions request and returns the assistant
 // message, read through the strict reader.
-func (o *DriveOptions) complete(ctx context.Context, messages, tools []any, usage map[string]int) (*evidence.Object, error) {
+func (o *DriveOptions) complete(ctx context.Context, messages, tools []any, usage map[string]int) (*evidence.Object, string, error) {
 	body, err := json.Marshal(map[string]any{
 		"model": o.Model, "messages": plainAll(messages), "tools": tools, "temperature": 0,
 		"seed": o.Seed, "max_tokens": o.MaxTokens,
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, strings.TrimRight(o.Endpoint, "/")+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if o.APIKey != "" {
@@ -246,27 +259,29 @@ func (o *DriveOptions) complete(ctx context.Context, messages, tools []any, usag
 	}
 	resp, err := o.Client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("model request: %w", err)
+		return nil, "", fmt.Errorf("model request: %w", err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxModelResponse+1))
 	if err != nil {
-		return nil, fmt.Errorf("model response: %w", err)
+		return nil, "", fmt.Errorf("model response: %w", err)
 	}
 	if len(b) > maxModelResponse {
-		return nil, fmt.Errorf("model response over %d bytes", maxModelResponse)
+		return nil, "", fmt.Errorf("model response over %d bytes", maxModelResponse)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("model endpoint answered %s: %.200s", resp.Status, b)
+		return nil, "", fmt.Errorf("model endpoint answered %s: %.200s", resp.Status, b)
 	}
 	doc, err := evidence.ReadObject(b)
 	if err != nil {
-		return nil, fmt.Errorf("model response: %w", err)
+		return nil, "", fmt.Errorf("model response: %w", err)
 	}
 	if u, ok := doc.Get("usage"); ok {
 		if uo, ok := u.(*evidence.Object); ok {
 			for _, m := range uo.Members {
-				if n, ok := m.Value.(float64); ok {
+				// Whole, non-negative counts only: a count the endpoint
+				// sends as 1e300 or 2.5 is not summed into garbage.
+				if n, ok := m.Value.(float64); ok && n >= 0 && n <= 1<<53 && n == math.Trunc(n) {
 					usage[m.Name] += int(n)
 				}
 			}
@@ -275,15 +290,17 @@ func (o *DriveOptions) complete(ctx context.Context, messages, tools []any, usag
 	ch, _ := doc.Get("choices")
 	choices, _ := ch.([]any)
 	if len(choices) == 0 {
-		return nil, fmt.Errorf("model response has no choices")
+		return nil, "", fmt.Errorf("model response has no choices")
 	}
 	c0, _ := choices[0].(*evidence.Object)
 	mv, _ := c0.Get("message")
 	msg, ok := mv.(*evidence.Object)
 	if !ok {
-		return nil, fmt.Errorf("model response has no message")
+		return nil, "", fmt.Errorf("model response has no message")
 	}
-	return msg, nil
+	fv, _ := c0.Get("finish_reason")
+	finish, _ := fv.(string)
+	return msg, finish, nil
 }
 
 // relay forwards one tool call to the room and returns the tool message.

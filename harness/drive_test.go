@@ -25,6 +25,7 @@ import (
 type fakeModel struct {
 	mu       sync.Mutex
 	replies  []string // message objects (JSON)
+	finish   []string // finish_reason of each reply ("" or missing: stop)
 	requests []map[string]any
 	auth     []string
 }
@@ -44,7 +45,11 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if i >= len(f.replies) {
 		i = len(f.replies) - 1
 	}
-	fmt.Fprintf(w, `{"id":"x","choices":[{"index":0,"message":%s,"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`, f.replies[i])
+	finish := "stop"
+	if i < len(f.finish) && f.finish[i] != "" {
+		finish = f.finish[i]
+	}
+	fmt.Fprintf(w, `{"id":"x","choices":[{"index":0,"message":%s,"finish_reason":%q}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12,"odd":1e300,"half":2.5}}`, f.replies[i], finish)
 }
 
 func toolCall(id, name, args string) string {
@@ -59,6 +64,7 @@ func TestDrive(t *testing.T) {
 	cases := []struct {
 		name      string
 		replies   []string
+		finish    []string
 		maxTurns  int
 		wantStop  string
 		wantErr   error
@@ -69,12 +75,18 @@ func TestDrive(t *testing.T) {
 			toolCall("c2", "read_file", `{"path":"spec/ADD.md"}`),
 			toolCall("c3", "write_source", `{"path":"add.go","content":"package add\n"}`),
 			`{"role":"assistant","content":"done"}`,
-		}, 10, StopModel, nil, 4},
-		{"turn limit", []string{toolCall("c1", "list_files", `{}`)}, 3, StopMaxTurns, ErrMaxTurns, 3},
+		}, nil, 10, StopModel, nil, 4},
+		{"turn limit", []string{toolCall("c1", "list_files", `{}`)}, nil, 3, StopMaxTurns, ErrMaxTurns, 3},
+		// A reply the endpoint cut at its token limit, calling no tool, is
+		// not the model stopping: the session is not a completed one.
+		{"cut off", []string{
+			toolCall("c1", "list_files", `{}`),
+			`{"role":"assistant","content":"I will now write the fi"}`,
+		}, []string{"tool_calls", "length"}, 10, StopCutOff, ErrCutOff, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fm := &fakeModel{replies: c.replies}
+			fm := &fakeModel{replies: c.replies, finish: c.finish}
 			srv := httptest.NewServer(fm) // listens on 127.0.0.1
 			defer srv.Close()
 			base := t.TempDir()
@@ -96,6 +108,13 @@ func TestDrive(t *testing.T) {
 			}
 			if res.Stop != c.wantStop || res.Turns != c.wantTurns || res.Usage["total_tokens"] != 12*c.wantTurns {
 				t.Errorf("result %+v, want stop %s after %d turns", res, c.wantStop, c.wantTurns)
+			}
+			// Usage counts that are not whole non-negative numbers are not summed.
+			if _, ok := res.Usage["odd"]; ok {
+				t.Errorf("usage 1e300 summed: %v", res.Usage)
+			}
+			if _, ok := res.Usage["half"]; ok {
+				t.Errorf("usage 2.5 summed: %v", res.Usage)
 			}
 			// Every request: temperature 0, the model, the seed, the key,
 			// and the room's words only.

@@ -215,7 +215,7 @@ accord; 1 if the turn limit ended it.`,
 					return perr
 				}
 			}
-			if errors.Is(err, harness.ErrMaxTurns) {
+			if errors.Is(err, harness.ErrMaxTurns) || errors.Is(err, harness.ErrCutOff) {
 				return refusedErr(err)
 			}
 			if err != nil {
