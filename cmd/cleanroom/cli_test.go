@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
@@ -307,7 +309,31 @@ func TestExitCodes(t *testing.T) {
 			if code != c.code {
 				t.Errorf("%v: exit %d, want %d\n%s%s", c.args, code, c.code, stdout, stderr)
 			}
+			if code == 0 {
+				return
+			}
+			// With --json the same failure prints one JSON document on
+			// stdout: the command's own, or the error with its exit code.
+			code, stdout, _ = runCLI(t, append(slices.Clone(c.args), "--json")...)
+			v, err := evidence.Read([]byte(stdout))
+			if err != nil {
+				t.Fatalf("%v --json: stdout is not one JSON document (%v): %q", c.args, err, stdout)
+			}
+			if o, ok := v.(*evidence.Object); ok {
+				if ec, ok := o.Get("exit_code"); ok && ec != float64(code) {
+					t.Errorf("%v --json: exit_code %v in the document, exit %d", c.args, ec, code)
+				}
+			}
 		})
+	}
+	// Where stdout is another party's stream, a failure adds nothing to it.
+	for _, args := range [][]string{
+		{"sandbox", "exec", "--json", "--frobnicate", "--", "true"},
+		{"room", "serve", "--json", "--frobnicate"},
+	} {
+		if code, stdout, _ := runCLI(t, args...); code != 2 || stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q; want 2 and nothing on stdout", args, code, stdout)
+		}
 	}
 }
 

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/spf13/cobra"
 )
 
 func main() {
@@ -19,21 +22,73 @@ func run(args []string) int { return execute(args, os.Stdout, os.Stderr) }
 func execute(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	root.SetOut(stdout)
+	out := &countingWriter{w: stdout}
+	root.SetOut(out)
 	root.SetErr(stderr)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
 	}
+	code, msg := 2, err
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintf(stderr, "cleanroom: %v\n", ee.err)
-		}
-		return ee.code
+		code, msg = ee.code, ee.err
 	}
 	// Anything cobra itself refuses (unknown flag, wrong argument count) is
-	// a usage error.
-	fmt.Fprintf(stderr, "cleanroom: %v\n", err)
-	return 2
+	// a usage error (2).
+	if msg != nil {
+		fmt.Fprintf(stderr, "cleanroom: %v\n", msg)
+	}
+	// With --json, stdout carries one JSON document whatever happens: a
+	// command that failed before printing its result prints the error, so
+	// a script reading stdout never gets empty input. Not where stdout is
+	// another party's stream (the MCP session, the candidate's output).
+	if out.n == 0 && jsonRequested(cmd, args) && cmd.Annotations[annotationStdout] != stdoutStream {
+		doc := map[string]any{"error": "", "exit_code": code}
+		if msg != nil {
+			doc["error"] = msg.Error()
+		}
+		if b, jerr := evidence.Stringify(doc, "  "); jerr == nil {
+			stdout.Write(b)
+		}
+	}
+	return code
+}
+
+// A command whose stdout is not its own result (annotationStdout:
+// stdoutStream) never gets a JSON error document there.
+const (
+	annotationStdout = "cleanroom/stdout"
+	stdoutStream     = "stream"
+)
+
+// jsonRequested reports whether --json was given: as parsed, or, when the
+// command line did not parse, as written before any "--".
+func jsonRequested(cmd *cobra.Command, args []string) bool {
+	if cmd != nil {
+		if v, err := cmd.Flags().GetBool("json"); err == nil && v {
+			return true
+		}
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
+}
+
+// countingWriter counts the bytes a command wrote to stdout.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

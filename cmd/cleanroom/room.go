@@ -117,8 +117,9 @@ func worldPin(world string) (string, error) {
 func newRoomServeCmd() *cobra.Command {
 	var f roomFlags
 	c := &cobra.Command{
-		Use:   "serve (--world DIR | --package DIR --expect bpkg-…) --workspace NEWDIR [--transcript FILE]",
-		Short: "Serve the sealed package over MCP on stdin/stdout",
+		Use:         "serve (--world DIR | --package DIR --expect bpkg-…) --workspace NEWDIR [--transcript FILE]",
+		Annotations: map[string]string{annotationStdout: stdoutStream},
+		Short:       "Serve the sealed package over MCP on stdin/stdout",
 		Long: `Serve the sealed package over MCP on stdin/stdout until the client closes stdin.
 
 Point any MCP client that speaks stdio at this command. Nothing but MCP is

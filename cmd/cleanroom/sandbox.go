@@ -177,8 +177,9 @@ func parseNetMode(s string) ([]sandbox.Endpoint, error) {
 func newSandboxExecCmd() *cobra.Command {
 	var f sandboxFlags
 	c := &cobra.Command{
-		Use:   "exec [flags] -- CMD [ARG…]",
-		Short: "Run a command in the candidate sandbox (no network unless allowlisted), streaming its output",
+		Use:         "exec [flags] -- CMD [ARG…]",
+		Annotations: map[string]string{annotationStdout: stdoutStream},
+		Short:       "Run a command in the candidate sandbox (no network unless allowlisted), streaming its output",
 		Long: `exec runs CMD in a fresh candidate container: new mount, pid, ipc, uts and
 network namespaces; a read-only root of the host's /usr, /bin, /sbin, /lib*
 and a minimal /etc; tmpfs /tmp; the workspace read-write at /workspace; the
@@ -403,10 +404,11 @@ binary and to the host paths by absolute path.`,
 func newSandboxHookCmd() *cobra.Command {
 	var record string
 	c := &cobra.Command{
-		Use:    "hook [--record FILE]",
-		Short:  "OCI createRuntime hook: the mechanism check on the container's network namespace (state on stdin)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
+		Use:         "hook [--record FILE]",
+		Annotations: map[string]string{annotationStdout: stdoutStream},
+		Short:       "OCI createRuntime hook: the mechanism check on the container's network namespace (state on stdin)",
+		Hidden:      true,
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rec, err := sandbox.RunHook(cmd.InOrStdin(), record)
 			if rec != nil {
