@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -263,18 +264,23 @@ func (ix *Index) Latest(caseID string) (*Entry, int64, bool) {
 
 // InitIndex creates an index in dir (absent or empty) with a new note key
 // named origin, written to keyOut (mode 0600, never overwritten). The index
-// starts with a signed checkpoint of size 0.
-func InitIndex(dir, origin, keyOut string) (*Index, error) {
+// starts with a signed checkpoint of size 0. It is written whole beside dir
+// and published with one rename: a failure leaves neither a part of an index
+// nor the new key behind, so the same command can simply be run again.
+func InitIndex(dir, origin, keyOut string) (ix *Index, err error) {
 	if origin == "" || strings.ContainsAny(origin, "\n+ ") {
 		return nil, fmt.Errorf("%w: origin %q must be non-empty, without spaces, '+' or newlines", ErrBuildArgument, origin)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir = filepath.Clean(dir)
+	ents, err := os.ReadDir(dir)
+	switch {
+	case err == nil && len(ents) > 0:
+		return nil, fmt.Errorf("%s: %w", dir, ErrIndexExists)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
-	if ents, err := os.ReadDir(dir); err != nil {
+	if err := durable.MkdirAll(filepath.Dir(dir)); err != nil {
 		return nil, err
-	} else if len(ents) > 0 {
-		return nil, fmt.Errorf("%s: %w", dir, ErrIndexExists)
 	}
 	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
 	if err != nil {
@@ -283,11 +289,28 @@ func InitIndex(dir, origin, keyOut string) (*Index, error) {
 	if err := durable.CreateFile(keyOut, []byte(skey+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("index key: %w", err)
 	}
-	ix := &Index{Dir: dir, VKey: vkey}
-	if err := durable.CreateFile(filepath.Join(dir, IndexPubFile), []byte(vkey+"\n"), 0o644); err != nil {
+	published := false
+	defer func() {
+		if !published {
+			// This call created the key exclusively and nothing has used
+			// it: without it a retry would be refused for an existing key.
+			os.Remove(keyOut)
+		}
+	}()
+	stage, err := durable.StageDir(dir)
+	if err != nil {
 		return nil, err
 	}
-	if err := durable.CreateFile(filepath.Join(dir, IndexEntriesFile), nil, 0o644); err != nil {
+	defer func() {
+		if !published {
+			os.RemoveAll(stage)
+		}
+	}()
+	ix = &Index{Dir: stage, VKey: vkey}
+	if err := durable.CreateFile(filepath.Join(stage, IndexPubFile), []byte(vkey+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	if err := durable.CreateFile(filepath.Join(stage, IndexEntriesFile), nil, 0o644); err != nil {
 		return nil, err
 	}
 	s, err := ix.signer(skey)
@@ -297,6 +320,19 @@ func InitIndex(dir, origin, keyOut string) (*Index, error) {
 	if err := ix.sign(s); err != nil {
 		return nil, err
 	}
+	// An empty dir given by the caller makes way for the whole index;
+	// os.Remove refuses a directory something was written into meanwhile.
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w: %w", dir, ErrIndexExists, err)
+	}
+	if err := durable.CreateDir(stage, dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("%s: %w", dir, ErrIndexExists)
+		}
+		return nil, err
+	}
+	published = true
+	ix.Dir = dir
 	return ix, nil
 }
 

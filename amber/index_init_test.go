@@ -1,0 +1,65 @@
+package amber
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// InitIndex writes the whole index or nothing: on a full file system it
+// leaves neither a part of an index nor the new key (which would refuse the
+// retry), and once there is room the same call succeeds. An existing empty
+// directory is taken; one with anything in it is refused.
+func TestInitIndexAllOrNothing(t *testing.T) {
+	fsDir := t.TempDir()
+	if err := unix.Mount("tmpfs", fsDir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(fsDir, unix.MNT_DETACH) })
+	fill := filepath.Join(fsDir, "fill")
+	f, err := os.Create(fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := f.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	f.Close()
+
+	dir := filepath.Join(fsDir, "index")
+	key := filepath.Join(t.TempDir(), "index.key") // on another file system: it is written
+	if _, err := InitIndex(dir, "cases.example.org/index", key); !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("InitIndex on a full file system: %v, want ENOSPC", err)
+	}
+	if ents, _ := os.ReadDir(fsDir); len(ents) != 1 || ents[0].Name() != "fill" {
+		t.Errorf("left on the full file system: %v", ents)
+	}
+	if _, err := os.Lstat(key); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the new key was left behind: %v", err)
+	}
+
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil { // an empty directory is taken
+		t.Fatal(err)
+	}
+	if _, err := InitIndex(dir, "cases.example.org/index", key); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	if _, err := LoadIndex(dir, ""); err != nil {
+		t.Errorf("the index written: %v", err)
+	}
+	other := filepath.Join(t.TempDir(), "other.key")
+	if _, err := InitIndex(dir, "cases.example.org/index", other); !errors.Is(err, ErrIndexExists) {
+		t.Errorf("InitIndex over an index: %v, want ErrIndexExists", err)
+	}
+	if _, err := os.Lstat(other); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused init wrote its key: %v", err)
+	}
+}
