@@ -15,16 +15,20 @@ import (
 // at revision 2, the extra file being the archived rev-2 release). The
 // walk runs with every rule of §4.1, the holdout-copy leak rule included,
 // and finds no problem. Expected values are the §1 table's; the file counts
-// and the absent set were computed independently (python over the files).
+// the absent set and the seal digests were computed independently (python
+// over the files).
 func TestConformanceBpkgFromWalk(t *testing.T) {
 	cases := []struct {
 		world  string
 		onDisk int
 		total  int
 		want   string
+		seal   string // seal_digest (§11.1) of the files on disk
 	}{
-		{"world", 60, 65, "bpkg-9ad5de9420259a6bf247a3629bb69419d53dd1d178bf98beabb270865b22e585"},
-		{"world-rev2", 61, 66, "bpkg-350de8116e9118c2b24e260bc4890fcfce0a7973dbd5a4a168af3cf3df791a04"},
+		{"world", 60, 65, "bpkg-9ad5de9420259a6bf247a3629bb69419d53dd1d178bf98beabb270865b22e585",
+			"ec32d34ca1c3cd078c23e3976d795137685166336dbaac3f87d1bd2dc681ca2a"},
+		{"world-rev2", 61, 66, "bpkg-350de8116e9118c2b24e260bc4890fcfce0a7973dbd5a4a168af3cf3df791a04",
+			"7aeee76bc22ce4d5b335b96c770af9c189351d20093c85f6beae6eece47e039d"},
 	}
 	absent := []string{
 		"experiment/evidence.mjs",
@@ -48,6 +52,10 @@ func TestConformanceBpkgFromWalk(t *testing.T) {
 			if m.FileCount != c.onDisk || m.Root != "docs/spec/proof-wire" || m.Type != "TRVM-BLIND-PACKAGE-v1" {
 				t.Fatalf("walked manifest: %d files, root %q, type %q; want %d, docs/spec/proof-wire, TRVM-BLIND-PACKAGE-v1",
 					m.FileCount, m.Root, m.Type, c.onDisk)
+			}
+			// sha256 of "path<TAB>sha256" lines joined by LF, no final LF.
+			if got := tree.SealDigest(); got != c.seal {
+				t.Errorf("seal_digest = %s, want %s", got, c.seal)
 			}
 			rec, err := pkgwalk.ReadManifestFile(filepath.Join(w, "governance", "blind-package.json"))
 			if err != nil {
