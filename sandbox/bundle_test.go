@@ -55,7 +55,7 @@ func TestBundleOnRunc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := `grep -E '^(CapEff|NoNewPrivs):' /proc/self/status | tr -d '\t' | sed 's/:/=/'
+	script := `grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | tr -d '\t' | sed 's/:/=/'
 ` + inheritedFDs + `
 echo links=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')
 echo routes=$(tail -n +2 /proc/net/route | wc -l)
@@ -113,7 +113,7 @@ echo w > /workspace/out && echo workspace=writable
 			}
 			got := keyValues(string(out))
 			for _, kv := range []struct{ k, v string }{
-				{"CapEff", "0000000000000000"}, {"NoNewPrivs", "1"}, {"fds", "0 1 2"}, {"links", "lo"},
+				{"CapEff", "0000000000000000"}, {"NoNewPrivs", "1"}, {"Seccomp", "2"}, {"fds", "0 1 2"}, {"links", "lo"},
 				{"routes", "0"}, {"usr", "ro"}, {"workspace", "writable"}, {"host", "absent"},
 			} {
 				if got[kv.k] != kv.v {

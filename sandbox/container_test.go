@@ -31,6 +31,11 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
+	// `attack NAME…` runs the hostile candidate's attempts inside the
+	// container (attack_test.go).
+	if len(os.Args) > 2 && os.Args[1] == "attack" {
+		os.Exit(attackMain(os.Args[2:]))
+	}
 	// `dial TARGET…` is the network client the tests run inside the
 	// container (a copy of this binary in the workspace).
 	if len(os.Args) > 1 && os.Args[1] == "dial" {
@@ -145,7 +150,7 @@ func TestContainerInside(t *testing.T) {
 	defer unix.Close(leakFile)
 
 	script := fmt.Sprintf(`
-grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs):' /proc/self/status | tr -d '\t' | sed 's/:/=/'
+grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status | tr -d '\t' | sed 's/:/=/'
 `+inheritedFDs+`
 [ -e /proc/$$/fd/%d ] && echo leakdir=visible || echo leakdir=absent
 [ -e /proc/$$/fd/%d ] && echo leakfile=visible || echo leakfile=absent
@@ -174,6 +179,8 @@ echo pid=$$
 		{"CapPrm", "0000000000000000"},
 		{"CapBnd", "0000000000000000"},
 		{"NoNewPrivs", "1"},
+		// The keyring filter (sandboxinit).
+		{"Seccomp", "2"},
 		{"fds", "0 1 2"},
 		{"leakdir", "absent"},
 		{"leakfile", "absent"},

@@ -12,7 +12,11 @@
 //
 // The container runs as uid 0 with every capability dropped and
 // no_new_privs set; it cannot change its own network namespace (no
-// CAP_NET_ADMIN) or remount its root. The isolation check and the probe
+// CAP_NET_ADMIN) or remount its root. The kernel's keyrings are not
+// namespaced, so a seccomp filter (installed by sandboxinit before the
+// command starts) makes add_key, request_key and keyctl fail with EPERM:
+// otherwise the candidate could read and add keys in root's user keyring
+// on the host. The isolation check and the probe
 // run before the candidate starts; continuity between the probe and the
 // candidate's run is limited to checking that the candidate's process is in
 // the very network namespace that was checked (same inode), not that the

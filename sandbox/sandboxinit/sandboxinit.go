@@ -43,6 +43,13 @@ func containerInit() {
 		fmt.Fprintf(os.Stderr, "cleanroom container init: prctl(PR_SET_PDEATHSIG): %v\n", err)
 		os.Exit(126)
 	}
+	// The host's kernel keyrings are out of the candidate's reach (see
+	// denyKeyrings); libcontainer's init uses none (sandbox.Exec sets
+	// NoNewKeyring).
+	if err := denyKeyrings(); err != nil {
+		fmt.Fprintf(os.Stderr, "cleanroom container init: %v\n", err)
+		os.Exit(126)
+	}
 	libcontainer.Init()
 	os.Exit(126) // not reached: Init execs or exits
 }
@@ -53,6 +60,17 @@ func containerInit() {
 func shim(args []string) {
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: prctl(PR_SET_PDEATHSIG): %v\n", err)
+		os.Exit(126)
+	}
+	// As the container init's: no kernel keyring for the candidate. The
+	// runtime has set no_new_privs (the spec asks for it), which a filter
+	// installed without CAP_SYS_ADMIN needs; set it again in case it did not.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: prctl(PR_SET_NO_NEW_PRIVS): %v\n", err)
+		os.Exit(126)
+	}
+	if err := denyKeyrings(); err != nil {
+		fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: %v\n", err)
 		os.Exit(126)
 	}
 	path, err := exec.LookPath(args[0])
