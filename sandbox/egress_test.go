@@ -321,3 +321,36 @@ func TestProbeVantage(t *testing.T) {
 		t.Errorf("allowlisted vantage without control: %v, want ErrConfig", err)
 	}
 }
+
+// An allowlist may name one of the public addresses the check looks up
+// (a resolver at 8.8.8.8): that lookup is then routed through the
+// candidate's link by design, and the run is not refused for it; the
+// other public addresses must still be unreachable.
+func TestAllowlistNamesAPublicTarget(t *testing.T) {
+	needNetns(t)
+	allow := []Endpoint{{Addr: netip.MustParseAddr("8.8.8.8"), Port: 53}}
+	// The vantage as Exec makes it; no packet is sent (route lookups only).
+	ns, err := newNetNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	id, err := newID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eg, err := setupEgress(id, ns, allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eg.teardown()
+	iso, err := CheckIsolation(ns, expectFor(allow, eg))
+	if err != nil || !iso.Enforced {
+		t.Fatalf("isolation check refused an allowlisted public address: %v, %+v", err, iso)
+	}
+	for _, g := range iso.RouteGet {
+		if g.Target != "8.8.8.8" && g.Result != "ENETUNREACH" {
+			t.Errorf("route get %s: %s", g.Target, g.Result)
+		}
+	}
+}
