@@ -195,3 +195,31 @@ func removeHostKeys(t *testing.T, desc string) {
 		}
 	}
 }
+
+// Nothing the candidate starts outlives its run: a double-forked process
+// in a session of its own that ignores SIGTERM is killed when the command
+// exits, and when the timeout kills the container.
+func TestCandidateLeavesNoProcess(t *testing.T) {
+	needSandbox(t)
+	daemon := `setsid sh -c 'trap "" TERM HUP INT; (trap "" TERM HUP INT; sleep 1; echo late > /workspace/late) & exit 0' </dev/null >/dev/null 2>&1 &`
+	for _, tc := range []struct {
+		name, script string
+		timeout      time.Duration
+		status       string
+	}{
+		{"command exits", daemon + " sleep 0.5; exit 0", 0, StatusExited},
+		{"timeout", daemon + " sleep 60", time.Second, StatusTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			res, _, stderr := runIn(t, Config{Workspace: ws, Timeout: tc.timeout}, tc.script)
+			if res.Status != tc.status {
+				t.Fatalf("status %s, want %s (stderr %s)", res.Status, tc.status, stderr)
+			}
+			time.Sleep(2 * time.Second)
+			if _, err := os.Stat(filepath.Join(ws, "late")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a process outlived the run: %v", err)
+			}
+		})
+	}
+}
