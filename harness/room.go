@@ -477,16 +477,19 @@ func OpenRoom(c RoomConfig) (*Room, error) {
 
 // Serve answers MCP on the given streams until the client goes away.
 // Inbound frames are capped: the SDK's decoder has no limit of its own
-// beyond this.
+// beyond this. A batch ends the session (ErrFrameBatch), a method the room
+// does not serve is refused (ErrMethodNotServed), and no message is read
+// while a call is unanswered (gatedConn).
 func (r *Room) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	s := NewServer(r)
-	var t mcp.Transport
 	maxLine := 6*r.Limits.MaxFileBytes + 64<<10 // JSON may escape a byte as \u00XX
-	if f, ok := in.(*os.File); ok && f == os.Stdin && out == io.Writer(os.Stdout) {
-		t = &mcp.StdioTransport{MaxLineLength: maxLine}
-	} else {
-		t = &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}, MaxLineLength: maxLine}
+	// As the SDK's StdioTransport: ending the session closes stdin (which
+	// ends a blocked read), never stdout.
+	rc := io.NopCloser(in)
+	if f, ok := in.(*os.File); ok && f == os.Stdin {
+		rc = f
 	}
+	t := gatedTransport{&mcp.IOTransport{Reader: &messageScanner{r: rc}, Writer: nopWriteCloser{out}, MaxLineLength: maxLine}}
 	err := s.Run(ctx, t)
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
 		return nil

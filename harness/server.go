@@ -1,14 +1,18 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -146,4 +150,177 @@ func (r *Room) writeSource(_ context.Context, args map[string]string) *mcp.CallT
 	}
 	r.Transcript.call("write_source", "written", map[string]any{"path": p, "bytes": len(content), "sha256": pkgwalk.SHA256Hex(content)})
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s  (%d bytes)", p, len(content))}}}
+}
+
+// The rules the room holds the client's messages to, beyond the SDK's.
+var (
+	// ErrFrameBatch: a JSON-RPC batch is answered by the SDK with one
+	// array once its last call is done, so every answer of the batch is
+	// held until then: one frame of small read_file calls could make the
+	// room hold the package thousands of times over. (The SDK refuses
+	// batches only once 2025-06-18 or later is negotiated.)
+	ErrFrameBatch = errors.New("frame is a JSON-RPC batch, not one message")
+	// ErrMethodNotServed: the room serves the handshake, ping, its three
+	// tools and its prompt. The SDK answers more by default (resources,
+	// logging/setLevel, subscriptions/listen, which parks with its request
+	// until cancelled); none of it is the room's to serve.
+	ErrMethodNotServed = errors.New("method not served by the clean room")
+)
+
+// servedCalls and servedNotifications are the only messages of the client
+// the room passes to the SDK's server; any other call is answered with
+// ErrMethodNotServed, any other notification dropped.
+var (
+	servedCalls = map[string]bool{
+		"initialize": true, "server/discover": true, "ping": true,
+		"tools/list": true, "tools/call": true, "prompts/list": true, "prompts/get": true,
+	}
+	servedNotifications = map[string]bool{"notifications/initialized": true, "notifications/cancelled": true}
+)
+
+// gatedTransport is the room's transport: the SDK's stream transport with
+// its inbound frames checked by messageScanner and its connection gated.
+type gatedTransport struct{ mcp.Transport }
+
+func (t gatedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &gatedConn{Connection: c, slot: make(chan struct{}, 1), closed: make(chan struct{})}, nil
+}
+
+// gatedConn reads no message while a call of the client is unanswered:
+// the SDK runs each call in a goroutine of its own and reads on, so a
+// client that sends calls and reads no answer made the room hold an
+// answer per call (300 read_file calls of a 256 KiB file: 100 MiB, and
+// growing with each call), and the SDK's queue of messages has no bound.
+// One call at a time bounds what a session holds to one answer, the
+// budget serveMemoryLimit gives it. Every served call is answered promptly
+// (none parks), so the gate never waits on the client but for the answer.
+type gatedConn struct {
+	mcp.Connection
+	slot      chan struct{} // holds a token while a call is unanswered
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *gatedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		select {
+		case c.slot <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closed:
+			return nil, io.EOF
+		}
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			<-c.slot
+			return nil, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		switch {
+		case !ok: // a response: the server asked nothing, the SDK drops it
+			<-c.slot
+			return msg, nil
+		case !req.IsCall():
+			<-c.slot
+			if servedNotifications[req.Method] {
+				return msg, nil
+			}
+		case !servedCalls[req.Method]:
+			err := c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+				Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%v: %q", ErrMethodNotServed, req.Method)}})
+			<-c.slot
+			if err != nil {
+				return nil, err
+			}
+		default:
+			return msg, nil // the token is returned when the answer is written
+		}
+	}
+}
+
+func (c *gatedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if _, ok := msg.(*jsonrpc.Response); ok {
+		select {
+		case <-c.slot:
+		default:
+		}
+	}
+	return err
+}
+
+func (c *gatedConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Connection.Close()
+}
+
+// messageScanner passes the client's byte stream through unchanged and
+// fails the read when a top-level JSON value is an array (ErrFrameBatch);
+// any other value is the SDK's to judge. It follows the JSON lexical
+// structure (strings, escapes, nesting), not lines: the SDK's reader takes
+// a second value on the same line when the first ended a read, so a batch
+// after a pause on a line would pass a check of line starts.
+type messageScanner struct {
+	r        io.ReadCloser
+	depth    int
+	inString bool
+	escaped  bool
+	err      error
+}
+
+func (s *messageScanner) Read(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.r.Read(p)
+	if serr := s.scan(p[:n]); serr != nil {
+		s.err = serr
+		return 0, serr
+	}
+	return n, err
+}
+
+func (s *messageScanner) Close() error { return s.r.Close() }
+
+func (s *messageScanner) scan(b []byte) error {
+	for i := 0; i < len(b); i++ {
+		if s.inString {
+			if s.escaped {
+				s.escaped = false
+				continue
+			}
+			// Skip to the next quote or backslash: most bytes of a large
+			// frame are inside a string.
+			j := bytes.IndexAny(b[i:], `\"`)
+			if j < 0 {
+				return nil
+			}
+			i += j
+			if b[i] == '\\' {
+				s.escaped = true
+			} else {
+				s.inString = false
+			}
+			continue
+		}
+		switch b[i] {
+		case '"':
+			s.inString = true
+		case '[':
+			if s.depth == 0 {
+				return ErrFrameBatch
+			}
+			s.depth++
+		case '{':
+			s.depth++
+		case '}', ']':
+			// Unbalanced input is the SDK's reader's to refuse.
+			s.depth = max(s.depth-1, 0)
+		}
+	}
+	return nil
 }
