@@ -99,6 +99,10 @@ func runtimeInUse() int64 {
 	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
 }
 
+// ErrTranscriptExists: an existing transcript path is never appended to
+// nor written through (a planted symlink): one transcript is one session.
+const ErrTranscriptExists pkgwalk.Rule = "transcript already exists"
+
 // ExitError carries the sealed server's exit status.
 type ExitError struct{ Code int }
 
@@ -468,7 +472,14 @@ func OpenRoom(c RoomConfig) (*Room, error) {
 		}
 		r.Transcript, err = CreateTranscript(c.Transcript, h)
 		if err != nil {
+			// The workspace was created empty a moment ago: removed, so
+			// that a refused room leaves nothing and its retry is not
+			// refused for the workspace (rmdir removes only an empty one).
 			ws.Close()
+			_ = unix.Rmdir(c.Workspace)
+			if errors.Is(err, unix.EEXIST) {
+				return nil, &pkgwalk.RefusalError{Path: c.Transcript, Rule: ErrTranscriptExists}
+			}
 			return nil, err
 		}
 	}

@@ -1,0 +1,59 @@
+package harness
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRoomExistingTranscript: a transcript path that already exists (a
+// file, a symlink planted there) is refused naming the rule, before the
+// room serves, and leaves nothing behind: the workspace the room had
+// already created was kept, so the retry with a fresh transcript path was
+// refused as "workspace already exists"; and the refusal exited 2 (the
+// seal could not be established) without a rule.
+func TestRoomExistingTranscript(t *testing.T) {
+	plant := map[string]func(t *testing.T, p string){
+		"file": func(t *testing.T, p string) {
+			if err := os.WriteFile(p, []byte("earlier record\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"symlink": func(t *testing.T, p string) {
+			if err := os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), p); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, setup := range plant {
+		t.Run("in-process/"+name, func(t *testing.T) {
+			pkg, id := writePackage(t, testFiles())
+			base := t.TempDir()
+			ws, tr := filepath.Join(base, "ws"), filepath.Join(base, "transcript.jsonl")
+			setup(t, tr)
+			_, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: ws, Transcript: tr, Limits: DefaultLimits})
+			if !errors.Is(err, ErrTranscriptExists) {
+				t.Fatalf("OpenRoom: %v, want %q", err, ErrTranscriptExists)
+			}
+			if _, err := os.Lstat(ws); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused room left its workspace: %v", err)
+			}
+		})
+		t.Run("sealed/"+name, func(t *testing.T) {
+			needSeal(t)
+			pkg, id := writePackage(t, testFiles())
+			base := t.TempDir()
+			ws, tr := filepath.Join(base, "ws"), filepath.Join(base, "transcript.jsonl")
+			setup(t, tr)
+			code, stderr := serveExit(t, ServeOptions{PackageDir: pkg, Expect: id, Workspace: ws, Transcript: tr})
+			if code != 1 || !strings.Contains(stderr, ErrTranscriptExists.Error()) {
+				t.Errorf("exit %d, want 1 naming %q; stderr:\n%s", code, ErrTranscriptExists, stderr)
+			}
+			if _, err := os.Lstat(ws); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused room left its workspace: %v", err)
+			}
+		})
+	}
+}
