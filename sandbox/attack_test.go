@@ -83,6 +83,34 @@ var attacks = map[string]func(arg string) error{
 		_, err := unix.KeyctlBuffer(unix.KEYCTL_READ, unix.KEY_SPEC_USER_KEYRING, make([]byte, 1024), 0)
 		return err
 	},
+	// A user namespace of its own: every capability over new namespaces,
+	// and with it the kernel code only privilege reaches.
+	"unshare_user": func(string) error { return unix.Unshare(unix.CLONE_NEWUSER) },
+	"clone_user": func(string) error {
+		pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &syscall.ProcAttr{Sys: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}})
+		if err == nil {
+			syscall.Wait4(pid, nil, 0, nil)
+		}
+		return err
+	},
+	// clone3's flags are in memory, out of a filter's reach: it is not
+	// there at all (size 0 would be EINVAL if it were).
+	"clone3": func(string) error {
+		_, _, en := unix.Syscall(unix.SYS_CLONE3, 0, 0, 0)
+		return en
+	},
+	// A plain child still starts (through clone).
+	"fork_exec": func(string) error {
+		pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &syscall.ProcAttr{})
+		if err == nil {
+			var ws syscall.WaitStatus
+			syscall.Wait4(pid, &ws, 0, nil)
+			if ws.ExitStatus() != 0 {
+				return fmt.Errorf("true exited %d", ws.ExitStatus())
+			}
+		}
+		return err
+	},
 }
 
 func closeFD(fd int, err error) {
@@ -151,6 +179,9 @@ func TestCandidateAttacks(t *testing.T) {
 		"add_key_user":      "EPERM",
 		"add_key_session":   "EPERM",
 		"read_user_keyring": "EPERM",
+		"unshare_user":      "EPERM",
+		"clone_user":        "EPERM",
+		"clone3":            "ENOSYS",
 	}
 	names := make([]string, 0, len(want))
 	for n := range want {
@@ -165,6 +196,11 @@ func TestCandidateAttacks(t *testing.T) {
 		if g := got[n]; g == "OK" || !strings.HasPrefix(g, want[n]) {
 			t.Errorf("%s: %q, want %s", n, g, want[n])
 		}
+	}
+	// What the filter leaves alone still works: a child through clone.
+	res, out, stderr = runIn(t, Config{Workspace: ws}, bin+" attack "+token+" fork_exec")
+	if g := keyValues(out)["fork_exec"]; res.ExitCode != 0 || g != "OK" {
+		t.Errorf("fork_exec: %q (exit %d, stderr %s), want OK", g, res.ExitCode, stderr)
 	}
 	if _, err := os.Stat(filepath.Join("/usr", "cleanroom-attack")); err == nil {
 		t.Errorf("the candidate wrote the host's /usr")

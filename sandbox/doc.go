@@ -16,7 +16,11 @@
 // namespaced, so a seccomp filter (installed by sandboxinit before the
 // command starts) makes add_key, request_key and keyctl fail with EPERM:
 // otherwise the candidate could read and add keys in root's user keyring
-// on the host. The isolation check and the probe
+// on the host. The same filter refuses a new user namespace (clone and
+// unshare with CLONE_NEWUSER fail with EPERM, clone3 with ENOSYS so that
+// the C library falls back to clone): inside one the candidate would hold
+// every capability over namespaces of its own, and with them the kernel
+// code only privilege reaches. The isolation check and the probe
 // run before the candidate starts; continuity between the probe and the
 // candidate's run is limited to checking that the candidate's process is in
 // the very network namespace that was checked (same inode), not that the

@@ -43,10 +43,11 @@ func containerInit() {
 		fmt.Fprintf(os.Stderr, "cleanroom container init: prctl(PR_SET_PDEATHSIG): %v\n", err)
 		os.Exit(126)
 	}
-	// The host's kernel keyrings are out of the candidate's reach (see
-	// denyKeyrings); libcontainer's init uses none (sandbox.Exec sets
-	// NoNewKeyring).
-	if err := denyKeyrings(); err != nil {
+	// The host's kernel keyrings and new user namespaces are out of the
+	// candidate's reach (see denyToCandidate). libcontainer's init uses
+	// neither from here on: sandbox.Exec sets NoNewKeyring, runs no user
+	// namespace, and its namespaces were made by nsexec before this runs.
+	if err := denyToCandidate(); err != nil {
 		fmt.Fprintf(os.Stderr, "cleanroom container init: %v\n", err)
 		os.Exit(126)
 	}
@@ -62,14 +63,14 @@ func shim(args []string) {
 		fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: prctl(PR_SET_PDEATHSIG): %v\n", err)
 		os.Exit(126)
 	}
-	// As the container init's: no kernel keyring for the candidate. The
+	// As the container init's: no kernel keyring, no user namespace. The
 	// runtime has set no_new_privs (the spec asks for it), which a filter
 	// installed without CAP_SYS_ADMIN needs; set it again in case it did not.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: prctl(PR_SET_NO_NEW_PRIVS): %v\n", err)
 		os.Exit(126)
 	}
-	if err := denyKeyrings(); err != nil {
+	if err := denyToCandidate(); err != nil {
 		fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: %v\n", err)
 		os.Exit(126)
 	}
