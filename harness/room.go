@@ -127,6 +127,12 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		return fmt.Errorf("creating the view's mount point: %w", err)
 	}
 	defer os.Remove(mount)
+	// The seal is asserted by the mount point's name in mountinfo, which
+	// names the directory mount(2) resolved: a $TMPDIR through a symbolic
+	// link would leave the view at a name no entry has.
+	if mount, err = filepath.EvalSymlinks(mount); err != nil {
+		return fmt.Errorf("resolving the view's mount point: %w", err)
+	}
 	args := append(append([]string{}, o.StageArgs...), "seal")
 	args = append(args, o.flags(mount)...)
 	// A signal to this process is passed on to the room, which ends its
