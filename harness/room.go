@@ -103,6 +103,11 @@ func runtimeInUse() int64 {
 // nor written through (a planted symlink): one transcript is one session.
 const ErrTranscriptExists pkgwalk.Rule = "transcript already exists"
 
+// ErrTranscriptInWorkspace: write_source could replace a transcript
+// inside the workspace, and the implementer would write the record of its
+// own session.
+const ErrTranscriptInWorkspace pkgwalk.Rule = "transcript inside the workspace"
+
 // ExitError carries the sealed server's exit status.
 type ExitError struct{ Code int }
 
@@ -467,8 +472,25 @@ func OpenRoom(c RoomConfig) (*Room, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The workspace was created empty a moment ago: on a refusal it is
+	// removed, so that a refused room leaves nothing and its retry is not
+	// refused for the workspace (rmdir removes only an empty one).
+	drop := func(err error) (*Room, error) {
+		ws.Close()
+		_ = unix.Rmdir(c.Workspace)
+		return nil, err
+	}
 	r := &Room{View: view, Prompt: prompt, Workspace: ws, Limits: c.Limits}
 	if c.Transcript != "" {
+		// Checked once the workspace exists: a path through a link into
+		// it resolves only now.
+		inside, err := pkgwalk.IsInside(c.Workspace, c.Transcript)
+		if err != nil {
+			return drop(fmt.Errorf("checking transcript %s against the workspace: %w", c.Transcript, err))
+		}
+		if inside {
+			return drop(&pkgwalk.RefusalError{Path: c.Transcript, Rule: ErrTranscriptInWorkspace})
+		}
 		h := TranscriptHeader{
 			BlindPackageID: view.ID, SealDigest: view.SealDigest(), ServedFileCount: len(view.Files),
 			InstructionPath: PromptPath, InstructionSHA256: promptSHA, Workspace: c.Workspace,
@@ -477,16 +499,11 @@ func OpenRoom(c RoomConfig) (*Room, error) {
 			h.ViewMountInfo = c.Seal.MountInfo
 		}
 		r.Transcript, err = CreateTranscript(c.Transcript, h)
+		if errors.Is(err, unix.EEXIST) {
+			return drop(&pkgwalk.RefusalError{Path: c.Transcript, Rule: ErrTranscriptExists})
+		}
 		if err != nil {
-			// The workspace was created empty a moment ago: removed, so
-			// that a refused room leaves nothing and its retry is not
-			// refused for the workspace (rmdir removes only an empty one).
-			ws.Close()
-			_ = unix.Rmdir(c.Workspace)
-			if errors.Is(err, unix.EEXIST) {
-				return nil, &pkgwalk.RefusalError{Path: c.Transcript, Rule: ErrTranscriptExists}
-			}
-			return nil, err
+			return drop(err)
 		}
 	}
 	return r, nil

@@ -57,3 +57,45 @@ func TestRoomExistingTranscript(t *testing.T) {
 		})
 	}
 }
+
+// TestRoomTranscriptInWorkspace: a transcript inside the workspace (named
+// through it, or through a link that resolves into it once it exists)
+// could be replaced by write_source: the implementer would write the
+// record of its own session. The room refuses it, naming the rule, and
+// leaves nothing behind.
+func TestRoomTranscriptInWorkspace(t *testing.T) {
+	for _, viaLink := range []bool{false, true} {
+		t.Run(map[bool]string{false: "named", true: "through a link"}[viaLink], func(t *testing.T) {
+			pkg, id := writePackage(t, testFiles())
+			base := t.TempDir()
+			ws := filepath.Join(base, "ws")
+			tr := filepath.Join(ws, "transcript.jsonl")
+			if viaLink {
+				// A dangling link now, the workspace once it is created.
+				link := filepath.Join(base, "records")
+				if err := os.Symlink(ws, link); err != nil {
+					t.Fatal(err)
+				}
+				tr = filepath.Join(link, "transcript.jsonl")
+			}
+			room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: ws, Transcript: tr, Limits: DefaultLimits})
+			if err == nil {
+				defer room.Close()
+				// What the refusal prevents: the record replaced by the
+				// implementer.
+				forged := `{"event":"start"}`
+				if werr := room.Workspace.Write("transcript.jsonl", []byte(forged)); werr == nil {
+					if b, _ := os.ReadFile(tr); string(b) == forged {
+						t.Errorf("write_source replaced the transcript")
+					}
+				}
+			}
+			if !errors.Is(err, ErrTranscriptInWorkspace) {
+				t.Fatalf("OpenRoom: %v, want %q", err, ErrTranscriptInWorkspace)
+			}
+			if _, err := os.Lstat(ws); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused room left its workspace: %v", err)
+			}
+		})
+	}
+}
