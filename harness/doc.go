@@ -39,7 +39,12 @@
 // The room has no network (an empty network namespace, not even lo up) and
 // no capability. The relay (room drive) is a separate process that holds
 // the model's API key; the sealed server's environment is empty. Inbound
-// MCP frames are capped (StdioTransport.MaxLineLength). What is not
+// MCP frames are capped (StdioTransport.MaxLineLength), and what reaches
+// the SDK is gated so that a hostile client cannot grow the server's
+// memory: a JSON-RPC batch ends the session (ErrFrameBatch), only the
+// handshake, ping, tools/* and prompts/* are served (any other method is
+// method-not-found, ErrMethodNotServed; other notifications are dropped),
+// and one call is answered before the next frame is read. What is not
 // defended: an operator with write access to the package before it is
 // pinned, the host's root, and which weights a model provider runs.
 package harness

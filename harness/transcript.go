@@ -118,7 +118,11 @@ func CreateTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 		"time":               t.stamp(),
 	})
 	if err != nil {
+		// The file is this call's (created exclusively) and holds at most a
+		// part of its first line: it goes, so that no record without a
+		// start is left and the same path can be used again.
 		t.f.Close()
+		os.Remove(path)
 		return nil, err
 	}
 	return t, nil

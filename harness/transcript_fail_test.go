@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 )
 
 // A call the transcript cannot record is not answered — a refusal of bad
@@ -183,4 +184,38 @@ func TestTranscriptLongKey(t *testing.T) {
 	if n != float64(len(long)) || digest != sha([]byte(long)) {
 		t.Errorf("long path recorded with path_bytes %v, path_sha256 %v", n, digest)
 	}
+}
+
+// A transcript whose first line cannot be written (a full disk) is not
+// left behind: no record without a start, and the path can be used again.
+func TestCreateTranscriptFailureLeavesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	fill := filepath.Join(dir, "fill")
+	f, err := os.Create(fill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := f.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	f.Close()
+	p := filepath.Join(dir, "t.jsonl")
+	if _, err := CreateTranscript(p, TranscriptHeader{BlindPackageID: "bpkg-x"}); !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("CreateTranscript on a full disk: %v, want ENOSPC", err)
+	}
+	if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the transcript that could not start is left: %v", err)
+	}
+	os.Remove(fill)
+	tr, err := CreateTranscript(p, TranscriptHeader{BlindPackageID: "bpkg-x"})
+	if err != nil {
+		t.Fatalf("the same path once there is room: %v", err)
+	}
+	tr.Close()
 }
