@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"golang.org/x/sys/unix"
 )
 
@@ -14,22 +15,8 @@ import (
 // retry), and once there is room the same call succeeds. An existing empty
 // directory is taken; one with anything in it is refused.
 func TestInitIndexAllOrNothing(t *testing.T) {
-	fsDir := t.TempDir()
-	if err := unix.Mount("tmpfs", fsDir, "tmpfs", 0, "size=64k"); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (needs root): %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(fsDir, unix.MNT_DETACH) })
-	fill := filepath.Join(fsDir, "fill")
-	f, err := os.Create(fill)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := f.Write(make([]byte, 4096)); err != nil {
-			break
-		}
-	}
-	f.Close()
+	fsDir := testshared.FullFS(t)
+	fill := filepath.Join(fsDir, testshared.FillName)
 
 	dir := filepath.Join(fsDir, "index")
 	key := filepath.Join(t.TempDir(), "index.key") // on another file system: it is written

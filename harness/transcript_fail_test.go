@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 )
@@ -189,22 +190,8 @@ func TestTranscriptLongKey(t *testing.T) {
 // A transcript whose first line cannot be written (a full disk) is not
 // left behind: no record without a start, and the path can be used again.
 func TestCreateTranscriptFailureLeavesNoFile(t *testing.T) {
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (needs root): %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	fill := filepath.Join(dir, "fill")
-	f, err := os.Create(fill)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := f.Write(make([]byte, 4096)); err != nil {
-			break
-		}
-	}
-	f.Close()
+	dir := testshared.FullFS(t)
+	fill := filepath.Join(dir, testshared.FillName)
 	p := filepath.Join(dir, "t.jsonl")
 	if _, err := CreateTranscript(p, TranscriptHeader{BlindPackageID: "bpkg-x"}); !errors.Is(err, unix.ENOSPC) {
 		t.Fatalf("CreateTranscript on a full disk: %v, want ENOSPC", err)

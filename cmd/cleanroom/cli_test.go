@@ -377,7 +377,7 @@ func TestRunReportWritesBothOrNeither(t *testing.T) {
 		want string
 	}{
 		{"md exists", exists, "--replace"},
-		{"md on a full file system", filepath.Join(fullFS(t), "r.md"), "no space left"},
+		{"md on a full file system", filepath.Join(testshared.FullFS(t), "r.md"), "no space left"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, "run", "report", "--world", w, "--html", html, "--md", c.md)

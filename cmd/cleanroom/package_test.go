@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
@@ -235,7 +233,7 @@ func TestPackageEmitManifestOutFailureLeavesNothing(t *testing.T) {
 		{"manifest-out exists, empty destination", emptyDest, existing, 2, "already exists"},
 		{"manifest-out in a missing directory", filepath.Join(work, "b"), filepath.Join(work, "nowhere", "m.json"), 2, "no such file"},
 		{"manifest-out inside the empty destination", emptyDest, filepath.Join(emptyDest, "m.json"), 1, string(pkgwalk.ErrOutputInside)},
-		{"manifest-out on a full file system", filepath.Join(work, "c"), filepath.Join(fullFS(t), "m.json"), 2, "no space left"},
+		{"manifest-out on a full file system", filepath.Join(work, "c"), filepath.Join(testshared.FullFS(t), "m.json"), 2, "no space left"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, statErr := os.Stat(c.into)
@@ -269,27 +267,4 @@ func TestPackageEmitManifestOutFailureLeavesNothing(t *testing.T) {
 			}
 		})
 	}
-}
-
-// fullFS mounts a small tmpfs for the test (unmounted at its end), fills
-// it and returns its path: a write there fails with ENOSPC. It skips
-// where the test cannot mount.
-func fullFS(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (needs root): %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	f, err := os.Create(filepath.Join(dir, "fill"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for {
-		if _, err := f.Write(make([]byte, 4096)); err != nil {
-			break
-		}
-	}
-	return dir
 }

@@ -2,7 +2,8 @@
 // ../shared for tests. A user's fresh clone has no ../shared: tests that need
 // it skip with a message saying so; CI has it (read-only).
 //
-// It owns only locating: it never writes to ../shared, never copies from it
-// into the repository, and refuses (fails the test) when the repository
-// root itself cannot be found.
+// It owns only locating (and FullFS, a full file system for tests of failed
+// writes): it never writes to ../shared, never copies from it into the
+// repository, and refuses (fails the test) when the repository root itself
+// cannot be found.
 package testshared
