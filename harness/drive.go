@@ -85,6 +85,15 @@ type DriveResult struct {
 // maxModelResponse caps one chat-completions response.
 const maxModelResponse = 8 << 20
 
+// maxUsageNames and maxUsageName bound the usage counts the relay sums
+// and records: the names are the endpoint's, and one reply naming
+// megabytes of them made the drive line pass the strict reader's limit
+// (the conversation cap is checked only after the reply's usage is summed).
+const (
+	maxUsageNames = 64
+	maxUsageName  = 64
+)
+
 // Drive runs the agent loop: it starts the sealed server, reads its
 // instructions, prompt and tools over MCP, and relays the model's tool calls
 // to it until the model stops calling tools or MaxTurns is reached. It
@@ -281,7 +290,9 @@ func (o *DriveOptions) complete(ctx context.Context, messages, tools []any, usag
 			for _, m := range uo.Members {
 				// Whole, non-negative counts only: a count the endpoint
 				// sends as 1e300 or 2.5 is not summed into garbage.
-				if n, ok := m.Value.(float64); ok && n >= 0 && n <= 1<<53 && n == math.Trunc(n) {
+				_, known := usage[m.Name]
+				fits := known || len(usage) < maxUsageNames && len(m.Name) <= maxUsageName
+				if n, ok := m.Value.(float64); ok && fits && n >= 0 && n <= 1<<53 && n == math.Trunc(n) {
 					usage[m.Name] += int(n)
 				}
 			}

@@ -226,3 +226,35 @@ func TestDriveEndpointAbuse(t *testing.T) {
 		})
 	}
 }
+
+// TestDriveUsageNames: the endpoint names the usage counts, and the relay
+// records their sum in the drive line: one reply whose usage holds
+// megabytes of distinct names must not make that line pass the strict
+// reader's limit (room transcript would refuse the whole record).
+func TestDriveUsageNames(t *testing.T) {
+	needSeal(t)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		b.WriteString(`{"choices":[{"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10`)
+		for i := 0; b.Len() < maxModelResponse-64; i++ {
+			fmt.Fprintf(&b, `,"k%07d":1`, i)
+		}
+		b.WriteString(`}}`)
+		w.Write([]byte(b.String()))
+	})
+	r := driveHandler(t, testFiles(), h, 5, 30*time.Second)
+	b, err := os.ReadFile(r.tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ReadTranscript(b)
+	if err != nil {
+		t.Fatalf("Drive: %v; ReadTranscript: %.300v", r.err, err)
+	}
+	u, _ := doc.Get("usage")
+	if uo, ok := u.(*evidence.Object); !ok || len(uo.Members) > maxUsageNames {
+		t.Errorf("usage recorded with %d names, want at most %d", len(uo.Members), maxUsageNames)
+	} else if n, _ := uo.Get("prompt_tokens"); n != float64(10) {
+		t.Errorf("prompt_tokens %v, want 10", n)
+	}
+}
