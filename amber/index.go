@@ -264,9 +264,10 @@ func (ix *Index) Latest(caseID string) (*Entry, int64, bool) {
 
 // InitIndex creates an index in dir (absent or empty) with a new note key
 // named origin, written to keyOut (mode 0600, never overwritten). The index
-// starts with a signed checkpoint of size 0. It is written whole beside dir
-// and published with one rename: a failure leaves neither a part of an index
-// nor the new key behind, so the same command can simply be run again.
+// starts with a signed checkpoint of size 0. An absent dir is written whole
+// beside it and published with one rename; an existing empty dir is filled
+// in place. Either way a failure leaves neither a part of an index nor the
+// new key behind, so the same command can simply be run again.
 func InitIndex(dir, origin, keyOut string) (ix *Index, err error) {
 	if origin == "" || strings.ContainsAny(origin, "\n+ ") {
 		return nil, fmt.Errorf("%w: origin %q must be non-empty, without spaces, '+' or newlines", ErrBuildArgument, origin)
@@ -279,6 +280,7 @@ func InitIndex(dir, origin, keyOut string) (ix *Index, err error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
+	existed := err == nil
 	if err := durable.MkdirAll(filepath.Dir(dir)); err != nil {
 		return nil, err
 	}
@@ -297,21 +299,42 @@ func InitIndex(dir, origin, keyOut string) (ix *Index, err error) {
 			os.Remove(keyOut)
 		}
 	}()
-	stage, err := durable.StageDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if !published {
-			os.RemoveAll(stage)
+	// An existing empty directory is the caller's (".", a symbolic link
+	// to a directory, a mount point): it is filled in place, never removed
+	// to make way for a staged one, which would refuse "." and replace a
+	// link with a directory. What this call created in it goes on failure.
+	target := dir
+	var created []string
+	if existed {
+		defer func() {
+			if !published {
+				for _, p := range created {
+					os.Remove(p)
+				}
+			}
+		}()
+	} else {
+		stage, err := durable.StageDir(dir)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	ix = &Index{Dir: stage, VKey: vkey}
-	if err := durable.CreateFile(filepath.Join(stage, IndexPubFile), []byte(vkey+"\n"), 0o644); err != nil {
-		return nil, err
+		defer func() {
+			if !published {
+				os.RemoveAll(stage)
+			}
+		}()
+		target = stage
 	}
-	if err := durable.CreateFile(filepath.Join(stage, IndexEntriesFile), nil, 0o644); err != nil {
-		return nil, err
+	ix = &Index{Dir: target, VKey: vkey}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{IndexPubFile, []byte(vkey + "\n")}, {IndexEntriesFile, nil}} {
+		p := filepath.Join(target, f.name)
+		if err := durable.CreateFile(p, f.data, 0o644); err != nil {
+			return nil, err
+		}
+		created = append(created, p)
 	}
 	s, err := ix.signer(skey)
 	if err != nil {
@@ -320,16 +343,13 @@ func InitIndex(dir, origin, keyOut string) (ix *Index, err error) {
 	if err := ix.sign(s); err != nil {
 		return nil, err
 	}
-	// An empty dir given by the caller makes way for the whole index;
-	// os.Remove refuses a directory something was written into meanwhile.
-	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w: %w", dir, ErrIndexExists, err)
-	}
-	if err := durable.CreateDir(stage, dir, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("%s: %w", dir, ErrIndexExists)
+	if !existed {
+		if err := durable.CreateDir(target, dir, 0o755); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("%s: %w", dir, ErrIndexExists)
+			}
+			return nil, err
 		}
-		return nil, err
 	}
 	published = true
 	ix.Dir = dir
