@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -181,10 +182,17 @@ func (w *writer) reflected(v any, depth int) error {
 }
 
 // invalidString finds a string (or string map key) that is not valid UTF-8
-// anywhere in what encoding/json would marshal of rv.
+// anywhere in what encoding/json would marshal of rv: exported fields, the
+// fields an embedded struct promotes (whatever its type's name), and the
+// text of an encoding.TextMarshaler, each of which it would write with
+// U+FFFD in place of the invalid bytes. (A json.Marshaler's output is
+// embedded raw and refused when read back.)
 func invalidString(rv reflect.Value, depth int) (string, bool) {
 	if depth > 1000 {
 		return "", false // a cycle: json.Marshal refuses it
+	}
+	if s, bad, done := invalidText(rv); done {
+		return s, bad
 	}
 	switch rv.Kind() {
 	case reflect.String:
@@ -195,7 +203,7 @@ func invalidString(rv reflect.Value, depth int) (string, bool) {
 		}
 	case reflect.Struct:
 		for i := range rv.NumField() {
-			if rv.Type().Field(i).IsExported() {
+			if f := rv.Type().Field(i); f.IsExported() || f.Anonymous {
 				if s, bad := invalidString(rv.Field(i), depth+1); bad {
 					return s, true
 				}
@@ -213,7 +221,14 @@ func invalidString(rv reflect.Value, depth int) (string, bool) {
 	case reflect.Map:
 		iter := rv.MapRange()
 		for iter.Next() {
-			if s, bad := invalidString(iter.Key(), depth+1); bad {
+			k := iter.Key()
+			if k.Kind() == reflect.String {
+				// A key of a string type is written as it is, even
+				// when the type is a TextMarshaler.
+				if !utf8.ValidString(k.String()) {
+					return k.String(), true
+				}
+			} else if s, bad, _ := invalidText(k); bad {
 				return s, true
 			}
 			if s, bad := invalidString(iter.Value(), depth+1); bad {
@@ -222,6 +237,34 @@ func invalidString(rv reflect.Value, depth int) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+var (
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// invalidText reports, for a value encoding/json marshals through a method
+// (done), whether the text it writes is not valid UTF-8.
+func invalidText(rv reflect.Value) (s string, bad, done bool) {
+	if !rv.IsValid() || !rv.CanInterface() || rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return "", false, false
+	}
+	if rv.Kind() != reflect.Pointer && rv.CanAddr() && (reflect.PointerTo(rv.Type()).Implements(jsonMarshalerType) || reflect.PointerTo(rv.Type()).Implements(textMarshalerType)) {
+		rv = rv.Addr() // encoding/json calls a pointer method of an addressable value
+	}
+	t := rv.Type()
+	if t.Implements(jsonMarshalerType) {
+		return "", false, true
+	}
+	if !t.Implements(textMarshalerType) {
+		return "", false, false
+	}
+	b, err := rv.Interface().(encoding.TextMarshaler).MarshalText()
+	if err != nil {
+		return "", false, true // json.Marshal reports it
+	}
+	return string(b), !utf8.Valid(b), true
 }
 
 func (w *writer) integer(n int64) error {

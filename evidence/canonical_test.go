@@ -226,6 +226,13 @@ func TestCanonicalRefuses(t *testing.T) {
 		{"invalid UTF-8 in a struct field", struct{ A string }{"x\xff"}, evidence.ClassInvalidForWrite},
 		{"lone surrogate in a struct's nested map key", struct{ M []map[string]int }{[]map[string]int{{"\xed\xa0\x80": 1}}}, evidence.ClassInvalidForWrite},
 		{"invalid UTF-8 behind a struct pointer field", struct{ P *struct{ S any } }{&struct{ S any }{"\xc0\xaf"}}, evidence.ClassInvalidForWrite},
+		// encoding/json also writes the fields an embedded struct of an
+		// unexported type promotes, and a TextMarshaler's text as a string
+		// or a map key: each with U+FFFD for invalid UTF-8.
+		{"invalid UTF-8 promoted from an embedded unexported struct", outerWithEmbedded{embedded{"\xff"}}, evidence.ClassInvalidForWrite},
+		{"invalid UTF-8 in a TextMarshaler field", struct{ T textValue }{textValue{"\xff"}}, evidence.ClassInvalidForWrite},
+		{"invalid UTF-8 in a pointer-method TextMarshaler behind a pointer", struct{ P *ptrText }{&ptrText{"\xff"}}, evidence.ClassInvalidForWrite},
+		{"invalid UTF-8 in a TextMarshaler map key", struct{ M map[textValue]int }{map[textValue]int{{"\xff"}: 1}}, evidence.ClassInvalidForWrite},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,3 +301,17 @@ func TestCompareUTF16(t *testing.T) {
 }
 
 func sum(a, b float64) float64 { return a + b }
+
+type embedded struct{ S string }
+
+type outerWithEmbedded struct{ embedded }
+
+// textValue marshals as its own text, whatever bytes it holds.
+type textValue struct{ s string }
+
+func (v textValue) MarshalText() ([]byte, error) { return []byte(v.s), nil }
+
+// ptrText marshals as its text through a pointer method.
+type ptrText struct{ s string }
+
+func (v *ptrText) MarshalText() ([]byte, error) { return []byte(v.s), nil }
