@@ -43,7 +43,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	// command that failed before printing its result prints the error, so
 	// a script reading stdout never gets empty input. Not where stdout is
 	// another party's stream (the MCP session, the candidate's output).
-	if out.n == 0 && jsonRequested(cmd, args) && cmd.Annotations[annotationStdout] != stdoutStream {
+	if out.n == 0 && jsonRequested(cmd, args, err) && cmd.Annotations[annotationStdout] != stdoutStream {
 		doc := map[string]any{"error": "", "exit_code": code}
 		if msg != nil {
 			doc["error"] = msg.Error()
@@ -63,11 +63,16 @@ const (
 )
 
 // jsonRequested reports whether --json was given: as parsed, or, when the
-// command line did not parse, as written before any "--".
-func jsonRequested(cmd *cobra.Command, args []string) bool {
+// command line did not parse (err), as written before any "--".
+func jsonRequested(cmd *cobra.Command, args []string, err error) bool {
 	if cmd != nil {
-		if v, err := cmd.Flags().GetBool("json"); err == nil && v {
+		if v, gerr := cmd.Flags().GetBool("json"); gerr == nil && v {
 			return true
+		}
+		// Flags that parsed are the answer: "--json" among the raw
+		// arguments may be another flag's value (--reason --json).
+		if cmd.Flags().Parsed() && !errors.As(err, new(flagError)) {
+			return false
 		}
 	}
 	for _, a := range args {

@@ -30,9 +30,15 @@ command needs (the missing piece is named).`,
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagError{err}) })
 	return root
 }
+
+// flagError marks a command line whose flags did not parse: what it asked
+// for (--json) is then read from the raw arguments.
+type flagError struct{ error }
+
+func (e flagError) Unwrap() error { return e.error }
 
 // exitError carries the exit code a command ends with.
 type exitError struct {
