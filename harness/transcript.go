@@ -41,6 +41,9 @@ type summary struct {
 	read    map[string]bool
 	refused []any
 	written map[string]*evidence.Object
+	// refusedBytes is refused as the end line encodes it (the writer's
+	// budget, maxRefusedReadBytes).
+	refusedBytes int
 }
 
 func newSummary() summary {
@@ -175,9 +178,28 @@ func (t *Transcript) call(tool, outcome string, fields map[string]any) error {
 		}
 	}
 	p, _ := rec["path"].(string)
+	if tool == "read_file" && outcome == "refused" && t.err == nil {
+		// The end line lists every refused read: past the budget it would
+		// pass the strict reader's limit and make the whole record
+		// unreadable, so the record (and with it the room) stops here.
+		b, _ := evidence.Canonical(p)
+		if t.summary.refusedBytes += len(b) + 1; t.summary.refusedBytes > maxRefusedReadBytes {
+			t.err = fmt.Errorf("%w: refused reads over %d bytes", ErrTranscriptFull, maxRefusedReadBytes)
+			return t.err
+		}
+	}
 	t.summary.add(tool, outcome, p, fields["bytes"], fields["sha256"])
 	return t.line(rec)
 }
+
+// ErrTranscriptFull: the record cannot take another call and stay
+// readable by the strict reader.
+var ErrTranscriptFull = errors.New("transcript full")
+
+// maxRefusedReadBytes bounds the end line's refused_reads as encoded (half
+// the strict reader's limit; files_read and files_written are bounded by
+// the package and the workspace limits).
+const maxRefusedReadBytes = evidence.MaxSize / 2
 
 // maxRecordedString bounds one string of a call line (a path is at most
 // Limits.MaxPathBytes when accepted; only refusals are ever cut).

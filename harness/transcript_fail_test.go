@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,4 +206,47 @@ func TestCreateTranscriptFailureLeavesNoFile(t *testing.T) {
 		t.Fatalf("the same path once there is room: %v", err)
 	}
 	tr.Close()
+}
+
+// TestTranscriptManyRefusedReads: the end line lists every refused read,
+// each as its line records it (up to 4096 bytes, escaped to six times
+// that): a few hundred refused reads of long keys must not make the end
+// line pass the strict reader's limit, which made room transcript refuse
+// the whole record. The room stops serving where the record would become
+// unreadable; what was recorded stays readable.
+func TestTranscriptManyRefusedReads(t *testing.T) {
+	pkg, id := writePackage(t, testFiles())
+	base := t.TempDir()
+	tpath := filepath.Join(base, "t.jsonl")
+	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: filepath.Join(base, "ws"), Transcript: tpath, Limits: DefaultLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := memSession(t, room)
+	long := strings.Repeat("\x01", maxRecordedString-4)
+	answered := 0
+	for i := range 400 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": fmt.Sprintf("%s%04d", long, i)}})
+		cancel()
+		if err != nil {
+			break
+		}
+		if !res.IsError {
+			t.Fatalf("read_file of a key not in the package answered %+v", res)
+		}
+		answered++
+	}
+	room.Close()
+	b, err := os.ReadFile(tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ReadTranscript(b)
+	if err != nil {
+		t.Fatalf("after %d refused reads, ReadTranscript: %.300v", answered, err)
+	}
+	if refused, _ := doc.Get("refused_reads"); len(refused.([]any)) != answered || answered < 100 {
+		t.Errorf("%d refused reads recorded, %d answered; want the same, at least 100", len(refused.([]any)), answered)
+	}
 }
