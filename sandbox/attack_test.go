@@ -237,7 +237,10 @@ func removeHostKeys(t *testing.T, desc string) {
 // exits, and when the timeout kills the container.
 func TestCandidateLeavesNoProcess(t *testing.T) {
 	needSandbox(t)
-	daemon := `setsid sh -c 'trap "" TERM HUP INT; (trap "" TERM HUP INT; sleep 1; echo late > /workspace/late) & exit 0' </dev/null >/dev/null 2>&1 &`
+	// The daemon writes a second after the timeout, not at it: the timer
+	// starts once the command runs, and under load the kill came after a
+	// one-second sleep had ended (a flaky failure, not a survivor).
+	daemon := `setsid sh -c 'trap "" TERM HUP INT; (trap "" TERM HUP INT; sleep 2; echo late > /workspace/late) & exit 0' </dev/null >/dev/null 2>&1 &`
 	for _, tc := range []struct {
 		name, script string
 		timeout      time.Duration
@@ -252,7 +255,7 @@ func TestCandidateLeavesNoProcess(t *testing.T) {
 			if res.Status != tc.status {
 				t.Fatalf("status %s, want %s (stderr %s)", res.Status, tc.status, stderr)
 			}
-			time.Sleep(2 * time.Second)
+			time.Sleep(3 * time.Second)
 			if _, err := os.Stat(filepath.Join(ws, "late")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("a process outlived the run: %v", err)
 			}
