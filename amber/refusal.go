@@ -10,10 +10,12 @@ import (
 // refusals are the rules whose breach means "the input broke a rule" (exit
 // 1), as opposed to an environment or argument that cannot do the work. An
 // output that already exists (ErrOutputExists, ErrIndexExists) is not one:
-// like every command's existing output it is unusable (exit 2).
+// like every command's existing output it is unusable (exit 2); nor is
+// ErrBuildArgument, a flag or argument value that cannot be used (a date
+// that is not a date, an origin with a space): unusable arguments (exit 2).
 var refusals = []error{
 	ErrShallowSource, ErrPartialSource, ErrSubmodule, ErrLFS, ErrPinBytes, ErrCutoffRef,
-	ErrBuildArgument, ErrNotCommit, ErrAllowlistFormat, ErrMismatch,
+	ErrNotCommit, ErrAllowlistFormat, ErrMismatch,
 	ErrManifestField, ErrYAMLSyntax, ErrYAMLTooLarge, ErrYAMLMultiDoc, ErrYAMLDuplicateKey,
 	ErrYAMLAlias, ErrYAMLTag, ErrYAMLKey, ErrYAMLNotMapping, ErrYAMLUnknownField,
 	ErrPackFileType, ErrPackName, ErrPackTooLarge, ErrPackChanged, ErrPackEntry,

@@ -51,7 +51,13 @@ func newAmberIndexInitCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "init DIR --origin ORIGIN --key-out PATH",
 		Short: "Create an empty index and its note key (PATH, kept outside DIR)",
-		Args:  cobra.ExactArgs(1),
+		Long: `init creates an index with a new note key named ORIGIN, written to PATH
+(mode 0600, never overwritten; keep it outside DIR). DIR must not exist or be
+an empty directory (not a symbolic link): an absent DIR is written whole
+beside it and renamed into place, an empty one is filled where it is. A
+failure leaves neither a part of an index nor the key, so the same command
+can be run again.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ix, err := amber.InitIndex(args[0], origin, keyOut)
 			if err != nil {

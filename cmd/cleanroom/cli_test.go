@@ -297,6 +297,12 @@ func TestExitCodes(t *testing.T) {
 		{"unusable: a key that exists", []string{"amber", "key", "gen", "--out", out}, 2},
 		{"unusable: a class not one of the six", []string{"run", "finding", "classify", "--world", w, "find-000000000000", "--class", "MAYBE_A_BUG", "--ruling", "x"}, 2},
 		{"unusable: no such finding", []string{"run", "finding", "classify", "--world", w, "find-000000000000", "--class", "SPEC_GAP", "--ruling", "x"}, 2},
+		// A --holdout that names no directory is not "no holdout".
+		{"unusable: a --holdout that is not there", []string{"release", "verify", filepath.Join(w, "docs/spec/proof-wire"), "--holdout", filepath.Join(w, "governance/typo")}, 2},
+		{"unusable: a --holdout that is a file", []string{"release", "issue", filepath.Join(w, "docs/spec/proof-wire"), "--holdout", out, "--spec-revision", "1", "--experiment-revision", "1", "--corpus-revision", "1"}, 2},
+		{"unusable: room serve of no world", []string{"room", "serve", "--world", filepath.Join(w, "absent"), "--workspace", filepath.Join(t.TempDir(), "ws")}, 2},
+		{"unusable: an amber flag value", []string{"amber", "index", "init", filepath.Join(t.TempDir(), "ix"), "--origin", "a b", "--key-out", filepath.Join(t.TempDir(), "k")}, 2},
+		{"unusable: a sandbox bundle over an existing --out", []string{"sandbox", "bundle", "--out", t.TempDir(), "--", "/bin/true"}, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -309,12 +315,18 @@ func TestExitCodes(t *testing.T) {
 			if code != c.code {
 				t.Errorf("%v: exit %d, want %d\n%s%s", c.args, code, c.code, stdout, stderr)
 			}
-			if code == 0 {
-				return
+			if code == 0 || slices.Equal(c.args[:2], []string{"room", "serve"}) {
+				return // (room serve's stdout is the MCP session: below)
 			}
 			// With --json the same failure prints one JSON document on
 			// stdout: the command's own, or the error with its exit code.
-			code, stdout, _ = runCLI(t, append(slices.Clone(c.args), "--json")...)
+			// (before any "--": after it, --json is the command's argument)
+			args := slices.Clone(c.args)
+			at := slices.Index(args, "--")
+			if at < 0 {
+				at = len(args)
+			}
+			code, stdout, _ = runCLI(t, slices.Insert(args, at, "--json")...)
 			v, err := evidence.Read([]byte(stdout))
 			if err != nil {
 				t.Fatalf("%v --json: stdout is not one JSON document (%v): %q", c.args, err, stdout)

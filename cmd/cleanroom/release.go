@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -45,6 +46,9 @@ Exit status: 0 every check passed, 1 a check failed or the record broke a
 rule, 2 unusable arguments.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := namedHoldout(holdout); err != nil {
+				return err
+			}
 			rep, err := experiment.VerifyRelease(args[0], holdout)
 			if err != nil {
 				return ruleFailure(err)
@@ -71,6 +75,23 @@ rule, 2 unusable arguments.`,
 	c.Flags().StringVar(&holdout, "holdout", "", "holdout directory to check holdout_commitment against (paths relative to PKGDIR)")
 	c.Flags().BoolVar(&allowMissing, "allow-missing", false, "accept listed files absent on disk when their recorded sha256 makes every digest match")
 	return c
+}
+
+// namedHoldout refuses a --holdout that names no directory (exit 2): the
+// release rules read a holdout directory that is not there as "absent", so
+// a mistyped path would otherwise be issued or checked as no holdout at all.
+func namedHoldout(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return usageErr(fmt.Errorf("--holdout %s: %w", dir, err))
+	}
+	if !fi.IsDir() {
+		return usageErr(fmt.Errorf("--holdout %s: not a directory", dir))
+	}
+	return nil
 }
 
 func printReport(w io.Writer, rep *experiment.ReleaseReport) {
@@ -201,6 +222,9 @@ Exit status: 0 issued, 1 refused (the package or an archive broke a rule),
 				if v < 1 {
 					return usageErr(fmt.Errorf("revisions are positive integers, have %d", v))
 				}
+			}
+			if err := namedHoldout(opts.HoldoutDir); err != nil {
+				return err
 			}
 			is, err := experiment.IssueRelease(args[0], opts)
 			if err != nil {

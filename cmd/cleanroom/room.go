@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,6 +69,11 @@ func (f *roomFlags) options() (harness.ServeOptions, error) {
 	case f.world != "" && (f.pkg != "" || f.expect != ""):
 		return o, usageErr(errors.New("--world excludes --package and --expect"))
 	case f.world != "":
+		// No world there: unusable, as every --world that does not exist
+		// (2); a world without a pinned run is refused (1).
+		if _, err := os.Stat(f.world); errors.Is(err, fs.ErrNotExist) {
+			return o, usageErr(fmt.Errorf("world %s: %w", f.world, err))
+		}
 		pin, err := worldPin(f.world)
 		if err != nil {
 			return o, refusedErr(err)
@@ -123,8 +129,10 @@ func newRoomServeCmd() *cobra.Command {
 		Long: `Serve the sealed package over MCP on stdin/stdout until the client closes stdin.
 
 Point any MCP client that speaks stdio at this command. Nothing but MCP is
-written to stdout; diagnostics go to stderr. Exit 1: the package, the pin or
-the prompt was refused; exit 2: the seal could not be established here.`,
+written to stdout; diagnostics go to stderr. Exit 1: the package, the pin,
+the prompt or the workspace was refused; 3: the namespaces, the sealed
+read-only view or the privilege drop could not be established here; 2:
+anything else (a --world that does not exist, unusable arguments).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := f.options()
@@ -178,10 +186,12 @@ package; the system message, opening turn and tool declarations are the
 room's. The API key is read from the named environment variable and never
 reaches the sealed server, whose environment is empty.
 
-The loop stops when the model answers without calling a tool, or at
---max-turns. The model, seed, turns, stop reason, usage and messages are
-appended to the transcript. Exit 0 only if the model stopped of its own
-accord; 1 if the turn limit ended it.`,
+The loop stops when the model answers without calling a tool, at
+--max-turns, or when the endpoint cuts a reply short that calls no tool
+(any finish_reason but stop and tool_calls: stop cut_off). The model, seed,
+turns, stop reason, usage and messages are appended to the transcript.
+Exit 0 only if the model stopped of its own accord; 1 if the turn limit
+ended it or the reply was cut off; 2 if the session ended on an error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := f.options()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -385,7 +386,9 @@ binary and to the host paths by absolute path.`,
 				return usageErr(err)
 			}
 			if _, err := sandbox.WriteBundle(cfg, dir, exe); err != nil {
-				if errors.Is(err, sandbox.ErrConfig) {
+				// An existing --out is unusable, as every command's existing
+				// output is (2).
+				if errors.Is(err, sandbox.ErrConfig) || errors.Is(err, fs.ErrExist) {
 					return usageErr(err)
 				}
 				return refusedErr(err)

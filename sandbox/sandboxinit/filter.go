@@ -23,28 +23,31 @@ type abiSyscalls struct {
 
 // candidateABIs lists every ABI a process of this architecture can enter
 // the kernel through.
-func candidateABIs() ([]abiSyscalls, error) {
+func candidateABIs() ([]abiSyscalls, error) { return abisFor(runtime.GOARCH) }
+
+// abisFor is candidateABIs for the architecture goarch.
+func abisFor(goarch string) ([]abiSyscalls, error) {
 	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
 		// The flag test reads the low half of the first argument at the
 		// little-endian offset.
-		return nil, fmt.Errorf("no candidate filter for big-endian %s", runtime.GOARCH)
+		return nil, fmt.Errorf("no candidate filter for big-endian %s", goarch)
 	}
 	i386 := abiSyscalls{arch: unix.AUDIT_ARCH_I386, mask: ^uint32(0), keyring: [3]uint32{286, 287, 288}, clone: 120, unshare: 310, clone3: 435}
-	switch runtime.GOARCH {
+	x86_64 := abiSyscalls{arch: unix.AUDIT_ARCH_X86_64, mask: ^uint32(0x40000000), keyring: [3]uint32{248, 249, 250}, clone: 56, unshare: 272, clone3: 435}
+	switch goarch {
 	case "amd64":
-		return []abiSyscalls{
-			{arch: unix.AUDIT_ARCH_X86_64, mask: ^uint32(0x40000000), keyring: [3]uint32{248, 249, 250}, clone: 56, unshare: 272, clone3: 435},
-			i386,
-		}, nil
+		return []abiSyscalls{x86_64, i386}, nil
 	case "386":
-		return []abiSyscalls{i386}, nil
+		// On a 64-bit kernel a 32-bit process can still enter through the
+		// 64-bit ABI (a far jump to a 64-bit code segment): both are judged.
+		return []abiSyscalls{i386, x86_64}, nil
 	case "arm64":
 		return []abiSyscalls{
 			{arch: unix.AUDIT_ARCH_AARCH64, mask: ^uint32(0), keyring: [3]uint32{217, 218, 219}, clone: 220, unshare: 97, clone3: 435},
 			{arch: unix.AUDIT_ARCH_ARM, mask: ^uint32(0), keyring: [3]uint32{309, 310, 311}, clone: 120, unshare: 337, clone3: 435},
 		}, nil
 	}
-	return nil, fmt.Errorf("no candidate filter for %s", runtime.GOARCH)
+	return nil, fmt.Errorf("no candidate filter for %s", goarch)
 }
 
 // candidateFilter is the seccomp program: on every ABI the key system

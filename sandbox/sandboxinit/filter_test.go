@@ -106,3 +106,23 @@ func TestCandidateFilter(t *testing.T) {
 		}
 	}
 }
+
+// A 32-bit x86 process on a 64-bit kernel can enter through the 64-bit ABI
+// too: its filter judges both; an unknown architecture gets no filter (and
+// the init refuses to start the candidate).
+func TestCandidateABIs(t *testing.T) {
+	abis, err := abisFor("386")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := candidateFilter(abis)
+	if got := run(t, prog, 250, unix.AUDIT_ARCH_X86_64, 0); got != unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM) {
+		t.Errorf("386 build, 64-bit keyctl: %#x, want EPERM", got)
+	}
+	if got := run(t, prog, 288, unix.AUDIT_ARCH_I386, 0); got != unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM) {
+		t.Errorf("386 build, 32-bit keyctl: %#x, want EPERM", got)
+	}
+	if _, err := abisFor("mips64"); err == nil {
+		t.Error("a filter for an architecture it does not know")
+	}
+}
