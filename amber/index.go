@@ -348,6 +348,12 @@ func InitIndex(dir, origin, keyOut string) (ix *Index, err error) {
 			if errors.Is(err, fs.ErrExist) {
 				return nil, fmt.Errorf("%s: %w", dir, ErrIndexExists)
 			}
+			if _, serr := os.Lstat(target); errors.Is(serr, fs.ErrNotExist) {
+				// Renamed into place, then the parent's fsync failed: the
+				// index is published, so its key must stay with it.
+				published = true
+				return nil, fmt.Errorf("%s: the index is in place but its directory could not be synced (its key is %s): %w", dir, keyOut, err)
+			}
 			return nil, err
 		}
 	}

@@ -23,7 +23,7 @@ import (
 const (
 	StopModel    = "model_stopped" // the model answered without calling a tool
 	StopMaxTurns = "max_turns"
-	StopCutOff   = "cut_off" // the endpoint cut the reply short (finish_reason length, content_filter) and it called no tool
+	StopCutOff   = "cut_off" // the reply called no tool and its finish_reason is not stop (length, content_filter, …)
 	StopError    = "error"   // the relay ended the session: a reply it refused, a failed request or call
 )
 
@@ -51,10 +51,11 @@ const (
 // its own accord, so the session is not a completed one.
 var ErrMaxTurns = errors.New("turn limit reached before the model stopped")
 
-// ErrCutOff: the endpoint ended a reply short of its end (finish_reason
-// length or content_filter) and the reply called no tool. The model did not
-// stop of its own accord either, so, like the turn limit, the session is
-// not a completed one; it was recorded as "model_stopped" before.
+// ErrCutOff: a reply called no tool and its finish_reason is none of stop,
+// tool_calls, function_call (or absent): length and content_filter say the
+// endpoint cut it short, and a value this relay does not know is not taken
+// for the model stopping either. Like the turn limit, the session is not a
+// completed one; it was recorded as "model_stopped" before.
 var ErrCutOff = errors.New("reply cut off before the model stopped")
 
 // DriveOptions configure the built-in agent loop.
