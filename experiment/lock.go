@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -21,11 +23,18 @@ const lockPoll = 20 * time.Millisecond
 // lockState takes the exclusive lock on the state root, creating the state
 // root if it does not exist. It waits until ctx is done; a context without
 // a deadline that is already done, or one that expires, gives ErrLocked.
-func (w *World) lockState(ctx context.Context) (*stateLock, error) {
+func (w *World) lockState(ctx context.Context, create bool) (*stateLock, error) {
 	if p := w.stateRootProblem(); p != nil {
 		return nil, p
 	}
-	if err := mkdirDurable(w.StateDir()); err != nil {
+	if !create {
+		// Only a pin starts a state root: a transition of a world that has
+		// none refuses without leaving an empty one behind (in the current
+		// directory, with the default --world).
+		if _, err := os.Lstat(w.StateDir()); errors.Is(err, fs.ErrNotExist) {
+			return nil, &RunProblem{Rule: ErrNoRecord, File: w.stateRel(RecordFileName), Detail: "no run is pinned"}
+		}
+	} else if err := mkdirDurable(w.StateDir()); err != nil {
 		return nil, fmt.Errorf("state root %s: %w", w.StateDir(), err)
 	}
 	f, err := os.OpenFile(w.StateDir(), os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

@@ -28,7 +28,7 @@ func TestLockHolderChild(t *testing.T) {
 	if err != nil {
 		os.Exit(3)
 	}
-	if _, err := w.lockState(context.Background()); err != nil {
+	if _, err := w.lockState(context.Background(), true); err != nil {
 		fmt.Println("FATAL", err)
 		os.Exit(3)
 	}
@@ -110,5 +110,28 @@ func TestLeftoversNotFollowedThroughSymlink(t *testing.T) {
 	}
 	if _, err := os.Lstat(own); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the state root's own leftover survives: %v", err)
+	}
+}
+
+// A transition of a world with no state root refuses (no run is pinned)
+// and leaves none behind: only a pin starts one.
+func TestTransitionWithoutStateRootLeavesNone(t *testing.T) {
+	dir := t.TempDir()
+	w, err := OpenWorld(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for name, transition := range map[string]func() error{
+		"abort":  func() error { _, err := Abort(ctx, w, "x", TransitionOptions{}); return err },
+		"freeze": func() error { _, err := Freeze(ctx, w, FreezeOptions{}); return err },
+		"reveal": func() error { _, err := Reveal(ctx, w, RevealOptions{}); return err },
+	} {
+		if err := transition(); !errors.Is(err, ErrNoRecord) {
+			t.Errorf("%s: %v, want %v", name, err, ErrNoRecord)
+		}
+		if _, err := os.Lstat(w.StateDir()); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left a state root: %v", name, err)
+		}
 	}
 }

@@ -190,7 +190,7 @@ func (w *World) commit(prev *Record, next *Record, note string, opt TransitionOp
 // leak (ErrBlindPackage), or when the release is not archived byte for byte
 // (ErrRunReleaseNotArchived).
 func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
-	lk, err := w.lockState(ctx)
+	lk, err := w.lockState(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +375,7 @@ func (w *World) currentFor(to Status) (*Record, error) {
 // (ErrProvenance). The run must verify as it stands first, and the record
 // the freeze writes must verify too.
 func Freeze(ctx context.Context, w *World, opt FreezeOptions) (*Transition, error) {
-	lk, err := w.lockState(ctx)
+	lk, err := w.lockState(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -437,7 +437,7 @@ func Freeze(ctx context.Context, w *World, opt FreezeOptions) (*Transition, erro
 // and refused unless the run verifies in full and the holdout matches the
 // release's commitment.
 func Reveal(ctx context.Context, w *World, opt RevealOptions) (*Transition, error) {
-	lk, err := w.lockState(ctx)
+	lk, err := w.lockState(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -555,7 +555,7 @@ func installTree(src, dst string) error {
 // chain or the subjects to verify: a run you cannot abort when it is broken
 // is a trap. The reason goes in the receipt's note.
 func Abort(ctx context.Context, w *World, reason string, opt TransitionOptions) (*Transition, error) {
-	lk, err := w.lockState(ctx)
+	lk, err := w.lockState(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -607,7 +607,7 @@ type CompleteOptions struct {
 // receipt and the record. If the RESULT does not verify, the unannounced
 // files this call created are removed and nothing is asserted.
 func Complete(ctx context.Context, w *World, m Measurement, opt CompleteOptions) (*Transition, *Result, error) {
-	lk, err := w.lockState(ctx)
+	lk, err := w.lockState(ctx, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -301,7 +301,7 @@ func TestConformanceVerifySharedWorld(t *testing.T) {
 func TestLockExcludesASecondTransition(t *testing.T) {
 	w := newWorld(t)
 	mustPin(t, w)
-	lk, err := w.lockState(bg)
+	lk, err := w.lockState(bg, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestLockExcludesASecondTransition(t *testing.T) {
 func TestLockWaitsForTheHolder(t *testing.T) {
 	w := newWorld(t)
 	mustPin(t, w)
-	lk, err := w.lockState(bg)
+	lk, err := w.lockState(bg, true)
 	if err != nil {
 		t.Fatal(err)
 	}
