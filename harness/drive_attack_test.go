@@ -23,6 +23,7 @@ type driveRun struct {
 	fm    *fakeModel
 	tpath string
 	ws    string
+	bpkg  string // the package's id
 }
 
 func driveScripted(t *testing.T, files map[string][]byte, replies []string, maxTurns int) driveRun {
@@ -53,7 +54,7 @@ func driveHandler(t *testing.T, files map[string][]byte, h http.Handler, maxTurn
 		Endpoint: srv.URL + "/v1", Model: "test-model", APIKey: "sk-test", MaxTurns: maxTurns, Seed: 7,
 		Transcript: tpath, Timeout: timeout,
 	})
-	return driveRun{res, err, nil, tpath, ws}
+	return driveRun{res, err, nil, tpath, ws, id}
 }
 
 // toolCalls is one assistant message making n calls of name with args.

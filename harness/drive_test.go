@@ -2,15 +2,12 @@ package harness
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -60,7 +57,6 @@ func toolCall(id, name, args string) string {
 func TestDrive(t *testing.T) {
 	needSeal(t)
 	files := testFiles()
-	pkg, id := writePackage(t, files)
 	cases := []struct {
 		name      string
 		replies   []string
@@ -87,22 +83,8 @@ func TestDrive(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			fm := &fakeModel{replies: c.replies, finish: c.finish}
-			srv := httptest.NewServer(fm) // listens on 127.0.0.1
-			defer srv.Close()
-			base := t.TempDir()
-			ws, tpath := filepath.Join(base, "ws"), filepath.Join(base, "t.jsonl")
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			res, err := Drive(ctx, DriveOptions{
-				Server: func() *exec.Cmd {
-					cmd := exec.Command(os.Args[0], serveMarker, pkg, id, ws, tpath)
-					cmd.Env = []string{}
-					cmd.Stderr = os.Stderr
-					return cmd
-				},
-				Endpoint: srv.URL + "/v1", Model: "test-model", APIKey: "sk-test", MaxTurns: c.maxTurns, Seed: 7,
-				Transcript: tpath, Timeout: 10 * time.Second,
-			})
+			r := driveHandler(t, files, fm, c.maxTurns, 10*time.Second)
+			res, err, ws, tpath, id := r.res, r.err, r.ws, r.tpath, r.bpkg
 			if !errors.Is(err, c.wantErr) && !(err == nil && c.wantErr == nil) {
 				t.Fatalf("Drive: %v, want %v", err, c.wantErr)
 			}

@@ -102,14 +102,7 @@ func TestTranscriptFailureEndsTheRecord(t *testing.T) {
 // TestTranscriptLineRemoved: every call line is numbered; a record with a
 // line taken out (one that no summary mentions) is refused.
 func TestTranscriptLineRemoved(t *testing.T) {
-	pkg, id := writePackage(t, testFiles())
-	base := t.TempDir()
-	tpath := filepath.Join(base, "t.jsonl")
-	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: filepath.Join(base, "ws"), Transcript: tpath, Limits: DefaultLimits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := memSession(t, room)
+	room, cs, tpath := recordedRoom(t)
 	callMem(t, cs, "list_files", map[string]any{})
 	callMem(t, cs, "read_file", map[string]any{"path": "spec/ADD.md"})
 	callMem(t, cs, "list_files", map[string]any{})
@@ -143,14 +136,7 @@ func TestTranscriptLineRemoved(t *testing.T) {
 // stays readable (the strict reader takes lines of at most 8 MiB): a long
 // string is recorded as its beginning, its length and its sha256.
 func TestTranscriptLongKey(t *testing.T) {
-	pkg, id := writePackage(t, testFiles())
-	base := t.TempDir()
-	tpath := filepath.Join(base, "t.jsonl")
-	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: filepath.Join(base, "ws"), Transcript: tpath, Limits: DefaultLimits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := memSession(t, room)
+	room, cs, tpath := recordedRoom(t)
 	long := strings.Repeat("\x01", 1<<20)
 	for _, c := range []struct {
 		tool string
@@ -215,14 +201,7 @@ func TestCreateTranscriptFailureLeavesNoFile(t *testing.T) {
 // the whole record. The room stops serving where the record would become
 // unreadable; what was recorded stays readable.
 func TestTranscriptManyRefusedReads(t *testing.T) {
-	pkg, id := writePackage(t, testFiles())
-	base := t.TempDir()
-	tpath := filepath.Join(base, "t.jsonl")
-	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: filepath.Join(base, "ws"), Transcript: tpath, Limits: DefaultLimits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := memSession(t, room)
+	room, cs, tpath := recordedRoom(t)
 	long := strings.Repeat("\x01", maxRecordedString-4)
 	answered := 0
 	for i := range 400 {
@@ -249,4 +228,18 @@ func TestTranscriptManyRefusedReads(t *testing.T) {
 	if refused, _ := doc.Get("refused_reads"); len(refused.([]any)) != answered || answered < 100 {
 		t.Errorf("%d refused reads recorded, %d answered; want the same, at least 100", len(refused.([]any)), answered)
 	}
+}
+
+// recordedRoom opens a room on the test package with a transcript and the
+// default limits, and an in-memory client session to it.
+func recordedRoom(t *testing.T) (*Room, *mcp.ClientSession, string) {
+	t.Helper()
+	pkg, id := writePackage(t, testFiles())
+	base := t.TempDir()
+	tpath := filepath.Join(base, "t.jsonl")
+	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: filepath.Join(base, "ws"), Transcript: tpath, Limits: DefaultLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return room, memSession(t, room), tpath
 }
