@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/harness/roomstage"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
@@ -69,16 +69,17 @@ func (f *roomFlags) options() (harness.ServeOptions, error) {
 	case f.world != "" && (f.pkg != "" || f.expect != ""):
 		return o, usageErr(errors.New("--world excludes --package and --expect"))
 	case f.world != "":
-		// No world there: unusable, as every --world that does not exist
-		// (2); a world without a pinned run is refused (1).
-		if _, err := os.Stat(f.world); errors.Is(err, fs.ErrNotExist) {
-			return o, usageErr(fmt.Errorf("world %s: %w", f.world, err))
+		// As every command with --world: no world there is unusable (2);
+		// a world without a pinned run is refused (1).
+		w, err := experiment.OpenWorld(f.world)
+		if err != nil {
+			return o, usageErr(err)
 		}
-		pin, err := worldPin(f.world)
+		pin, err := worldPin(w)
 		if err != nil {
 			return o, refusedErr(err)
 		}
-		o.PackageDir, o.Expect = filepath.Join(f.world, "docs", "spec", "proof-wire"), pin
+		o.PackageDir, o.Expect = w.PackageDir(), pin
 	case f.pkg != "" && f.expect != "":
 		o.PackageDir, o.Expect = f.pkg, f.expect
 	default:
@@ -102,8 +103,8 @@ func (f *roomFlags) options() (harness.ServeOptions, error) {
 // worldPin reads the pinned blind_package_id from a world's run record
 // through the strict reader (a regular file of bounded size: a FIFO or a
 // huge file planted there is refused, not waited on or read whole).
-func worldPin(world string) (string, error) {
-	p := filepath.Join(world, "governance", "blind-run.json")
+func worldPin(w *experiment.World) (string, error) {
+	p := w.RecordPath()
 	b, err := evidence.ReadFileBytes(p)
 	if err != nil {
 		return "", fmt.Errorf("reading the run record: %w", err)
