@@ -283,8 +283,8 @@ func copyOne(rootfd int, f pkgwalk.File, tmp string) error {
 	// A hard link is a second name for these bytes, perhaps outside the
 	// result tree (another run's result, a host file): refused like a
 	// symbolic link, so only the run's own files are collected.
-	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Nlink != 1 {
-		return fmt.Errorf("%w: %s has %d links (a hard link)", ErrResultTree, f.Path, nlink(st))
+	if n := nlink(st); n != 1 {
+		return fmt.Errorf("%w: %s has %d links (a hard link)", ErrResultTree, f.Path, n)
 	}
 	out := filepath.Join(tmp, filepath.FromSlash(f.Path))
 	if err := durable.MkdirAll(filepath.Dir(out)); err != nil {
