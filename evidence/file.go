@@ -19,10 +19,7 @@ var ErrNotRegular = errors.New("not a regular file")
 // without being read. Errors name the file; a refusal is an *Error (so
 // [ClassOf] and errors.Is work), anything else is an I/O problem.
 func ReadFileBytes(path string) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO for reading would otherwise block until a
-	// writer appears, before ReadOpenFile's fstat could refuse it. It changes
-	// nothing for a regular file.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openInput(path)
 	if err != nil {
 		return nil, err
 	}
@@ -44,29 +41,18 @@ var ErrFileTooLarge = errors.New("file larger than the limit of this input")
 // is refused (ErrFileTooLarge), also one that grows while it is read.
 // Errors name the file.
 func ReadRegularFile(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openInput(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s: %w (%d bytes, limit %d)", path, ErrFileTooLarge, fi.Size(), max)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(b)) > max {
+	b, _, err := readRegular(f, max, func(size int64) error {
+		return fmt.Errorf("%w (%d bytes, limit %d)", ErrFileTooLarge, size, max)
+	})
+	if err == nil && int64(len(b)) > max {
 		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrFileTooLarge, max)
 	}
-	return b, nil
+	return b, err
 }
 
 // ReadOpenFile reads the bytes of the already-open file f for [Read], with
@@ -76,6 +62,22 @@ func ReadRegularFile(path string, max int64) ([]byte, error) {
 // their own rules (openat2 beneath a root, no symlinks) read through this so
 // the bytes are bounded the same way everywhere; open FIFOs with O_NONBLOCK.
 func ReadOpenFile(f *os.File) ([]byte, fs.FileInfo, error) {
+	return readRegular(f, MaxSize, func(size int64) error {
+		return &Error{Class: ClassTooLarge, Offset: MaxSize, Detail: fmt.Sprintf("%d bytes is more than the %d-byte limit", size, MaxSize)}
+	})
+}
+
+// openInput opens path for reading. O_NONBLOCK: opening a FIFO for reading
+// would otherwise block until a writer appears, before readRegular's fstat
+// could refuse it. It changes nothing for a regular file.
+func openInput(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+// readRegular reads at most max+1 bytes of f, which must be a regular file
+// whose size is at most max; tooLarge makes the refusal of a larger size.
+// A longer read (the file grew after the fstat) is the caller's to judge.
+func readRegular(f *os.File, max int64, tooLarge func(size int64) error) ([]byte, fs.FileInfo, error) {
 	// fstat the descriptor we read, not the path: the file checked is the
 	// file read.
 	fi, err := f.Stat()
@@ -86,12 +88,12 @@ func ReadOpenFile(f *os.File) ([]byte, fs.FileInfo, error) {
 		// A FIFO or device could block forever or never end.
 		return nil, nil, fmt.Errorf("%s: %w (%s)", f.Name(), ErrNotRegular, fi.Mode().Type())
 	}
-	if fi.Size() > MaxSize {
+	if fi.Size() > max {
 		// Refused before reading: a huge file costs no memory.
-		return nil, nil, fmt.Errorf("%s: %w", f.Name(), &Error{Class: ClassTooLarge, Offset: MaxSize, Detail: fmt.Sprintf("%d bytes is more than the %d-byte limit", fi.Size(), MaxSize)})
+		return nil, nil, fmt.Errorf("%s: %w", f.Name(), tooLarge(fi.Size()))
 	}
 	// Bounded even if the file grows after the fstat.
-	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", f.Name(), err)
 	}
