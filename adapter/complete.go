@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -45,8 +46,16 @@ type RunMeasurement struct {
 	Interop  *holdout.Interop
 	// Findings are the register's records of every interop finding, opened
 	// by this measurement if they were new.
-	Findings    []*holdout.FindingRecord
+	Findings []*holdout.FindingRecord
+	// Outstanding counts the unclassified findings of this run: those this
+	// measurement saw and those opened by an earlier measurement of the
+	// same run (RunIDs); findings other runs opened are not counted.
 	Outstanding int
+	// RunIDs are the run_ids of the run's receipt chain (newest first).
+	RunIDs []string
+	// Archived is, per subject (Subjects order), what this measurement
+	// archived in governance/evidence/.
+	Archived []Archived
 	// Logged is this measurement's entry in governance/measurements/.
 	Logged holdout.LogEntry
 }
@@ -57,12 +66,17 @@ type RunMeasurement struct {
 // loads the committed challenge set (commitment + recipe schema), runs
 // every adapter of the record (candidates only when revealed), compares the
 // measured documents pairwise and opens every new finding in the findings
-// register. The outcome, absent measurements included, is appended to the
-// measurements log (governance/measurements/). It does not transition the
-// run.
+// register. Every observation document read and its scored results are
+// archived in governance/evidence/, and the outcome, absent measurements
+// included, is appended to the measurements log (governance/measurements/)
+// with links to them. It does not transition the run. A finished run
+// (COMPLETE or ABORTED) is not measured (experiment.ErrRunFinished).
 func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunMeasurement, error) {
 	if opt.Runner == nil {
 		return nil, errors.New("adapter: no runner (choose the sandbox, or --no-sandbox explicitly)")
+	}
+	if err := notFinished(w); err != nil {
+		return nil, err
 	}
 	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{})
 	if err != nil {
@@ -75,7 +89,7 @@ func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunM
 	// REVEALED is derived from a verified chain, never from a status word
 	// alone: Verify walked the receipts to this record.
 	revealed := rec.Status.Revealed()
-	m := &RunMeasurement{Record: rec, Release: rel}
+	m := &RunMeasurement{Record: rec, Release: rel, RunIDs: experiment.ChainRunIDs(rec, rep.Chain)}
 	// Without the release the challenge set could not be authenticated
 	// against its commitment (LoadInstrument would load it as it stands).
 	if rel == nil {
@@ -101,17 +115,35 @@ func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunM
 	if m.Interop, err = holdout.CompareAll(docs); err != nil {
 		return m, err
 	}
+	// The evidence is durable before anything links it: the log entry
+	// below names these files by digest.
+	if err := m.archiveSubjects(w); err != nil {
+		return m, err
+	}
 	reg := holdout.OpenRegister(w.StateDir())
 	if m.Findings, err = reg.Open(rec.RunID, rec.SpecReleaseID, m.Interop.Pairs); err != nil {
 		return m, err
 	}
-	if m.Outstanding, err = reg.Outstanding(rec.SpecReleaseID, m.Interop.Pairs); err != nil {
+	if m.Outstanding, err = reg.OutstandingIn(m.RunIDs, rec.SpecReleaseID, m.Interop.Pairs); err != nil {
 		return m, err
 	}
 	if m.Logged, err = m.record(w.StateDir()); err != nil {
 		return m, err
 	}
 	return m, nil
+}
+
+// notFinished refuses a run in a terminal state, saying which and what to
+// do instead. Verification would refuse a COMPLETE run without a scorer for
+// another reason ("RESULT not replayed"), which is true and beside the
+// point: a finished run is not measured again.
+func notFinished(w *experiment.World) error {
+	rec, err := w.ReadRecord()
+	if err != nil || !rec.Status.Terminal() {
+		return nil // Verify reports an unreadable record with its rule
+	}
+	return &experiment.RunProblem{Rule: experiment.ErrRunFinished, File: path.Join(experiment.StateDirName, experiment.RecordFileName),
+		Detail: fmt.Sprintf("run %s is %s; nothing is measured after a terminal state (cleanroom run verify re-checks it, cleanroom run report shows it, cleanroom run pin starts a new run)", rec.RunID, rec.Status)}
 }
 
 // CompleteRun is `run complete`: MeasureRun, then — only if every frozen
@@ -139,7 +171,7 @@ func CompleteRun(ctx context.Context, w *experiment.World, opt RunOptions) (*Run
 		return m, nil, nil, fmt.Errorf("interop NOT MEASURED (%d document(s)): %w", len(subjects), ErrNotComplete)
 	}
 	if m.Outstanding > 0 {
-		return m, nil, nil, fmt.Errorf("%d of %d finding(s) unclassified (cleanroom run finding classify ID --class C --ruling TEXT): %w", m.Outstanding, m.Interop.Findings, ErrUnclassified)
+		return m, nil, nil, fmt.Errorf("%d finding(s) of this run unclassified (cleanroom run finding classify ID --class C --ruling TEXT): %w", m.Outstanding, ErrUnclassified)
 	}
 	t, res, err := experiment.Complete(ctx, w, experiment.Measurement{RunID: m.Record.RunID, Subjects: subjects, Pairs: len(m.Interop.Pairs), Findings: m.Outstanding},
 		experiment.CompleteOptions{TransitionOptions: opt.Transition, Replay: holdout.Replay})

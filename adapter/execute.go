@@ -79,8 +79,10 @@ type Measurement struct {
 	Runner    string
 	Sandboxed bool
 	Outcome   *Outcome
-	// Observation is the document's exact bytes; Doc its strict reading;
-	// Report its score. Set only when Measured.
+	// Observation is the document's exact bytes, set whenever the output
+	// was read (also when the strict reader or the scorer then refused it:
+	// the refused document is evidence too); Doc its strict reading and
+	// Report its score, set only when Measured.
 	Observation []byte
 	Doc         any
 	Report      *holdout.Report
@@ -254,6 +256,7 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	if err != nil {
 		return absent(ErrOutput, "%s: %w", a.Implementation, err)
 	}
+	m.Observation = b
 	doc, err := evidence.Read(b)
 	if err != nil {
 		return absent(ErrOutput, "%s: output refused by the strict reader: %w", a.Implementation, err)

@@ -117,6 +117,15 @@ const (
 	// verified.
 	ErrResultNotReplayed RunRule = "RESULT not replayed"
 
+	// ErrRunFinished: the run is COMPLETE or ABORTED; nothing is measured
+	// or moved after a terminal state (a new run is pinned instead).
+	ErrRunFinished RunRule = "the run is finished"
+	// ErrMeasurementEvidence: an archived measurement (an observation
+	// document or its scored results, linked from the measurements log)
+	// is missing, does not re-digest to the sha256 the log records, or does
+	// not name the measurement that links it — the evidence was edited.
+	ErrMeasurementEvidence RunRule = "archived measurement evidence does not verify"
+
 	// ErrIllegalTransition: the state machine does not permit the step.
 	ErrIllegalTransition RunRule = "transition not permitted"
 	// ErrRunInProgress: pin while a non-terminal run exists.

@@ -27,6 +27,9 @@ const (
 	RecordFileName  = "blind-run.json"
 	ReceiptsDirName = "receipts"
 	HoldoutDirName  = "holdout"
+	// EvidenceDirName is governance/evidence/, where every measurement
+	// archives its observation documents and scored results by digest.
+	EvidenceDirName = "evidence"
 	// PackageManifestName is the recorded package manifest in the state
 	// root (governance/blind-package.json), when one was written.
 	PackageManifestName = "blind-package.json"
@@ -161,6 +164,16 @@ func (w *World) readStateFile(rel string) ([]byte, time.Time, error) {
 	return readRegularBeneath(w.StateDir(), rel)
 }
 
+// ReadStateFile reads rel (slash-separated, state-root-relative) as the
+// receipts are read: beneath the state root with openat2 (no "..", no
+// link of any kind followed), a regular file of bounded size. For
+// evidence other packages keep in the state root (the measurements'
+// archive): a planted symlink cannot stand in for it.
+func (w *World) ReadStateFile(rel string) ([]byte, error) {
+	b, _, err := w.readStateFile(rel)
+	return b, err
+}
+
 // readRecordBytes reads governance/blind-run.json; a missing record is
 // fs.ErrNotExist.
 func (w *World) readRecordBytes() ([]byte, error) {
@@ -207,12 +220,14 @@ func (w *World) containedPath(p string) bool {
 }
 
 // protectedState are the world-relative paths no subject may name: the
-// record, the receipts (with the RESULTs and archived observations) and the
-// challenge set.
+// record, the receipts (with the RESULTs and archived observations), the
+// challenge set and the measurements' archive (the reference's observation
+// there answers the challenges).
 var protectedState = []string{
 	StateDirName + "/" + RecordFileName,
 	StateDirName + "/" + ReceiptsDirName,
 	StateDirName + "/" + HoldoutDirName,
+	StateDirName + "/" + EvidenceDirName,
 }
 
 // overlapsState reports whether the world-relative path p is, contains, or

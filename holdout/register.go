@@ -348,6 +348,44 @@ func (r Register) Outstanding(srel string, pairs []PairFindings) (int, error) {
 	return n, nil
 }
 
+// OutstandingIn counts the unclassified findings of one run: those of
+// pairs (what the measurement saw now; a finding never opened counts too)
+// and those the register records as opened under any of runIDs (the
+// run_ids of the run's receipt chain) — a disagreement an earlier
+// measurement of the same run saw is not forgotten because this one did
+// not see it again. Findings opened in other runs and not seen now are
+// theirs, not this run's.
+func (r Register) OutstandingIn(runIDs []string, srel string, pairs []PairFindings) (int, error) {
+	fs, err := r.Findings()
+	if err != nil {
+		return 0, err
+	}
+	classified := map[string]bool{}
+	counted := map[string]bool{}
+	for _, f := range fs {
+		if f.Class != "" {
+			classified[f.ID] = true
+		}
+	}
+	n := 0
+	for _, p := range pairs {
+		for _, f := range p.Findings {
+			id := f.ID(srel, p.A, p.B)
+			if !classified[id] && !counted[id] {
+				counted[id] = true
+				n++
+			}
+		}
+	}
+	for _, f := range fs {
+		if f.Class == "" && !counted[f.ID] && slices.Contains(runIDs, f.RunID) {
+			counted[f.ID] = true
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Question is one entry of the questions log (the contract's fields).
 type Question struct {
 	FrozenSpecRevision  int

@@ -93,17 +93,37 @@ type Options struct {
 }
 
 // Result is one evaluated predicate. Pass is nil for UNRESOLVED.
+//
+// Expected and Observed say the same as Detail, per side, for a person
+// reading a failure: Observed is the value the predicate read from the
+// observation (the candidate's for HOLDS/MOVES, the left side for
+// EQ/NEQ/LT), Expected what it was compared with (the predicate's value,
+// the right side, or the baseline for HOLDS/MOVES), each in the scorer's
+// stable encoding, clipped like Detail, "ABSENT" when the path resolves to
+// nothing. The op says how the two are compared (NEQ: they must differ;
+// MOVES: the candidate must differ from the baseline; LT: observed <
+// expected). Neither is part of the reference's result shape (JSON).
 type Result struct {
 	ID     string
 	Op     string
 	Path   string
 	Pass   *bool
 	Detail string
+	// Index is the predicate's 1-based position in its challenge.
+	Index    int
+	Expected string
+	Observed string
+	// Missing: the document has no observation of the challenge, so the
+	// predicate was not evaluated (Pass is nil; see Report.Rows).
+	Missing bool
 }
 
-// Outcome names the result: PASS, FAIL or UNRESOLVED.
+// Outcome names the result: PASS, FAIL, UNRESOLVED or, for a predicate of
+// a challenge the document does not observe, MISSING.
 func (r Result) Outcome() string {
 	switch {
+	case r.Missing:
+		return "MISSING"
 	case r.Pass == nil:
 		return "UNRESOLVED"
 	case *r.Pass:
@@ -132,6 +152,70 @@ func (r *Report) Verdict() string {
 		return "PASS"
 	}
 	return "FAIL"
+}
+
+// ExpectedText says what the predicate wanted, in words that hold for its
+// operator: the value itself for the equalities, "not V" for NEQ, the
+// baseline's value for HOLDS and MOVES, "less than V" for LT.
+func (r Result) ExpectedText() string {
+	switch r.Op {
+	case OpNEQ:
+		return "not " + r.Expected
+	case OpHOLDS:
+		return r.Expected + " (the baseline's)"
+	case OpMOVES:
+		return "other than " + r.Expected + " (the baseline's)"
+	case OpLT:
+		return "less than " + r.Expected
+	}
+	return r.Expected
+}
+
+// Describe names the predicate and, unless it passed, what it wanted and
+// what the document holds: "H2#2 EQ a.b: expected 650, observed 649";
+// an unresolved or missing one says so first.
+func (r Result) Describe() string {
+	s := fmt.Sprintf("%s#%d %s %s", r.ID, r.Index, r.Op, r.Path)
+	switch r.Outcome() {
+	case "PASS":
+		return s + ": pass"
+	case "FAIL":
+		return fmt.Sprintf("%s: expected %s, observed %s", s, r.ExpectedText(), r.Observed)
+	case "MISSING":
+		return fmt.Sprintf("%s: missing (%s; expected %s)", s, r.Detail, r.ExpectedText())
+	}
+	return fmt.Sprintf("%s: unresolved, expected %s, observed %s", s, r.ExpectedText(), r.Observed)
+}
+
+// Rows lists every predicate of every challenge, in the challenges' order:
+// the scorer's result where the document observes the challenge, and for
+// a challenge in Missing each of its predicates as a MISSING result (op,
+// path and, where the predicate carries a literal, the expected value; the
+// observed side ABSENT). A person reading a failure sees every predicate,
+// not only those evaluated.
+func (r *Report) Rows(challenges []*Challenge) []Result {
+	byID := map[string][]Result{}
+	for _, x := range r.Results {
+		byID[x.ID] = append(byID[x.ID], x)
+	}
+	missing := map[string]bool{}
+	for _, m := range r.Missing {
+		missing[m] = true
+	}
+	var out []Result
+	for _, c := range challenges {
+		if !missing[c.ID] {
+			out = append(out, byID[c.ID]...)
+			continue
+		}
+		for k, p := range c.Predicates() {
+			x := Evaluate(c.ID, p, nil)
+			x.Index, x.Missing, x.Pass, x.Observed = k+1, true, nil, "ABSENT"
+			x.Detail = "the document has no observation of " + c.ID
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // Counts is pass/fail/unresolved for one challenge.
@@ -301,8 +385,9 @@ func score(s *Schemas, challenges []*Challenge, doc any, opt Options, probs []Pr
 			rep.Missing = append(rep.Missing, c.ID)
 			continue
 		}
-		for _, p := range c.Predicates() {
+		for k, p := range c.Predicates() {
 			res := Evaluate(c.ID, p, o)
+			res.Index = k + 1
 			rep.Results = append(rep.Results, res)
 			rep.Total++
 			switch res.Outcome() {
@@ -352,6 +437,7 @@ func Evaluate(id string, p *evidence.Object, obs any) Result {
 		b := resolve(resolve(obs, "baseline"), path)
 		c := resolve(resolve(obs, "candidate"), path)
 		sb, sc := stable(b), stable(c)
+		res.Expected, res.Observed = clip(sb), clip(sc)
 		detail := "baseline=" + clip(sb) + " candidate=" + clip(sc)
 		if sb == absentStable || sc == absentStable {
 			return unresolved(detail)
@@ -365,6 +451,7 @@ func Evaluate(id string, p *evidence.Object, obs any) Result {
 			r = resolve(obs, right)
 		}
 		sl, sr := stable(l), stable(r)
+		res.Expected, res.Observed = clip(sr), clip(sl)
 		detail := "left=" + clip(sl) + " right=" + clip(sr)
 		if sl == absentStable || sr == absentStable {
 			return unresolved(detail)
@@ -378,7 +465,8 @@ func Evaluate(id string, p *evidence.Object, obs any) Result {
 		}
 		v := resolve(root, path)
 		sv := stable(v)
-		detail := "observed=" + clip(sv) + " expected=" + clip(stable(valueOrAbsent(value, hasValue)))
+		res.Expected, res.Observed = clip(stable(valueOrAbsent(value, hasValue))), clip(sv)
+		detail := "observed=" + res.Observed + " expected=" + res.Expected
 		if sv == absentStable {
 			return unresolved(detail)
 		}
@@ -388,6 +476,12 @@ func Evaluate(id string, p *evidence.Object, obs any) Result {
 	case OpRefusalSetEQ:
 		rs := resolve(obs, "refusal_set")
 		got, ok := rs.([]any)
+		res.Observed = clip(stable(rs))
+		if want, ok := value.([]any); ok {
+			res.Expected = clip(stable(jsSorted(want)))
+		} else {
+			res.Expected = clip(stable(valueOrAbsent(value, hasValue)))
+		}
 		if !ok {
 			return unresolved("refusal_set=" + clip(stable(rs)) + " (absent or not an array)")
 		}
@@ -396,13 +490,15 @@ func Evaluate(id string, p *evidence.Object, obs any) Result {
 			return unresolved("the predicate's value is not an array")
 		}
 		sg, sw := stable(jsSorted(got)), stable(jsSorted(want))
+		res.Observed = clip(sg)
 		// Exact set equality, never "includes": five unrelated extra codes
 		// must not pass unnoticed.
 		res.Pass = verdictOf(sg == sw)
 		res.Detail = "observed=" + clip(sg) + " expected=" + clip(sw)
 	case OpLT:
 		l, r := resolve(obs, left), resolve(obs, right)
-		detail := "left=" + clip(stable(l)) + " right=" + clip(stable(r))
+		res.Expected, res.Observed = clip(stable(r)), clip(stable(l))
+		detail := "left=" + res.Observed + " right=" + res.Expected
 		// Numbers only: a string "10" < "9" would order by code unit.
 		if !isNumber(l) || !isNumber(r) {
 			return unresolved(detail + " (both sides must be numbers)")

@@ -28,6 +28,10 @@ var runSubcommands []func() *cobra.Command
 // a COMPLETE run does not verify.
 var runReplay experiment.ReplayFunc
 
+// runEvidence re-digests the measurements' archive for `run verify`; the
+// holdout's file sets it (the adapter package owns the measurements log).
+var runEvidence experiment.EvidenceFunc
+
 func newRunCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run",
@@ -333,8 +337,9 @@ bytes through the strict reader, its closed shape, type and status, run_id
 recomputed, the release archived, the instrument members and digest, every
 package digest, the executed subjects (binary bytes, commands, paths inside
 the world), a candidate for a revealed run, the tree's release, the receipt
-chain back to PINNED, the blind package, and for a COMPLETE run the RESULT
-replayed from the archive. --signer-key also requires a valid detached
+chain back to PINNED, the blind package, for a COMPLETE run the RESULT
+replayed from the archive, and every observation and scored result the
+run's measurements archived in governance/evidence/, re-digested. --signer-key also requires a valid detached
 signature beside every receipt on the chain.`,
 		Args: cobra.NoArgs,
 	}
@@ -344,7 +349,7 @@ signature beside every receipt on the chain.`,
 		if err != nil {
 			return err
 		}
-		opt := experiment.VerifyOptions{Replay: runReplay}
+		opt := experiment.VerifyOptions{Replay: runReplay, Evidence: runEvidence}
 		if signer != "" {
 			if opt.SignerKey, err = sign.LoadPublicKey(signer); err != nil {
 				return usageErr(err)

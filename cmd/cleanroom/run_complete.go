@@ -20,6 +20,7 @@ func init() {
 	// run verify of a COMPLETE run re-scores and re-compares its archive
 	// with the scorer (experiment cannot import it).
 	runReplay = holdout.Replay
+	runEvidence = adapter.VerifyEvidence
 }
 
 // runnerFlags adds the execution flags shared by complete and measure.
@@ -53,7 +54,7 @@ func measurementJSON(m *adapter.RunMeasurement) *evidence.Object {
 		out.Set("self_test", m.SelfTest.OK())
 	}
 	subs := []any{}
-	for _, s := range m.Subjects {
+	for i, s := range m.Subjects {
 		o := evidence.NewObject(
 			evidence.Member{Name: "implementation", Value: s.Implementation},
 			evidence.Member{Name: "role", Value: s.Role},
@@ -63,12 +64,30 @@ func measurementJSON(m *adapter.RunMeasurement) *evidence.Object {
 		if s.Report != nil {
 			o.Set("score", s.Report.JSON())
 			o.Set("verdict", s.Report.Verdict())
+			failing := []any{}
+			for _, x := range notPassing(m, s) {
+				failing = append(failing, evidence.NewObject(
+					evidence.Member{Name: "challenge", Value: x.ID}, evidence.Member{Name: "index", Value: x.Index},
+					evidence.Member{Name: "op", Value: x.Op}, evidence.Member{Name: "path", Value: x.Path},
+					evidence.Member{Name: "expected", Value: x.Expected}, evidence.Member{Name: "observed", Value: x.Observed},
+					evidence.Member{Name: "verdict", Value: x.Outcome()}))
+			}
+			o.Set("not_passing", failing)
 		} else {
 			o.Set("reason", s.Reason)
+		}
+		if i < len(m.Archived) && m.Archived[i].Observation != nil {
+			a := m.Archived[i]
+			o.Set("archived", evidence.NewObject(
+				evidence.Member{Name: "observation", Value: "governance/" + a.Observation.File},
+				evidence.Member{Name: "scored", Value: "governance/" + a.Scored.File}))
 		}
 		subs = append(subs, o)
 	}
 	out.Set("subjects", subs)
+	if m.Logged.File != "" {
+		out.Set("logged", "governance/"+adapter.MeasurementsDirName+"/"+m.Logged.File)
+	}
 	if m.Interop != nil {
 		out.Set("interop", m.Interop.JSON())
 	}
@@ -116,6 +135,11 @@ func printMeasurement(w io.Writer, m *adapter.RunMeasurement) {
 			r := s.Report
 			fmt.Fprintf(w, "%-10s %-9s %s  %d predicates: %d pass, %d fail, %d unresolved, %d missing → %s  [%s]\n",
 				s.Implementation, s.Role, s.State, r.Total, r.Pass, r.Fail, r.Unresolved, len(r.Missing), r.Verdict(), how)
+			// Every predicate that did not pass, by name, with both values:
+			// "7 pass, 1 fail" alone leaves the operator guessing which.
+			for _, x := range notPassing(m, s) {
+				fmt.Fprintf(w, "  ✗ %s %s\n", s.Implementation, x.Describe())
+			}
 			continue
 		}
 		fmt.Fprintf(w, "%-10s %-9s %s  %s\n", s.Implementation, s.Role, s.State, s.Reason)
@@ -134,6 +158,25 @@ func printMeasurement(w io.Writer, m *adapter.RunMeasurement) {
 		}
 		fmt.Fprintf(w, "  %s  %s\n    %s: %s\n    %s: %s\n    %s\n", f.ID, f.Path, f.A, f.AValue, f.B, f.BValue, class)
 	}
+	if m.Logged.File != "" {
+		fmt.Fprintf(w, "logged     governance/%s/%s (observations and scored results archived in governance/%s/)\n", adapter.MeasurementsDirName, m.Logged.File, experiment.EvidenceDirName)
+	}
+}
+
+// notPassing lists a measured subject's predicates that failed, are
+// unresolved or belong to a challenge its document does not observe.
+func notPassing(m *adapter.RunMeasurement, s *adapter.Measurement) []holdout.Result {
+	var chs []*holdout.Challenge
+	if m.Holdout != nil {
+		chs = m.Holdout.Challenges
+	}
+	var out []holdout.Result
+	for _, x := range s.Report.Rows(chs) {
+		if x.Outcome() != "PASS" {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func newRunCompleteCmd() *cobra.Command {
@@ -146,12 +189,18 @@ recompute the release's holdout_commitment and validate against the recipe
 schema), runs every frozen adapter in the candidate sandbox after re-checking
 its package and binary digests, scores each observation document and
 compares every pair. New disagreements are opened in the findings register
-(governance/findings/) as UNCLASSIFIED_FINDINGs.
+(governance/findings/) as UNCLASSIFIED_FINDINGs. Every observation document
+and its scored results (every predicate: op, path, expected, observed,
+verdict) are archived in governance/evidence/ and linked from the
+measurements log (governance/measurements/), whatever happens next; every
+predicate that did not pass is printed with its expected and observed
+values.
 
 It is refused (exit 1) while any frozen subject is unmeasured (refused,
 failed, timed out: an absent measurement, never a zero), any predicate is
 unsatisfied, unresolved or missing, fewer than two documents were compared,
-or any finding is unclassified (cleanroom run finding classify). Otherwise it
+or any finding of this run is unclassified (cleanroom run finding classify;
+findings opened in other runs do not block this one). Otherwise it
 archives each observation at governance/receipts/<run_id>/observations/,
 writes the RESULT (TRVM-BLIND-RUN-RESULT-v3), replays it and only then writes
 the COMPLETE receipt and the record.
@@ -221,9 +270,11 @@ func newRunMeasureCmd() *cobra.Command {
 		Use:   "measure",
 		Short: "Run the self-test, every permitted adapter, the scorer and interop — without any transition",
 		Long: `measure is complete without the transition: it prints what completion would
-see (and opens new findings in the register). Candidates are run only when
-the receipt chain witnesses REVEALED; before that they are NOT_RUN and their
-challenge file is never written.`,
+see (and opens new findings in the register), archiving every observation
+and its scored results in governance/evidence/ and logging the measurement
+in governance/measurements/. Candidates are run only when the receipt chain
+witnesses REVEALED; before that they are NOT_RUN and their challenge file is
+never written. A finished run (COMPLETE or ABORTED) is not measured.`,
 		Args: cobra.NoArgs,
 	}
 	runner := runnerFlags(c)
