@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/adapter"
@@ -53,14 +54,29 @@ type Report struct {
 	Checks   []Check `json:"checks"`
 	Timeline []Event `json:"timeline"`
 
-	Subjects   []Subject      `json:"subjects"`
+	// Headline sums up a run that is not COMPLETE but was measured
+	// ("ABORTED after measurement: candidate 19/20, failing H2#2 …"); ""
+	// otherwise.
+	Headline string `json:"headline"`
+
+	Subjects []Subject `json:"subjects"`
+	// Source says where the scored tables come from: the RESULT's archive
+	// (a COMPLETE run) or the latest measurement's archive (a run measured
+	// but not COMPLETE: a measurement, not a result); "" if nothing was
+	// scored.
+	Source     string         `json:"source"`
 	Challenges []ChallengeRow `json:"challenges"`
 	Predicates []PredicateRow `json:"predicates"`
 	Interop    *InteropView   `json:"interop"`
-	Findings   []Finding      `json:"findings"`
-	Room       *Room          `json:"room"`
-	// Measurement is the latest entry of the measurements log taken for
-	// the current run_id (a run not yet COMPLETE); nil if none.
+	// Findings are this run's: opened under one of its run_ids or seen by
+	// one of its measurements. OtherFindings were opened in other runs of
+	// the world and not seen by this one; they are listed apart and block
+	// nothing here.
+	Findings      []Finding `json:"findings"`
+	OtherFindings []Finding `json:"other_findings"`
+	Room          *Room     `json:"room"`
+	// Measurement is the latest entry of the measurements log taken under
+	// one of this run's run_ids (a run not yet COMPLETE); nil if none.
 	Measurement *Measurement `json:"measurement"`
 	Questions   []Question   `json:"questions"`
 
@@ -111,6 +127,7 @@ type Subject struct {
 	resultsByChallenge map[string][]holdout.Result
 	countsByChallenge  map[string]holdout.Counts // the scorer's own tally
 	missingSet         map[string]bool
+	rows               []holdout.Result // every predicate (holdout.Report.Rows)
 }
 
 // ChallengeRow is one challenge's tally per implementation (Subjects order).
@@ -120,14 +137,21 @@ type ChallengeRow struct {
 	Class []string `json:"class"` // outcome class of each cell (pass, fail, unresolved, missing)
 }
 
-// PredicateRow is one predicate's outcome per implementation.
+// PredicateRow is one predicate's outcome per implementation, with what it
+// expected and what each implementation's document holds.
 type PredicateRow struct {
-	Challenge string   `json:"challenge"`
-	Index     int      `json:"index"`
-	Op        string   `json:"op"`
-	Path      string   `json:"path"`
+	Challenge string `json:"challenge"`
+	Index     int    `json:"index"`
+	Op        string `json:"op"`
+	Path      string `json:"path"`
+	// Expected is what the predicate wanted when it is the same for every
+	// implementation (a literal value); "" when it differs (HOLDS/MOVES
+	// compare each document with its own baseline: see Expecteds).
+	Expected  string   `json:"expected"`
 	Outcomes  []string `json:"outcomes"`
 	Details   []string `json:"details"`
+	Observed  []string `json:"observed"`
+	Expecteds []string `json:"expecteds"`
 }
 
 // InteropView is the interop comparison of the archived documents.
@@ -171,8 +195,10 @@ type Finding struct {
 }
 
 // Measurement is one entry of the measurements log
-// (CLEANROOM-MEASUREMENT-v1): what `run measure` or a refused `run
-// complete` saw. It is not a result: nothing is archived with it.
+// (CLEANROOM-MEASUREMENT-v2, or v1 before measurements archived their
+// evidence): what `run measure` or a refused `run complete` saw. It is not
+// a result (no RESULT asserts it), but its observations and scored results
+// are archived evidence.
 type Measurement struct {
 	File        string            `json:"file"`
 	Status      string            `json:"status"`
@@ -239,11 +265,12 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 	r.RunID, r.Status = rec.RunID, string(rec.Status)
 	r.SpecReleaseID, r.BlindPackageID, r.InstrumentDigest = rec.SpecReleaseID, rec.BlindPackageID, rec.InstrumentDigest
 
-	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay, Evidence: adapter.VerifyEvidence})
 	if err != nil {
 		return nil, fmt.Errorf("verifying the run: %w", err)
 	}
 	r.Verified = rep.OK()
+	runIDs := experiment.ChainRunIDs(rec, rep.Chain)
 	failed := 0
 	for _, c := range rep.Checks {
 		r.Checks = append(r.Checks, Check{Name: c.Name, OK: c.OK, Skipped: c.Skipped, Problems: c.Details})
@@ -259,19 +286,25 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 	}
 	r.gatherTimeline(rep.Chain)
 	r.gatherSubjects(w, rec)
+	seen := map[string]bool{}
 	if rec.Status == experiment.StatusComplete {
 		r.gatherResult(w, rec, rep.Release)
-	} else if rec.Status == experiment.StatusAborted {
-		r.note("the run was ABORTED: it has no result (see the last receipt's note for why)")
 	} else {
-		r.note("the run is %s: per-predicate results come from the archived observations, which exist once the run is COMPLETE (cleanroom run complete)", rec.Status)
+		r.gatherMeasurement(w, rec, rep.Release, runIDs, seen)
+		switch {
+		case rec.Status == experiment.StatusAborted && r.Measurement != nil:
+			r.note("the run was ABORTED after measurement: it has no result; the tables show its latest measurement (see the last receipt's note for why it was aborted)")
+		case rec.Status == experiment.StatusAborted:
+			r.note("the run was ABORTED: it has no result (see the last receipt's note for why)")
+		case r.Measurement != nil:
+			r.note("the run is %s: the tables show its latest measurement, not a result; a RESULT exists once the run is COMPLETE (cleanroom run complete)", rec.Status)
+		default:
+			r.note("the run is %s and was not measured: cleanroom run measure shows what completion would see, cleanroom run complete asserts a result", rec.Status)
+		}
 	}
-	r.gatherFindings(w)
+	r.gatherFindings(w, runIDs, seen)
 	r.joinFindings()
 	r.gatherQuestions(w)
-	if rec.Status != experiment.StatusComplete {
-		r.gatherMeasurement(w, rec.RunID)
-	}
 	if opt.Transcript != "" {
 		r.gatherRoom(opt.Transcript)
 	}
@@ -342,6 +375,40 @@ func (r *Report) gatherResult(w *experiment.World, rec *experiment.Record, rel *
 			s.ObservationSHA256 = rs.ObservationSHA256
 		}
 	}
+	var docs []archivedDoc
+	for _, o := range res.Observations {
+		s := r.subject(o.Implementation)
+		if s == nil {
+			r.note("RESULT names an observation of %q, which the record does not freeze", o.Implementation)
+			continue
+		}
+		s.Observation = o.File
+		b, err := readReceipt(w, o.File)
+		if err != nil {
+			r.note("observation governance/receipts/%s: %v", o.File, err)
+			continue
+		}
+		if got := pkgwalk.SHA256Hex(b); got != o.SHA256 {
+			r.note("observation governance/receipts/%s: sha256 %s, the RESULT records %s", o.File, got, o.SHA256)
+			continue
+		}
+		docs = append(docs, archivedDoc{impl: o.Implementation, file: "governance/receipts/" + o.File, bytes: b})
+	}
+	r.Source = "the RESULT's archived observations (governance/receipts/), re-scored by the frozen scorer"
+	r.score(w, rec, rel, docs)
+}
+
+// archivedDoc is an archived observation document, read and re-digested.
+type archivedDoc struct {
+	impl, file string // the subject's label; the world-relative archive file
+	bytes      []byte
+}
+
+// score re-scores archived observation documents with the frozen scorer
+// over the committed challenge set, tabulates every predicate and compares
+// the documents pairwise (the RESULT's archive or a measurement's: the same
+// reading either way).
+func (r *Report) score(w *experiment.World, rec *experiment.Record, rel *experiment.Release, archived []archivedDoc) {
 	if rel == nil {
 		r.note("the run's release could not be read: the observations are not re-scored")
 		return
@@ -363,28 +430,17 @@ func (r *Report) gatherResult(w *experiment.World, rec *experiment.Record, rel *
 		return
 	}
 	var docs []holdout.Document
-	for _, o := range res.Observations {
-		s := r.subject(o.Implementation)
+	for _, o := range archived {
+		s := r.subject(o.impl)
 		if s == nil {
-			r.note("RESULT names an observation of %q, which the record does not freeze", o.Implementation)
 			continue
 		}
-		s.Observation = o.File
-		b, err := readReceipt(w, o.File)
+		doc, err := evidence.Read(o.bytes)
 		if err != nil {
-			r.note("observation governance/receipts/%s: %v", o.File, err)
+			r.note("observation %s: %v", o.file, err)
 			continue
 		}
-		if got := pkgwalk.SHA256Hex(b); got != o.SHA256 {
-			r.note("observation governance/receipts/%s: sha256 %s, the RESULT records %s", o.File, got, o.SHA256)
-			continue
-		}
-		doc, err := evidence.Read(b)
-		if err != nil {
-			r.note("observation governance/receipts/%s: %v", o.File, err)
-			continue
-		}
-		rp, err := sc.Score(doc, holdout.Options{ExpectRelease: rec.SpecReleaseID, ExpectImplementation: o.Implementation})
+		rp, err := sc.Score(doc, holdout.Options{ExpectRelease: rec.SpecReleaseID, ExpectImplementation: o.impl})
 		if err != nil {
 			s.Refused = err.Error()
 			s.Verdict = "REFUSED"
@@ -401,7 +457,8 @@ func (r *Report) gatherResult(w *experiment.World, rec *experiment.Record, rel *
 		for _, m := range rp.Missing {
 			s.missingSet[m] = true
 		}
-		docs = append(docs, holdout.Document{Implementation: o.Implementation, Value: doc})
+		s.rows = rp.Rows(h.Challenges)
+		docs = append(docs, holdout.Document{Implementation: o.impl, Value: doc})
 	}
 	r.tabulate(h.Challenges)
 	io, err := holdout.CompareAll(docs)
@@ -461,14 +518,17 @@ func (r *Report) tabulate(chs []*holdout.Challenge) {
 			pr := PredicateRow{Challenge: c.ID, Index: k + 1, Op: str(op), Path: where}
 			for i := range r.Subjects {
 				s := &r.Subjects[i]
-				out, detail := NotScored, ""
+				out, detail, observed, expected := NotScored, "", "", ""
 				switch {
 				case !s.Scored:
 				case s.missingSet[c.ID]:
-					out = Missing
+					out, observed = Missing, "ABSENT"
+					if x, ok := s.row(c.ID, k+1); ok {
+						detail, expected = x.Detail, x.ExpectedText()
+					}
 				case k < len(s.resultsByChallenge[c.ID]):
 					x := s.resultsByChallenge[c.ID][k]
-					detail = x.Detail
+					detail, observed, expected = x.Detail, x.Observed, x.ExpectedText()
 					switch x.Outcome() {
 					case "PASS":
 						out = Pass
@@ -479,21 +539,56 @@ func (r *Report) tabulate(chs []*holdout.Challenge) {
 					}
 				}
 				pr.Outcomes, pr.Details = append(pr.Outcomes, out), append(pr.Details, detail)
+				pr.Observed, pr.Expecteds = append(pr.Observed, observed), append(pr.Expecteds, expected)
+			}
+			// One expected value for the row when every scored document was
+			// held to the same one; otherwise each cell shows its own.
+			for i, e := range pr.Expecteds {
+				if !r.Subjects[i].Scored {
+					continue
+				}
+				if pr.Expected == "" {
+					pr.Expected = e
+				} else if pr.Expected != e {
+					pr.Expected = ""
+					break
+				}
+			}
+			if pr.Expected != "" {
+				for i := range pr.Expecteds {
+					pr.Expecteds[i] = ""
+				}
 			}
 			r.Predicates = append(r.Predicates, pr)
 		}
 	}
 }
 
-func (r *Report) gatherFindings(w *experiment.World) {
+// gatherFindings reads the findings register and splits it: this run's
+// findings (opened under one of its run_ids, seen by one of its
+// measurements, or among the differences of its archived documents) and
+// the others, which other runs opened.
+func (r *Report) gatherFindings(w *experiment.World, runIDs []string, seen map[string]bool) {
 	fs, err := holdout.OpenRegister(w.StateDir()).Findings()
 	if err != nil {
 		r.note("findings register governance/%s: %v", holdout.FindingsDirName, err)
 		return
 	}
+	if r.Interop != nil {
+		for _, p := range r.Interop.Pairs {
+			for _, d := range p.Differences {
+				seen[d.FindingID] = true
+			}
+		}
+	}
 	for _, f := range fs {
-		r.Findings = append(r.Findings, Finding{ID: f.ID, RunID: f.RunID, Path: f.Path, A: f.A, AValue: f.AValue,
-			B: f.B, BValue: f.BValue, Class: f.Class, Ruling: f.Ruling, OpenedIn: f.OpenedIn, ClassifiedIn: f.ClassifiedIn})
+		v := Finding{ID: f.ID, RunID: f.RunID, Path: f.Path, A: f.A, AValue: f.AValue,
+			B: f.B, BValue: f.BValue, Class: f.Class, Ruling: f.Ruling, OpenedIn: f.OpenedIn, ClassifiedIn: f.ClassifiedIn}
+		if slices.Contains(runIDs, f.RunID) || seen[f.ID] {
+			r.Findings = append(r.Findings, v)
+		} else {
+			r.OtherFindings = append(r.OtherFindings, v)
+		}
 	}
 }
 
@@ -537,47 +632,96 @@ func (r *Report) gatherQuestions(w *experiment.World) {
 	}
 }
 
-// gatherMeasurement reads the measurements log (adapter's
-// governance/measurements, a holdout.Log) for the latest entry of runID.
-func (r *Report) gatherMeasurement(w *experiment.World, runID string) {
-	es, err := holdout.Log{Dir: filepath.Join(w.StateDir(), adapter.MeasurementsDirName)}.Read()
+// gatherMeasurement reads the measurements log (adapter.ReadMeasurements)
+// for the latest entry taken under one of the run's run_ids, re-reads the
+// observations it archived (re-digested: adapter.ReadArchived) and scores
+// them as a COMPLETE run's archive is scored; seen collects the ids of the
+// findings any measurement of the run saw.
+func (r *Report) gatherMeasurement(w *experiment.World, rec *experiment.Record, rel *experiment.Release, runIDs []string, seen map[string]bool) {
+	ms, err := adapter.ReadMeasurements(w, runIDs)
 	if err != nil {
 		r.note("measurements log governance/%s: %v", adapter.MeasurementsDirName, err)
 		return
 	}
-	for i := len(es) - 1; i >= 0; i-- {
-		e := es[i]
-		if e.Str("run_id") != runID {
-			continue
+	for _, l := range ms {
+		for _, f := range l.Findings {
+			seen[f] = true
 		}
-		st, _ := e.Value.Get("self_test")
-		m := &Measurement{File: e.File, Status: e.Str("status"), SelfTest: st}
-		subs, _ := e.Value.Get("subjects")
-		arr, _ := subs.([]any)
-		for _, x := range arr {
-			o, ok := x.(*evidence.Object)
-			if !ok {
-				continue
-			}
-			get := func(k string) any { v, _ := o.Get(k); return v }
-			sb, _ := get("sandboxed").(bool)
-			ms := MeasuredSubject{Implementation: str(get("implementation")), State: str(get("state")), Runner: str(get("runner")),
-				Sandboxed: sb, Reason: str(get("reason"))}
-			if p, ok := get("predicates").(*evidence.Object); ok {
-				g := func(k string) string { v, _ := p.Get(k); return str(v) }
-				ms.Predicates = fmt.Sprintf("%s: %s satisfied, %s unsatisfied, %s unresolved, %s missing", g("total"), g("satisfied"), g("unsatisfied"), g("unresolved"), g("missing"))
-			}
-			m.Subjects = append(m.Subjects, ms)
-		}
-		if io, ok := e.Value.Get("interop"); ok {
-			if o, ok := io.(*evidence.Object); ok {
-				g := func(k string) string { v, _ := o.Get(k); return str(v) }
-				m.InteropLine = fmt.Sprintf("measured %s, %s pair(s), %s finding(s), %s unclassified", g("measured"), g("pairs"), g("findings"), g("unclassified"))
-			}
-		}
-		r.Measurement = m
+	}
+	if len(ms) == 0 {
 		return
 	}
+	e := ms[len(ms)-1]
+	m := &Measurement{File: e.File, Status: e.Status, SelfTest: e.SelfTest}
+	var docs []archivedDoc
+	for _, ls := range e.Subjects {
+		sub := MeasuredSubject{Implementation: ls.Implementation, State: ls.State, Runner: ls.Runner, Sandboxed: ls.Sandboxed, Reason: ls.Reason}
+		if p := ls.Predicates; p != nil {
+			g := func(k string) string { v, _ := p.Get(k); return str(v) }
+			sub.Predicates = fmt.Sprintf("%s: %s satisfied, %s unsatisfied, %s unresolved, %s missing", g("total"), g("satisfied"), g("unsatisfied"), g("unresolved"), g("missing"))
+		}
+		m.Subjects = append(m.Subjects, sub)
+		s := r.subject(ls.Implementation)
+		if s == nil {
+			continue
+		}
+		if ls.State != adapter.Measured {
+			s.Verdict = ls.State
+			s.Refused = ls.Reason
+		}
+		if ls.Observation == nil {
+			continue
+		}
+		b, err := adapter.ReadArchived(w, ls.Observation)
+		if err != nil {
+			r.note("measurement %s, %s: %v", e.File, ls.Implementation, err)
+			continue
+		}
+		s.Observation = ls.Observation.File
+		docs = append(docs, archivedDoc{impl: ls.Implementation, file: "governance/" + ls.Observation.File, bytes: b})
+	}
+	if e.Interop != nil {
+		g := func(k string) string { v, _ := e.Interop.Get(k); return str(v) }
+		m.InteropLine = fmt.Sprintf("measured %s, %s pair(s), %s finding(s), %s unclassified", g("measured"), g("pairs"), g("findings"), g("unclassified"))
+	}
+	r.Measurement = m
+	if len(docs) > 0 {
+		r.Source = "the latest measurement's archived observations (governance/" + adapter.MeasurementsDirName + "/" + e.File + "), re-scored by the frozen scorer: a measurement, not a result"
+		r.score(w, rec, rel, docs)
+	}
+	r.Headline = r.headline(rec.Status)
+}
+
+// headline sums up a measured run that is not COMPLETE: each subject's
+// satisfied/total and the first predicates it did not pass, by name.
+func (r *Report) headline(status experiment.Status) string {
+	lead := string(status) + ", measured, not complete"
+	if status == experiment.StatusAborted {
+		lead = "ABORTED after measurement"
+	}
+	var parts []string
+	for _, s := range r.Subjects {
+		if !s.Scored {
+			parts = append(parts, s.Implementation+" "+s.Verdict)
+			continue
+		}
+		part := fmt.Sprintf("%s %d/%d", s.Implementation, s.Pass, s.Total)
+		var failing []string
+		for _, x := range s.rows {
+			if x.Outcome() != "PASS" {
+				failing = append(failing, x.Describe())
+			}
+		}
+		const shown = 3
+		if len(failing) > shown {
+			failing = append(failing[:shown], fmt.Sprintf("and %d more", len(failing)-shown))
+		}
+		if len(failing) > 0 {
+			part += ", failing " + strings.Join(failing, "; ")
+		}
+		parts = append(parts, part)
+	}
+	return lead + ": " + strings.Join(parts, " · ")
 }
 
 func (r *Report) gatherRoom(path string) {
@@ -657,6 +801,17 @@ func readReceipt(w *experiment.World, rel string) ([]byte, error) {
 	defer f.Close()
 	b, _, err := evidence.ReadOpenFile(f)
 	return b, err
+}
+
+// row returns the subject's result for predicate index (1-based) of
+// challenge id, MISSING ones included.
+func (s *Subject) row(id string, index int) (holdout.Result, bool) {
+	for _, x := range s.rows {
+		if x.ID == id && x.Index == index {
+			return x, true
+		}
+	}
+	return holdout.Result{}, false
 }
 
 func (r *Report) subject(impl string) *Subject {

@@ -18,6 +18,9 @@ func (r *Report) Markdown(w io.Writer) error {
 		verified = "VERIFIED"
 	}
 	p("# cleanroom run report\n\n%s · %s · %s · generated %s\n\n", text(r.Status), verified, code(r.RunID), r.Generated.UTC().Format(time.RFC3339))
+	if r.Headline != "" {
+		p("**%s**\n\n", text(r.Headline))
+	}
 
 	p("## Identities\n\n| | |\n|---|---|\n")
 	p("| status | %s (%s) |\n| run_id | %s |\n", text(r.Status), verified, code(r.RunID))
@@ -65,7 +68,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	p("\n")
 
 	if m := r.Measurement; m != nil {
-		p("**Latest measurement** (not a result: nothing is archived until the run is COMPLETE): %s, state %s, self-test %s, interop %s\n\n",
+		p("**Latest measurement** (not a result: no RESULT asserts it; its observations and scored results are archived in governance/evidence/): %s, state %s, self-test %s, interop %s\n\n",
 			code("governance/measurements/"+m.File), text(m.Status), text(val(m.SelfTest)), text(m.InteropLine))
 		p("| implementation | state | runner | predicates | reason |\n|---|---|---|---|---|\n")
 		for _, ms := range m.Subjects {
@@ -99,7 +102,7 @@ func (r *Report) Markdown(w io.Writer) error {
 
 	p("## Findings register\n\n")
 	if len(r.Findings) == 0 {
-		p("The register is empty.\n\n")
+		p("No finding of this run.\n\n")
 	} else {
 		p("| finding | path | sides | class | ruling | entries |\n|---|---|---|---|---|---|\n")
 		for _, f := range r.Findings {
@@ -112,6 +115,18 @@ func (r *Report) Markdown(w io.Writer) error {
 				entries += ", classified " + code(f.ClassifiedIn)
 			}
 			p("| %s | %s | %s: %s<br>%s: %s | %s | %s | %s |\n", code(f.ID), code(f.Path), text(f.A), code(f.AValue), text(f.B), code(f.BValue), text(class), text(f.Ruling), entries)
+		}
+		p("\n")
+	}
+
+	if len(r.OtherFindings) > 0 {
+		p("**Opened in other runs** (not this run's; they block nothing here)\n\n| finding | path | sides | class | opened in run |\n|---|---|---|---|---|\n")
+		for _, f := range r.OtherFindings {
+			class := f.Class
+			if class == "" {
+				class = "UNCLASSIFIED_FINDING"
+			}
+			p("| %s | %s | %s: %s<br>%s: %s | %s | opened in run %s (%s) |\n", code(f.ID), code(f.Path), text(f.A), code(f.AValue), text(f.B), code(f.BValue), text(class), code(f.RunID), code(f.OpenedIn))
 		}
 		p("\n")
 	}
@@ -135,9 +150,10 @@ func (r *Report) Markdown(w io.Writer) error {
 		p("\n|%s", strings.Repeat("---|", strings.Count(lead, "|")-1))
 		p("%s\n", strings.Repeat("---|", len(r.Subjects)))
 	}
+	nothing := "Nothing was scored: no archived observation of this run could be read.\n\n"
 	p("## Results per challenge\n\n")
 	if len(r.Challenges) == 0 {
-		p("No archived observations were scored.\n\n")
+		p("%s", nothing)
 	} else {
 		header("| challenge |")
 		for _, c := range r.Challenges {
@@ -147,21 +163,32 @@ func (r *Report) Markdown(w io.Writer) error {
 			}
 			p("\n")
 		}
-		p("\n")
+		p("\nFrom %s.\n\n", text(r.Source))
 	}
 	p("## Results per predicate\n\n")
 	if len(r.Predicates) == 0 {
-		p("No archived observations were scored.\n\n")
+		p("%s", nothing)
 	} else {
-		header("| challenge | # | op | path |")
+		header("| challenge | # | op | path | expected |")
 		for _, pr := range r.Predicates {
-			p("| %s | %d | %s | %s |", code(pr.Challenge), pr.Index, code(pr.Op), code(pr.Path))
-			for _, o := range pr.Outcomes {
-				p(" %s |", text(o))
+			expected := "per implementation"
+			if pr.Expected != "" {
+				expected = code(pr.Expected)
+			}
+			p("| %s | %d | %s | %s | %s |", code(pr.Challenge), pr.Index, code(pr.Op), code(pr.Path), expected)
+			for i, o := range pr.Outcomes {
+				cell := text(o)
+				if pr.Observed[i] != "" {
+					cell += ", observed " + code(pr.Observed[i])
+				}
+				if pr.Expecteds[i] != "" {
+					cell += ", expected " + code(pr.Expecteds[i])
+				}
+				p(" %s |", cell)
 			}
 			p("\n")
 		}
-		p("\n")
+		p("\nFrom %s.\n\n", text(r.Source))
 	}
 
 	p("## Receipt timeline\n\n")

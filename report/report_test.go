@@ -255,7 +255,7 @@ func TestReportComplete(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"## Interop differences", "`H4.candidate`", "## Clean room", "**Refused reads (1)**", "| `H1` | 1 | `HOLDS` | `D.nested_claim_sem_id` | pass | pass |"} {
+	for _, want := range []string{"## Interop differences", "`H4.candidate`", "## Clean room", "**Refused reads (1)**", "| `H1` | 3 | `VERDICT_EQ` | `D.verdict` | `\"VERIFIED\"` | pass, observed `\"VERIFIED\"` | pass, observed `\"VERIFIED\"` |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q", want)
 		}
@@ -384,9 +384,10 @@ func outsideCode(line string) string {
 	return b.String()
 }
 
-// A run measured but not complete: the latest measurement of this run_id
-// is shown as such (with the unsandboxed runner flagged), the questions log
-// is shown, and nothing pretends to be a result.
+// A run measured but not complete: the latest measurement of this run is
+// shown as such (with the unsandboxed runner flagged), its archived
+// observations are scored in the tables labelled as a measurement, the
+// questions log is shown, and nothing pretends to be a result.
 func TestReportMeasuredNotComplete(t *testing.T) {
 	if _, err := adapter.ResolveInterpreter("node"); err != nil {
 		t.Skipf("node is not installed (the synthetic adapters are node scripts): %v", err)
@@ -413,8 +414,13 @@ func TestReportMeasuredNotComplete(t *testing.T) {
 			t.Errorf("measured subject %+v", s)
 		}
 	}
-	if len(r.Predicates) != 0 || r.Subjects[0].Scored {
-		t.Errorf("a measurement is not a result: %d predicate rows, scored %v", len(r.Predicates), r.Subjects[0].Scored)
+	// The tables show the measurement's archived observations, re-scored,
+	// and say so: a measurement, never a RESULT.
+	if len(r.Predicates) != 20 || !r.Subjects[0].Scored || r.Subjects[0].ResultPredicates != nil {
+		t.Errorf("measured tables: %d predicate rows, scored %v, RESULT predicates %v", len(r.Predicates), r.Subjects[0].Scored, r.Subjects[0].ResultPredicates)
+	}
+	if !strings.Contains(r.Source, "a measurement, not a result") || !strings.HasPrefix(r.Headline, "REVEALED, measured, not complete: javascript 20/20") {
+		t.Errorf("source %q, headline %q", r.Source, r.Headline)
 	}
 	if len(r.Questions) != 1 || r.Questions[0].Question != hostile || r.Questions[0].Class != "SPEC_GAP" {
 		t.Fatalf("questions %+v", r.Questions)
