@@ -24,6 +24,14 @@ import (
 // the release just issued.
 func Revealed(t testing.TB, dir string) (*experiment.World, *experiment.Record) {
 	t.Helper()
+	return RevealedWith(t, dir, nil)
+}
+
+// RevealedWith is Revealed with edit applied to the copied world (its root
+// directory) before anything is issued or pinned: a test that needs another
+// candidate (one that fails a predicate) edits implementer/tally-candidate.
+func RevealedWith(t testing.TB, dir string, edit func(root string)) (*experiment.World, *experiment.Record) {
+	t.Helper()
 	sub, err := fs.Sub(cleanroom.World, "testdata/world")
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +42,9 @@ func Revealed(t testing.TB, dir string) (*experiment.World, *experiment.Record) 
 	// embed.FS keeps no mode bits; the candidate is executed.
 	if err := os.Chmod(filepath.Join(dir, "implementer", "tally-candidate"), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(dir)
 	}
 	w, err := experiment.OpenWorld(dir)
 	if err != nil {
