@@ -148,6 +148,27 @@ func TestCompleteRunLifecycle(t *testing.T) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify COMPLETE: %v %v", err, rep.Err())
 	}
+	// Every measurement of the run archived its evidence, and it re-digests.
+	ms, err := ReadMeasurements(w, nil)
+	if err != nil || len(ms) != 4 {
+		t.Fatalf("measurements log: %d entries, %v", len(ms), err)
+	}
+	for _, m := range ms {
+		if m.Type != TypeMeasurement || m.Subjects[0].Observation == nil || m.Subjects[0].Scored == nil {
+			t.Errorf("%s: type %s, reference archived %+v", m.File, m.Type, m.Subjects[0])
+		}
+	}
+	if rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay, Evidence: VerifyEvidence}); err != nil || !rep.OK() {
+		t.Fatalf("verify COMPLETE with its archive: %v %v", err, rep.Err())
+	}
+	// A finished run is not measured again, and says so — not that its
+	// RESULT could not be replayed.
+	if _, err := MeasureRun(ctx, w, opt); !errors.Is(err, experiment.ErrRunFinished) || errors.Is(err, experiment.ErrResultNotReplayed) || !strings.Contains(err.Error(), "is COMPLETE") {
+		t.Errorf("measure of a COMPLETE run: %v, want %v", err, experiment.ErrRunFinished)
+	}
+	if _, _, _, err := CompleteRun(ctx, w, opt); !errors.Is(err, experiment.ErrRunFinished) {
+		t.Errorf("complete of a COMPLETE run: %v, want %v", err, experiment.ErrRunFinished)
+	}
 	// Without the classifications, the archive's findings are outstanding
 	// again and the terminal claim no longer verifies.
 	if err := os.Rename(filepath.Join(w.StateDir(), "findings"), filepath.Join(w.StateDir(), "findings.moved")); err != nil {
@@ -161,4 +182,92 @@ func TestCompleteRunLifecycle(t *testing.T) {
 	if rerr := rep.Err(); !errors.Is(rerr, experiment.ErrResult) || !strings.Contains(fmt.Sprint(rerr), "finds 2 disagreement(s)") {
 		t.Fatalf("verify without the register: %v, want %v for the 2 unclassified disagreements", rerr, experiment.ErrResult)
 	}
+}
+
+// What a measurement archived cannot be changed, removed, swapped for a
+// link or re-pointed by its log entry without run verify naming the
+// measurements' evidence rule.
+func TestEvidenceTamperRefused(t *testing.T) {
+	needNode(t)
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, w *experiment.World, l LoggedSubject)
+		detail string
+	}{
+		{"observation edited", func(t *testing.T, w *experiment.World, l LoggedSubject) {
+			p := filepath.Join(w.StateDir(), filepath.FromSlash(l.Observation.File))
+			os.Chmod(p, 0o644)
+			if err := os.WriteFile(p, []byte(`{"edited":true}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "the measurements log records"},
+		{"scored results removed", func(t *testing.T, w *experiment.World, l LoggedSubject) {
+			if err := os.Remove(filepath.Join(w.StateDir(), filepath.FromSlash(l.Scored.File))); err != nil {
+				t.Fatal(err)
+			}
+		}, "cannot be read"},
+		{"observation swapped for a symlink to the same bytes", func(t *testing.T, w *experiment.World, l LoggedSubject) {
+			p := filepath.Join(w.StateDir(), filepath.FromSlash(l.Observation.File))
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "copy.json")
+			if err := os.WriteFile(out, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(out, p); err != nil {
+				t.Fatal(err)
+			}
+		}, "cannot be read"},
+		{"log entry re-points its link outside the archive", func(t *testing.T, w *experiment.World, l LoggedSubject) {
+			// The last entry: no later entry's previous_sha256 catches it.
+			p := filepath.Join(w.StateDir(), MeasurementsDirName, "000001.json")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = []byte(strings.Replace(string(b), `"file": "`+l.Scored.File+`"`, `"file": "evidence/../blind-run.json"`, 1))
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "not evidence/<its sha256>.json"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := pinnedWorld(t)
+			if _, err := MeasureRun(ctx, w, RunOptions{Runner: UnsandboxedRunner{}, Scratch: t.TempDir()}); err != nil {
+				t.Fatal(err)
+			}
+			if ps := VerifyEvidence(ctx, w, []string{mustRecord(t, w).RunID}); len(ps) != 0 {
+				t.Fatalf("untouched archive: %v", ps)
+			}
+			ms, err := ReadMeasurements(w, nil)
+			if err != nil || len(ms) != 1 || ms[0].Subjects[0].Scored == nil {
+				t.Fatalf("measurements %+v %v", ms, err)
+			}
+			c.tamper(t, w, ms[0].Subjects[0])
+			rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Evidence: VerifyEvidence})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := rep.Problems()
+			if len(ps) == 0 || !errors.Is(ps[0], experiment.ErrMeasurementEvidence) || !strings.Contains(ps[0].Error(), c.detail) {
+				t.Fatalf("problems %v, want %v saying %q", ps, experiment.ErrMeasurementEvidence, c.detail)
+			}
+		})
+	}
+}
+
+func mustRecord(t *testing.T, w *experiment.World) *experiment.Record {
+	t.Helper()
+	r, err := w.ReadRecord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
