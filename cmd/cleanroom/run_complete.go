@@ -112,7 +112,8 @@ func findingJSON(f *holdout.FindingRecord) *evidence.Object {
 		evidence.Member{Name: "b", Value: f.B}, evidence.Member{Name: "b_value", Value: f.BValue},
 		evidence.Member{Name: "class", Value: class},
 		evidence.Member{Name: "ruling", Value: f.Ruling},
-		evidence.Member{Name: "opened_in", Value: f.OpenedIn})
+		evidence.Member{Name: "opened_in", Value: f.OpenedIn},
+		evidence.Member{Name: "run_id", Value: f.RunID})
 }
 
 func printMeasurement(w io.Writer, m *adapter.RunMeasurement) {
@@ -297,25 +298,49 @@ UNCLASSIFIED_FINDING. A person classifies it as one of the six classes:
 Entries are immutable files 000001.json, 000002.json, … each carrying the
 SHA-256 of the one before; a finding is classified once.`,
 	}
+	var unclassified, quiet bool
 	list := &cobra.Command{
-		Use:   "list",
-		Short: "List every finding with its class",
-		Args:  cobra.NoArgs,
+		Use:   "list [--unclassified] [-q]",
+		Short: "List every finding with its class and the run that opened it",
+		Long: `list prints every finding of the register: its id, path, the two
+implementations, its class and ruling (or UNCLASSIFIED_FINDING), and the
+run that opened it (the run_id it was measured under). --unclassified keeps
+only the findings nobody has classified yet; -q prints only their ids, one
+per line (for scripts).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w, err := openWorld(cmd)
 			if err != nil {
 				return err
 			}
-			fs, err := holdout.OpenRegister(w.StateDir()).Findings()
+			all, err := holdout.OpenRegister(w.StateDir()).Findings()
 			if err != nil {
 				return refusedErr(err)
+			}
+			fs := all
+			if unclassified {
+				fs = nil
+				for _, f := range all {
+					if f.Class == "" {
+						fs = append(fs, f)
+					}
+				}
+			}
+			if quiet {
+				for _, f := range fs {
+					fmt.Fprintln(cmd.OutOrStdout(), f.ID)
+				}
+				return nil
 			}
 			arr := []any{}
 			for _, f := range fs {
 				arr = append(arr, findingJSON(f))
 			}
 			return printResult(cmd, evidence.NewObject(evidence.Member{Name: "findings", Value: arr}), func(o io.Writer) {
-				if len(fs) == 0 {
+				switch {
+				case len(fs) == 0 && unclassified:
+					fmt.Fprintln(o, "no unclassified findings")
+				case len(fs) == 0:
 					fmt.Fprintln(o, "no findings")
 				}
 				for _, f := range fs {
@@ -323,11 +348,13 @@ SHA-256 of the one before; a finding is classified once.`,
 					if f.Class != "" {
 						class = f.Class + " — " + f.Ruling
 					}
-					fmt.Fprintf(o, "%s  %s  (%s vs %s)\n  %s\n", f.ID, f.Path, f.A, f.B, class)
+					fmt.Fprintf(o, "%s  %s  (%s vs %s)\n  %s\n  opened in run %s (%s)\n", f.ID, f.Path, f.A, f.B, class, f.RunID, f.OpenedIn)
 				}
 			})
 		},
 	}
+	list.Flags().BoolVar(&unclassified, "unclassified", false, "only the findings not yet classified")
+	list.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the finding ids, one per line")
 	var class, ruling string
 	classify := &cobra.Command{
 		Use:   "classify ID --class C --ruling TEXT",

@@ -56,6 +56,13 @@ func TestRunCompleteCLI(t *testing.T) {
 			t.Errorf("%v: output lacks the rule %q:\n%s", args, rule, out)
 		}
 	}
+	// For scripts: only the ids of the unclassified findings, one a line.
+	if got, want := must(0, "run", "finding", "list", "--world", w, "--unclassified", "-q"), ids[0]+"\n"+ids[1]+"\n"; got != want {
+		t.Errorf("finding list --unclassified -q printed %q, want %q", got, want)
+	}
+	if out := must(0, "run", "finding", "list", "--world", w); !strings.Contains(out, "opened in run brun-") {
+		t.Errorf("finding list does not say which run opened each finding:\n%s", out)
+	}
 	refused(2, holdout.ErrClass, "run", "finding", "classify", "--world", w, ids[0], "--class", "MAYBE_A_BUG", "--ruling", "x")
 	refused(2, holdout.ErrUnknownFinding, "run", "finding", "classify", "--world", w, "find-000000000000", "--class", "SPEC_GAP", "--ruling", "x")
 	for _, id := range ids {
@@ -69,8 +76,20 @@ func TestRunCompleteCLI(t *testing.T) {
 		t.Fatalf("complete:\n%s", out)
 	}
 	out = must(0, "run", "verify", "--world", w)
-	if !strings.Contains(out, "RESULT verifies and replays") {
+	if !strings.Contains(out, "RESULT verifies and replays") || !strings.Contains(out, "✓ archived measurements re-digest") {
 		t.Errorf("verify:\n%s", out)
+	}
+	if got := must(0, "run", "finding", "list", "--world", w, "--unclassified", "-q"); got != "" {
+		t.Errorf("finding list --unclassified -q after classifying everything printed %q", got)
+	}
+	// A finished run is not measured or completed again, and says so —
+	// not that its RESULT could not be replayed, while run verify says
+	// VERIFIED.
+	for _, sub := range []string{"measure", "complete"} {
+		out = must(1, "run", sub, "--world", w, "--no-sandbox")
+		if !strings.Contains(out, "the run is finished") || !strings.Contains(out, "is COMPLETE") || strings.Contains(out, "not replayed") {
+			t.Errorf("run %s of a COMPLETE run:\n%s", sub, out)
+		}
 	}
 	// Editing a register entry breaks the chain: the COMPLETE run no longer
 	// verifies.
@@ -78,4 +97,65 @@ func TestRunCompleteCLI(t *testing.T) {
 	eb, _ := os.ReadFile(p)
 	os.WriteFile(p, []byte(strings.Replace(string(eb), "H4.candidate", "H4.candidatX", 1)), 0o644)
 	must(1, "run", "verify", "--world", w)
+}
+
+// A candidate that fails one predicate: run measure names it with the
+// expected and the observed value and says where the measurement is
+// archived; after the abort the measurement is not repeated, and run
+// verify re-digests the archive.
+func TestRunMeasureNamesFailingPredicate(t *testing.T) {
+	if _, err := adapter.ResolveInterpreter("node"); err != nil {
+		t.Skipf("node is not installed: %v", err)
+	}
+	w := filepath.Join(t.TempDir(), "world")
+	if err := os.CopyFS(w, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
+		t.Fatal(err)
+	}
+	must := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCLI(t, args...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	// H3's candidate C2 has 4 edges (H3 predicate 2); this candidate says 3.
+	b, err := os.ReadFile(filepath.Join(w, "implementer/tally-candidate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = []byte(strings.Replace(string(b), "const doc = {", "if (observations.H3) observations.H3.candidate.C2.structure.edges = 3;\nconst doc = {", 1))
+	os.MkdirAll(filepath.Join(w, "workspace"), 0o755)
+	os.WriteFile(filepath.Join(w, "workspace/tally-candidate"), b, 0o755)
+	must(0, "release", "issue", filepath.Join(w, "docs/spec/proof-wire"), "--spec-revision", "1", "--experiment-revision", "1",
+		"--corpus-revision", "1", "--holdout", filepath.Join(w, "governance/holdout"))
+	must(0, "run", "pin", "--world", w, "--reference", filepath.Join(w, "governance/reference-adapter.json"))
+	must(0, "run", "freeze", "--world", w, "--implementation", "candidate", "--files", "workspace/tally-candidate",
+		"--binary", "workspace/tally-candidate", "--toolchain", "node", "--model", "scripted", "--tool-version", "test")
+	must(0, "run", "reveal", "--world", w)
+	out := must(0, "run", "measure", "--world", w, "--no-sandbox")
+	for _, want := range []string{
+		"20 predicates: 19 pass, 1 fail, 0 unresolved, 0 missing → FAIL",
+		"  ✗ candidate H3#2 EQ candidate.C2.structure.edges: expected 4, observed 3\n",
+		"logged     governance/measurements/000001.json (observations and scored results archived in governance/evidence/)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("measure output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "✗ "); n != 1 {
+		t.Errorf("measure names %d predicates, the candidate fails one:\n%s", n, out)
+	}
+	must(0, "run", "abort", "--world", w, "--reason", "the candidate miscounts edges")
+	if out := must(1, "run", "measure", "--world", w, "--no-sandbox"); !strings.Contains(out, "is ABORTED") {
+		t.Errorf("measure of an ABORTED run:\n%s", out)
+	}
+	if out := must(0, "run", "verify", "--world", w); !strings.Contains(out, "✓ archived measurements re-digest") {
+		t.Errorf("verify of the aborted run:\n%s", out)
+	}
+	md := filepath.Join(t.TempDir(), "r.md")
+	must(0, "run", "report", "--world", w, "--md", md)
+	if rb, err := os.ReadFile(md); err != nil || !strings.Contains(string(rb), "ABORTED after measurement") || !strings.Contains(string(rb), "fail, observed `3`") {
+		t.Errorf("report of the aborted run (%v):\n%s", err, rb)
+	}
 }
