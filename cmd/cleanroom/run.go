@@ -339,8 +339,9 @@ package digest, the executed subjects (binary bytes, commands, paths inside
 the world), a candidate for a revealed run, the tree's release, the receipt
 chain back to PINNED, the blind package, for a COMPLETE run the RESULT
 replayed from the archive, and every observation and scored result the
-run's measurements archived in governance/evidence/, re-digested. --signer-key also requires a valid detached
-signature beside every receipt on the chain.`,
+run's measurements archived in governance/evidence/, re-digested.
+--signer-key also requires a valid detached signature beside every receipt
+on the chain.`,
 		Args: cobra.NoArgs,
 	}
 	c.Flags().StringVar(&signer, "signer-key", "", "OpenSSH public key whose receipt signatures are required")
