@@ -93,11 +93,7 @@ func scoredDocument(runID, srel string, s *Measurement, challenges []*holdout.Ch
 	rows := []any{}
 	missing := []any{}
 	if s.Report != nil {
-		p := s.Report.Predicates()
-		totals = evidence.NewObject(
-			evidence.Member{Name: "total", Value: p.Total}, evidence.Member{Name: "satisfied", Value: p.Satisfied},
-			evidence.Member{Name: "unsatisfied", Value: p.Unsatisfied}, evidence.Member{Name: "unresolved", Value: p.Unresolved},
-			evidence.Member{Name: "missing", Value: len(s.Report.Missing)})
+		totals = totalsOf(s.Report)
 		for _, m := range s.Report.Missing {
 			missing = append(missing, m)
 		}
@@ -126,6 +122,16 @@ func scoredDocument(runID, srel string, s *Measurement, challenges []*holdout.Ch
 		evidence.Member{Name: "missing", Value: missing},
 		evidence.Member{Name: "predicates", Value: rows},
 	), " ")
+}
+
+// totalsOf is a score's totals as the log and the scored results record
+// them: {total, satisfied, unsatisfied, unresolved, missing}.
+func totalsOf(rep *holdout.Report) *evidence.Object {
+	p := rep.Predicates()
+	return evidence.NewObject(
+		evidence.Member{Name: "total", Value: p.Total}, evidence.Member{Name: "satisfied", Value: p.Satisfied},
+		evidence.Member{Name: "unsatisfied", Value: p.Unsatisfied}, evidence.Member{Name: "unresolved", Value: p.Unresolved},
+		evidence.Member{Name: "missing", Value: len(rep.Missing)})
 }
 
 // archiveSubjects archives, for every subject whose output was read, the
@@ -184,11 +190,7 @@ func (m *RunMeasurement) record(stateDir string) (holdout.LogEntry, error) {
 			exit = evidence.NewObject(evidence.Member{Name: "status", Value: s.Outcome.Status}, evidence.Member{Name: "code", Value: s.Outcome.ExitCode})
 		}
 		if s.Report != nil {
-			p := s.Report.Predicates()
-			preds = evidence.NewObject(
-				evidence.Member{Name: "total", Value: p.Total}, evidence.Member{Name: "satisfied", Value: p.Satisfied},
-				evidence.Member{Name: "unsatisfied", Value: p.Unsatisfied}, evidence.Member{Name: "unresolved", Value: p.Unresolved},
-				evidence.Member{Name: "missing", Value: len(s.Report.Missing)})
+			preds = totalsOf(s.Report)
 		}
 		if s.Observation != nil {
 			sum = pkgwalk.SHA256Hex(s.Observation)

@@ -205,6 +205,16 @@ type FindingRecord struct {
 }
 
 // Register is the findings register of a state root (governance/findings).
+//
+// It is cleanroom's own format (CLEANROOM-FINDING-v1 and
+// CLEANROOM-FINDING-CLASSIFICATION-v1; the reference keeps no register),
+// and each opening entry records in run_id the run_id of the record the
+// measurement that opened it was taken under: the finding belongs to the
+// run whose receipt chain holds that run_id. A finding's id does not name
+// a run (the same disagreement found again has the same id, and one
+// classification rules on it), so a later run that sees it again makes it
+// that run's concern too; one it does not see stays the other run's
+// (OutstandingIn, and the report lists it apart).
 type Register struct{ Log Log }
 
 // OpenRegister returns the register under stateDir.
@@ -327,25 +337,7 @@ func (r Register) Classify(id, class, ruling string) (*FindingRecord, error) {
 // Outstanding counts the findings of pairs that the register has not
 // classified (a finding never opened counts too).
 func (r Register) Outstanding(srel string, pairs []PairFindings) (int, error) {
-	fs, err := r.Findings()
-	if err != nil {
-		return 0, err
-	}
-	classified := map[string]bool{}
-	for _, f := range fs {
-		if f.Class != "" {
-			classified[f.ID] = true
-		}
-	}
-	n := 0
-	for _, p := range pairs {
-		for _, f := range p.Findings {
-			if !classified[f.ID(srel, p.A, p.B)] {
-				n++
-			}
-		}
-	}
-	return n, nil
+	return r.OutstandingIn(nil, srel, pairs)
 }
 
 // OutstandingIn counts the unclassified findings of one run: those of

@@ -286,11 +286,22 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 	}
 	r.gatherTimeline(rep.Chain)
 	r.gatherSubjects(w, rec)
+	ms, err := adapter.ReadMeasurements(w, runIDs)
+	if err != nil {
+		r.note("measurements log governance/%s: %v", adapter.MeasurementsDirName, err)
+	}
+	// The findings any measurement of this run saw are this run's, even
+	// when another run opened them first.
 	seen := map[string]bool{}
+	for _, l := range ms {
+		for _, f := range l.Findings {
+			seen[f] = true
+		}
+	}
 	if rec.Status == experiment.StatusComplete {
 		r.gatherResult(w, rec, rep.Release)
 	} else {
-		r.gatherMeasurement(w, rec, rep.Release, runIDs, seen)
+		r.gatherMeasurement(w, rec, rep.Release, ms)
 		switch {
 		case rec.Status == experiment.StatusAborted && r.Measurement != nil:
 			r.note("the run was ABORTED after measurement: it has no result; the tables show its latest measurement (see the last receipt's note for why it was aborted)")
@@ -632,22 +643,12 @@ func (r *Report) gatherQuestions(w *experiment.World) {
 	}
 }
 
-// gatherMeasurement reads the measurements log (adapter.ReadMeasurements)
-// for the latest entry taken under one of the run's run_ids, re-reads the
-// observations it archived (re-digested: adapter.ReadArchived) and scores
-// them as a COMPLETE run's archive is scored; seen collects the ids of the
-// findings any measurement of the run saw.
-func (r *Report) gatherMeasurement(w *experiment.World, rec *experiment.Record, rel *experiment.Release, runIDs []string, seen map[string]bool) {
-	ms, err := adapter.ReadMeasurements(w, runIDs)
-	if err != nil {
-		r.note("measurements log governance/%s: %v", adapter.MeasurementsDirName, err)
-		return
-	}
-	for _, l := range ms {
-		for _, f := range l.Findings {
-			seen[f] = true
-		}
-	}
+// gatherMeasurement takes the latest of the run's measurements (the
+// measurements log's entries taken under one of its run_ids,
+// adapter.ReadMeasurements), re-reads the observations it archived
+// (re-digested: adapter.ReadArchived) and scores them as a COMPLETE run's
+// archive is scored.
+func (r *Report) gatherMeasurement(w *experiment.World, rec *experiment.Record, rel *experiment.Release, ms []adapter.Logged) {
 	if len(ms) == 0 {
 		return
 	}

@@ -214,28 +214,10 @@ func TestReportFindingsOfOtherRunsApart(t *testing.T) {
 	}
 
 	// The second run: the same release, the correct candidate.
-	b, err := os.ReadFile(filepath.Join(w.StateDir(), "reference-adapter.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := experiment.ParseAdapterSpec(b, "governance/reference-adapter.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := os.WriteFile(filepath.Join(w.Root, "implementer", "tally-candidate"), original, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := experiment.Pin(ctx, w, experiment.PinOptions{Reference: ref}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := experiment.Freeze(ctx, w, experiment.FreezeOptions{Implementation: "candidate",
-		Files: []string{"implementer/tally-candidate"}, Binary: "implementer/tally-candidate",
-		Toolchain: "node", Model: "scripted-implementer", ToolVersion: "second"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := experiment.Reveal(ctx, w, experiment.RevealOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	runworld.PinFreezeReveal(t, w, "second")
 	m, err := adapter.MeasureRun(ctx, w, runOptions(t))
 	if err != nil {
 		t.Fatal(err)

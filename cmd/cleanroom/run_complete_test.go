@@ -19,18 +19,7 @@ func TestRunCompleteCLI(t *testing.T) {
 	if _, err := adapter.ResolveInterpreter("node"); err != nil {
 		t.Skipf("node is not installed: %v", err)
 	}
-	w := filepath.Join(t.TempDir(), "world")
-	if err := os.CopyFS(w, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
-		t.Fatal(err)
-	}
-	must := func(want int, args ...string) string {
-		t.Helper()
-		code, out, errs := runCLI(t, args...)
-		if code != want {
-			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
-		}
-		return out + errs
-	}
+	w, must := cliWorld(t)
 	must(0, "release", "issue", filepath.Join(w, "docs/spec/proof-wire"), "--spec-revision", "1", "--experiment-revision", "1",
 		"--corpus-revision", "1", "--holdout", filepath.Join(w, "governance/holdout"))
 	must(0, "run", "pin", "--world", w, "--reference", filepath.Join(w, "governance/reference-adapter.json"))
@@ -107,18 +96,7 @@ func TestRunMeasureNamesFailingPredicate(t *testing.T) {
 	if _, err := adapter.ResolveInterpreter("node"); err != nil {
 		t.Skipf("node is not installed: %v", err)
 	}
-	w := filepath.Join(t.TempDir(), "world")
-	if err := os.CopyFS(w, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
-		t.Fatal(err)
-	}
-	must := func(want int, args ...string) string {
-		t.Helper()
-		code, out, errs := runCLI(t, args...)
-		if code != want {
-			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
-		}
-		return out + errs
-	}
+	w, must := cliWorld(t)
 	// H3's candidate C2 has 4 edges (H3 predicate 2); this candidate says 3.
 	b, err := os.ReadFile(filepath.Join(w, "implementer/tally-candidate"))
 	if err != nil {
@@ -157,5 +135,22 @@ func TestRunMeasureNamesFailingPredicate(t *testing.T) {
 	must(0, "run", "report", "--world", w, "--md", md)
 	if rb, err := os.ReadFile(md); err != nil || !strings.Contains(string(rb), "ABORTED after measurement") || !strings.Contains(string(rb), "fail, observed `3`") {
 		t.Errorf("report of the aborted run (%v):\n%s", err, rb)
+	}
+}
+
+// cliWorld copies the synthetic world for a CLI test and returns it with
+// must, which runs the CLI and fails the test unless it exits want.
+func cliWorld(t *testing.T) (string, func(want int, args ...string) string) {
+	w := filepath.Join(t.TempDir(), "world")
+	if err := os.CopyFS(w, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
+		t.Fatal(err)
+	}
+	return w, func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCLI(t, args...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
 	}
 }

@@ -55,6 +55,24 @@ func RevealedWith(t testing.TB, dir string, edit func(root string)) (*experiment
 	if err != nil {
 		t.Fatal(err)
 	}
+	PinFreezeReveal(t, w, "runworld")
+	rec, err := w.ReadRecord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.SpecReleaseID != is.ID {
+		t.Fatalf("the run pins %s, the release issued is %s", rec.SpecReleaseID, is.ID)
+	}
+	return w, rec
+}
+
+// PinFreezeReveal starts a run of w and drives it to REVEALED: pinned with
+// the world's reference adapter (governance/reference-adapter.json), the
+// candidate implementer/tally-candidate as it now is frozen (recorded tool
+// version toolVersion), revealed. A later run of a world whose earlier run
+// ended uses it as Revealed does for the first.
+func PinFreezeReveal(t testing.TB, w *experiment.World, toolVersion string) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(w.StateDir(), "reference-adapter.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -69,18 +87,10 @@ func RevealedWith(t testing.TB, dir string, edit func(root string)) (*experiment
 	}
 	if _, err := experiment.Freeze(ctx, w, experiment.FreezeOptions{Implementation: "candidate",
 		Files: []string{"implementer/tally-candidate"}, Binary: "implementer/tally-candidate",
-		Toolchain: "node", Model: "scripted-implementer", ToolVersion: "runworld"}); err != nil {
+		Toolchain: "node", Model: "scripted-implementer", ToolVersion: toolVersion}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := experiment.Reveal(ctx, w, experiment.RevealOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := w.ReadRecord()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.SpecReleaseID != is.ID {
-		t.Fatalf("the run pins %s, the release issued is %s", rec.SpecReleaseID, is.ID)
-	}
-	return w, rec
 }
