@@ -41,10 +41,16 @@
 // the model's API key; the sealed server's environment is empty. Inbound
 // MCP frames are capped (StdioTransport.MaxLineLength), and what reaches
 // the SDK is gated so that a hostile client cannot grow the server's
-// memory: a JSON-RPC batch ends the session (ErrFrameBatch), only the
-// handshake, ping, tools/* and prompts/* are served (any other method is
-// method-not-found, ErrMethodNotServed; other notifications are dropped),
-// and one call is answered before the next frame is read. What is not
+// memory: frames are lines (MCP's stdio framing), a line that is not
+// JSON is answered with a parse error (-32700) and the session goes on, a
+// JSON-RPC batch is served only under 2025-03-26 (the revision that
+// requires it) with its answers held within a budget, and refused with an
+// error naming ErrFrameBatch under any other; only the handshake
+// (initialize, or server/discover: the revisions, the capabilities and the
+// SYSTEM block), ping, tools/* and prompts/* are served (any other method
+// is method-not-found, ErrMethodNotServed; other notifications are
+// dropped), no listChanged is advertised (nothing changes), and one call is
+// answered before the next frame is read. What is not
 // defended: an operator with write access to the package before it is
 // pinned, the host's root, and which weights a model provider runs.
 package harness

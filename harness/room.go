@@ -510,10 +510,12 @@ func OpenRoom(c RoomConfig) (*Room, error) {
 }
 
 // Serve answers MCP on the given streams until the client goes away.
-// Inbound frames are capped: the SDK's decoder has no limit of its own
-// beyond this. A batch ends the session (ErrFrameBatch), a method the room
-// does not serve is refused (ErrMethodNotServed), and no message is read
-// while a call is unanswered (gatedConn).
+// Inbound frames are lines, capped (lineTransport): a frame that is not
+// JSON is answered with a parse error, a batch is served only under the
+// revision that requires it and within a memory budget (else refused with
+// ErrFrameBatch named), a method the room does not serve is refused
+// (ErrMethodNotServed), and no message is read while a call is unanswered
+// (gatedConn).
 func (r *Room) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	s := NewServer(r)
 	maxLine := 6*r.Limits.MaxFileBytes + 64<<10 // JSON may escape a byte as \u00XX
@@ -523,7 +525,7 @@ func (r *Room) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	if f, ok := in.(*os.File); ok && f == os.Stdin {
 		rc = f
 	}
-	t := gatedTransport{&mcp.IOTransport{Reader: &messageScanner{r: rc}, Writer: nopWriteCloser{out}, MaxLineLength: maxLine}}
+	t := gatedTransport{lineTransport{r: rc, w: out, maxLine: maxLine}}
 	err := s.Run(ctx, t)
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
 		return nil
@@ -566,9 +568,6 @@ func pollableStdio() (io.Reader, io.Writer) {
 	return pollable(0, "stdin", os.Stdin), pollable(1, "stdout", os.Stdout)
 }
 
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // Close ends the session's records.
 func (r *Room) Close() error {

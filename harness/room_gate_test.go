@@ -2,9 +2,8 @@ package harness
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -37,73 +36,166 @@ func bigFiles() map[string][]byte {
 // client waits: a few answers of the 256 KiB file, not hundreds.
 const heldLimit = 24 << 20
 
+// rpcError is an answer line read as a JSON-RPC error response.
+type rpcError struct {
+	ID    json.RawMessage `json:"id"`
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// expectError reads the next answer and checks it is an error response with
+// id null, the code given and a message naming want.
+func expectError(t *testing.T, c *frameConn, code int, want string) {
+	t.Helper()
+	l := c.recv(t)
+	var a rpcError
+	if json.Unmarshal(l, &a) != nil || a.Error == nil || a.Error.Code != code || string(a.ID) != "null" || !strings.Contains(a.Error.Message, want) {
+		t.Fatalf("answered %.300q, want error %d with id null naming %q", l, code, want)
+	}
+}
+
+// expectPing checks the session goes on: a ping is answered.
+func expectPing(t *testing.T, c *frameConn, id int) {
+	t.Helper()
+	c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", id))
+	if l := c.recv(t); !strings.Contains(string(l), fmt.Sprintf(`"id":%d,"result":{}`, id)) {
+		t.Fatalf("ping answered %.300q, want its result", l)
+	}
+}
+
+// bigBatch is a batch of n read_file calls of spec/big.txt, ids from first.
+func bigBatch(first, n int) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(callFrame(first+i, "read_file", `{"path":"spec/big.txt"}`))
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
 // TestRoomRefusesBatch: one frame holding a JSON-RPC batch of 400
 // read_file calls would make the SDK hold all 400 answers until the last is
 // ready (it answers a batch with one array): 30 KB in, 200 MiB held. The
 // SDK refuses batches only once a session has negotiated 2025-06-18 or
-// later; before initialize, or for a 2024-11-05 client, it took them. The
-// room refuses a frame that is an array, naming the rule,
-// and answers nothing of it — also when the batch follows another message
-// on the same line after a pause (the SDK's own trailing-data check looks
-// only at bytes already buffered).
+// later, and then ends the session; before initialize, or for a 2024-11-05
+// client, it took them. Under any revision but 2025-03-26 (the one that
+// requires batches) the room answers the frame with one invalid-request
+// error naming the rule, runs none of it, holds nothing of it, and the
+// session goes on.
 func TestRoomRefusesBatch(t *testing.T) {
-	batch := func(firstID int) string {
-		var b strings.Builder
-		b.WriteString("[")
-		for i := range 400 {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString(callFrame(firstID+i, "read_file", `{"path":"spec/big.txt"}`))
-		}
-		b.WriteString("]")
-		return b.String()
+	initFrame := func(proto string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + proto + `","capabilities":{},"clientInfo":{"name":"frames","version":"0"}}}`
 	}
-	init2024 := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"frames","version":"0"}}}`
+	initialize := func(proto string) func(t *testing.T, c *frameConn) {
+		return func(t *testing.T, c *frameConn) {
+			c.send(t, initFrame(proto)+"\n")
+			if l := c.recv(t); !strings.Contains(string(l), `"protocolVersion":"`+proto+`"`) {
+				t.Fatalf("initialize answered %q", l)
+			}
+			c.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+		}
+	}
 	cases := []struct {
 		name   string
 		before func(t *testing.T, c *frameConn)
 		frame  string
 	}{
-		{"first frame", func(*testing.T, *frameConn) {}, `[` + init2024 + `,{"jsonrpc":"2.0","method":"notifications/initialized"},` + batch(2)[1:] + "\n"},
-		{"after a 2024-11-05 initialize", func(t *testing.T, c *frameConn) {
-			c.send(t, init2024+"\n")
-			if l := c.recv(t); !strings.Contains(string(l), `"protocolVersion":"2024-11-05"`) {
-				t.Fatalf("initialize answered %q", l)
-			}
-			c.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-		}, " \t" + batch(2) + "\n"},
-		{"on the line of a ping, after a pause", func(t *testing.T, c *frameConn) {
-			id := c.handshake(t)
-			c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, id+1000))
-			if l := c.recv(t); !strings.Contains(string(l), `"result":{}`) {
-				t.Fatalf("ping answered %q", l)
-			}
-		}, " " + batch(2) + "\n"},
+		{"first frame", func(*testing.T, *frameConn) {}, `[` + initFrame("2024-11-05") + `,{"jsonrpc":"2.0","method":"notifications/initialized"},` + bigBatch(2, 400)[1:] + "\n"},
+		{"after a 2024-11-05 initialize", initialize("2024-11-05"), " \t" + bigBatch(2, 400) + "\n"},
+		{"after a 2025-06-18 initialize", initialize("2025-06-18"), bigBatch(2, 400) + "\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _, _, done := memRoom(t, bigFiles())
+			c, _, transcript, _ := memRoom(t, bigFiles())
 			tc.before(t, c)
 			before := liveHeap()
-			// The room may stop reading before the frame's end.
-			io.WriteString(c.in, tc.frame)
-			if l := c.recv(t); l != nil {
-				t.Fatalf("the batch was answered: %.200q", l)
-			}
+			c.send(t, tc.frame)
+			expectError(t, c, -32600, ErrFrameBatch.Error())
 			if held := liveHeap() - min(before, liveHeap()); held > heldLimit {
 				t.Errorf("the room holds %d MiB after one batch frame, want < %d MiB", held>>20, heldLimit>>20)
 			}
-			select {
-			case err := <-done:
-				if err == nil || !strings.Contains(err.Error(), ErrFrameBatch.Error()) {
-					t.Errorf("Serve returned %v, want the rule %q", err, ErrFrameBatch)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Serve did not return after the batch")
+			expectPing(t, c, 5000)
+			b, _ := os.ReadFile(transcript)
+			if strings.Contains(string(b), `"event":"call"`) {
+				t.Errorf("a call of the refused batch was run: %.300s", b)
 			}
 		})
 	}
+}
+
+// TestRoomServesBatch: under 2025-03-26, whose servers must receive
+// batches, the room serves one: every call answered in one array in the
+// batch's order, an invalid member answered in its place, notifications
+// not answered. A batch whose answers pass the room's budget has its
+// remaining calls answered with an error instead of run, so a batch of 256
+// reads of a 256 KiB file holds a few answers, not 400.
+func TestRoomServesBatch(t *testing.T) {
+	c, _, _, _ := memRoom(t, bigFiles())
+	c.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"frames","version":"0"}}}`+"\n")
+	if l := c.recv(t); !strings.Contains(string(l), `"protocolVersion":"2025-03-26"`) {
+		t.Fatalf("initialize answered %q", l)
+	}
+	c.send(t, `[{"jsonrpc":"2.0","method":"notifications/initialized"},`+callFrame(10, "list_files", `{}`)+`,{"jsonrpc":"2.0","id":11,"method":"ping"},{"a":1},`+callFrame(12, "read_file", `{"path":"spec/ADD.md"}`)+`,{"jsonrpc":"2.0","id":13,"method":"resources/list"}]`+"\n")
+	var answers []struct {
+		ID     json.RawMessage `json:"id"`
+		Result *struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	l := c.recv(t)
+	if err := json.Unmarshal(l, &answers); err != nil || len(answers) != 5 {
+		t.Fatalf("batch answered %.500q (%v), want an array of 5", l, err)
+	}
+	want := []struct {
+		id   string
+		code int
+	}{{"10", 0}, {"11", 0}, {"null", -32600}, {"12", 0}, {"13", -32601}}
+	for i, w := range want {
+		a := answers[i]
+		if string(a.ID) != w.id || (w.code == 0) != (a.Result != nil) || (w.code != 0 && (a.Error == nil || a.Error.Code != w.code)) {
+			t.Errorf("answer %d: id %s result %v error %v, want id %s code %d", i, a.ID, a.Result != nil, a.Error, w.id, w.code)
+		}
+	}
+	if r := answers[3].Result; r == nil || len(r.Content) != 1 || r.Content[0].Text != string(testFiles()["spec/ADD.md"]) {
+		t.Errorf("read_file in the batch answered %+v", r)
+	}
+
+	before := liveHeap()
+	c.send(t, bigBatch(100, maxBatchMessages)+"\n")
+	l = c.recv(t)
+	if held := liveHeap() - min(before, liveHeap()); held > heldLimit {
+		t.Errorf("the room holds %d MiB after the batch, want < %d MiB", held>>20, heldLimit>>20)
+	}
+	if err := json.Unmarshal(l, &answers); err != nil || len(answers) != maxBatchMessages {
+		t.Fatalf("big batch answered %d bytes (%v), want an array of %d", len(l), err, maxBatchMessages)
+	}
+	served, over := 0, 0
+	for i, a := range answers {
+		switch {
+		case string(a.ID) != fmt.Sprint(100+i):
+			t.Fatalf("answer %d has id %s", i, a.ID)
+		case a.Result != nil:
+			served++
+		case a.Error != nil && a.Error.Code == codeBatchOverBudget:
+			over++
+		}
+	}
+	// 256 KiB answers: the budget holds 16 and the one that passes it.
+	if served < 1 || served > maxBatchHeld/(256<<10)+1 || served+over != maxBatchMessages {
+		t.Errorf("%d calls served, %d refused over the budget", served, over)
+	}
+	expectPing(t, c, 5000)
 }
 
 // TestRoomCallsInFlight: a client that sends 300 read_file calls of the
@@ -211,38 +303,57 @@ func TestRoomServesOnlyItsMethods(t *testing.T) {
 	}
 }
 
-// TestMessageScanner: the scanner finds where each top-level value starts
-// whatever the read boundaries (each stream is fed whole and byte by byte):
-// brackets, braces and quotes inside strings, escaped quotes and
-// backslashes do not fool it.
-func TestMessageScanner(t *testing.T) {
-	cases := []struct {
-		stream string
-		ok     bool
+// TestLineFrames: a frame that is not JSON is answered with a parse
+// error, JSON that is no JSON-RPC message with an invalid-request error,
+// each with id null, and the session goes on; a call is judged by its own
+// line, whatever comes before or after it.
+func TestLineFrames(t *testing.T) {
+	c, _, _, _ := memRoom(t, testFiles())
+	id := c.handshake(t)
+	for _, f := range []struct {
+		frame string
+		code  int
 	}{
-		{`{"a":"[{\"]}"}` + "\n" + `{"b":[1,{"c":"\\"}]}` + "\r\n", true},
-		{`{"a":"\\\\"} {"b":"x"}`, true},
-		{" \t\r\n{}\n", true},
-		{`{"a":"]"}` + "\n[{}]\n", false},
-		{`{"a":"\"}"} [`, false},
-		{`{"a":1}} {}`, true},
-		{"1 \"[\" {}", true},
-		{`{"a":1}]] [`, false},
-		{`"str" [`, false},
+		{`{not json`, -32700},
+		{`{"jsonrpc":"2.0","id":2,"method":"ping"} garbage`, -32700},
+		{`{"jsonrpc":"2.0","id":2,"method":"ping"}{"jsonrpc":"2.0","id":3,"method":"ping"}`, -32700},
+		{`"]" [`, -32700},
+		{`{"a":1}`, -32600},
+		{`{"jsonrpc":"1.0","id":2,"method":"ping"}`, -32600},
+		{`[1,2`, -32600}, // a batch under 2025-06-18: refused before it is parsed
+	} {
+		c.send(t, f.frame+"\n")
+		expectError(t, c, f.code, "")
+		expectPing(t, c, id)
+		id++
 	}
-	for _, c := range cases {
-		for _, step := range []int{len(c.stream), 1} {
-			s := &messageScanner{r: io.NopCloser(strings.NewReader(""))}
-			var err error
-			for i := 0; i < len(c.stream) && err == nil; i += step {
-				err = s.scan([]byte(c.stream[i:min(i+step, len(c.stream))]))
-			}
-			if c.ok && err != nil {
-				t.Errorf("%q (chunks of %d): %v, want accepted", c.stream, step, err)
-			}
-			if !c.ok && !errors.Is(err, ErrFrameBatch) {
-				t.Errorf("%q (chunks of %d): %v, want %v", c.stream, step, err, ErrFrameBatch)
-			}
-		}
+	// Blank lines are no frames; '\r' ends a frame as '\n' does.
+	c.send(t, "\n \t\r\n")
+	expectPing(t, c, id)
+}
+
+// TestRoomCapabilities: the room's lists never change (the prompt file is
+// sealed), so neither initialize nor server/discover advertises listChanged;
+// server/discover answers the revisions, the capabilities and the SYSTEM
+// block as instructions, like initialize.
+func TestRoomCapabilities(t *testing.T) {
+	c, _, _, _ := memRoom(t, testFiles())
+	c.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"frames","version":"0"}}}`+"\n")
+	l := c.recv(t)
+	if !strings.Contains(string(l), `"capabilities":{"prompts":{},"tools":{}}`) || strings.Contains(string(l), "listChanged") {
+		t.Errorf("initialize answered %s, want tools and prompts without listChanged", l)
+	}
+	c.send(t, `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"frames","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`+"\n")
+	l = c.recv(t)
+	var d struct {
+		Result struct {
+			SupportedVersions []string                   `json:"supportedVersions"`
+			Capabilities      map[string]json.RawMessage `json:"capabilities"`
+			Instructions      string                     `json:"instructions"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(l, &d); err != nil || len(d.Result.SupportedVersions) == 0 || d.Result.Instructions != testSystem ||
+		string(d.Result.Capabilities["tools"]) != "{}" || string(d.Result.Capabilities["prompts"]) != "{}" || len(d.Result.Capabilities) != 2 {
+		t.Errorf("server/discover answered %s (%v)", l, err)
 	}
 }

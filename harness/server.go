@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,8 +56,11 @@ func LoadPrompt(v *pkgwalk.View) (*Prompt, string, error) {
 func NewServer(r *Room) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: ServerVersion}, &mcp.ServerOptions{
 		Instructions: r.Prompt.System,
-		// No logging capability: nothing but tools and the prompt.
-		Capabilities: &mcp.ServerCapabilities{},
+		// No logging capability: nothing but tools and the prompt. Neither
+		// list ever changes (the prompt file is sealed), so no listChanged
+		// is advertised: a client would wait for notifications that never
+		// come, or re-list for nothing.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Prompts: &mcp.PromptCapabilities{}},
 	})
 	// The listing never changes: the view is sealed and held in memory.
 	r.listing = listing(r.View)
@@ -154,11 +156,13 @@ func (r *Room) writeSource(_ context.Context, args map[string]string) *mcp.CallT
 
 // The rules the room holds the client's messages to, beyond the SDK's.
 var (
-	// ErrFrameBatch: a JSON-RPC batch is answered by the SDK with one
-	// array once its last call is done, so every answer of the batch is
-	// held until then: one frame of small read_file calls could make the
-	// room hold the package thousands of times over. (The SDK refuses
-	// batches only once 2025-06-18 or later is negotiated.)
+	// ErrFrameBatch: a JSON-RPC batch is answered with one array once its
+	// last call is done, so every answer of the batch is held until then:
+	// one frame of small read_file calls could make the room hold the
+	// package thousands of times over. The room serves batches only under
+	// the revision that requires them (2025-03-26), within maxBatchHeld;
+	// under any other it answers the frame with an invalid-request error
+	// naming this rule, and the session goes on (lineTransport).
 	ErrFrameBatch = errors.New("frame is a JSON-RPC batch, not one message")
 	// ErrMethodNotServed: the room serves the handshake, ping, its three
 	// tools and its prompt. The SDK answers more by default (resources,
@@ -178,8 +182,8 @@ var (
 	servedNotifications = map[string]bool{"notifications/initialized": true, "notifications/cancelled": true}
 )
 
-// gatedTransport is the room's transport: the SDK's stream transport with
-// its inbound frames checked by messageScanner and its connection gated.
+// gatedTransport is the room's transport: lineTransport with its
+// connection gated.
 type gatedTransport struct{ mcp.Transport }
 
 func (t gatedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -256,71 +260,4 @@ func (c *gatedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *gatedConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
 	return c.Connection.Close()
-}
-
-// messageScanner passes the client's byte stream through unchanged and
-// fails the read when a top-level JSON value is an array (ErrFrameBatch);
-// any other value is the SDK's to judge. It follows the JSON lexical
-// structure (strings, escapes, nesting), not lines: the SDK's reader takes
-// a second value on the same line when the first ended a read, so a batch
-// after a pause on a line would pass a check of line starts.
-type messageScanner struct {
-	r        io.ReadCloser
-	depth    int
-	inString bool
-	escaped  bool
-	err      error
-}
-
-func (s *messageScanner) Read(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	n, err := s.r.Read(p)
-	if serr := s.scan(p[:n]); serr != nil {
-		s.err = serr
-		return 0, serr
-	}
-	return n, err
-}
-
-func (s *messageScanner) Close() error { return s.r.Close() }
-
-func (s *messageScanner) scan(b []byte) error {
-	for i := 0; i < len(b); i++ {
-		if s.inString {
-			if s.escaped {
-				s.escaped = false
-				continue
-			}
-			// Skip to the next quote or backslash: most bytes of a large
-			// frame are inside a string.
-			j := bytes.IndexAny(b[i:], `\"`)
-			if j < 0 {
-				return nil
-			}
-			i += j
-			if b[i] == '\\' {
-				s.escaped = true
-			} else {
-				s.inString = false
-			}
-			continue
-		}
-		switch b[i] {
-		case '"':
-			s.inString = true
-		case '[':
-			if s.depth == 0 {
-				return ErrFrameBatch
-			}
-			s.depth++
-		case '{':
-			s.depth++
-		case '}', ']':
-			// Unbalanced input is the SDK's reader's to refuse.
-			s.depth = max(s.depth-1, 0)
-		}
-	}
-	return nil
 }
