@@ -568,7 +568,6 @@ func pollableStdio() (io.Reader, io.Writer) {
 	return pollable(0, "stdin", os.Stdin), pollable(1, "stdout", os.Stdout)
 }
 
-
 // Close ends the session's records.
 func (r *Room) Close() error {
 	err := r.Transcript.Close()
