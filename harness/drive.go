@@ -7,24 +7,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"math/rand/v2"
+	"net"
 	"net/http"
-	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
 )
 
-// Stop reasons recorded in the transcript.
+// Stop reasons recorded in the transcript. Only StopModel is a completed
+// session; every other stop is named, and a session that did not complete
+// can be continued with Resume.
 const (
-	StopModel    = "model_stopped" // the model answered without calling a tool
-	StopMaxTurns = "max_turns"
-	StopCutOff   = "cut_off" // the reply called no tool and its finish_reason is not stop (length, content_filter, …)
-	StopError    = "error"   // the relay ended the session: a reply it refused, a failed request or call
+	StopModel       = "model_stopped" // the model answered without calling a tool
+	StopMaxTurns    = "max_turns"
+	StopTokenBudget = "token_budget" // the tokens the endpoint counted reached MaxTotalTokens
+	StopWallTime    = "wall_time"    // MaxWall passed
+	StopToolErrors  = "tool_errors"  // MaxToolErrors calls named no tool or had no JSON arguments
+	StopCutOff      = "cut_off"      // MaxCutOffs replies in a row called no tool and were cut short (length, content_filter, …)
+	StopInterrupted = "interrupted"  // the relay was asked to stop (a signal: its context ended)
+	StopError       = "error"        // the relay ended the session: a reply it refused, a failed request or call
 )
 
 // The rules a model reply can break; each ends the session before any of
@@ -47,21 +57,60 @@ const (
 	maxConversation = evidence.MaxSize - 64<<10
 )
 
-// ErrMaxTurns: the turn limit ended the session; the model did not stop of
-// its own accord, so the session is not a completed one.
-var ErrMaxTurns = errors.New("turn limit reached before the model stopped")
+// The named stops other than the model's own, as errors (errors.Is).
+var (
+	// ErrMaxTurns: the turn limit ended the session; the model did not
+	// stop of its own accord, so the session is not a completed one.
+	ErrMaxTurns    = errors.New("turn limit reached before the model stopped")
+	ErrTokenBudget = errors.New("token budget reached before the model stopped")
+	ErrWallTime    = errors.New("wall-time budget reached before the model stopped")
+	// ErrToolErrors: the model named tools that do not exist, or sent
+	// arguments that are not JSON (or none), MaxToolErrors times; each was
+	// answered to it as a tool error until then.
+	ErrToolErrors = errors.New("tool-error cap reached")
+	// ErrCutOff: MaxCutOffs replies in a row called no tool and their
+	// finish_reason is none of stop, tool_calls, function_call (or
+	// absent): length and content_filter say the endpoint cut it short,
+	// and a value this relay does not know is not taken for the model
+	// stopping either. A cut reply is recorded and asked again (it is not
+	// added to the conversation) until the cap.
+	ErrCutOff = errors.New("reply cut off before the model stopped")
+	// ErrRetriesExhausted: a transient failure (429, 408, 5xx, a reset
+	// connection, a timeout) persisted through every retry.
+	ErrRetriesExhausted = errors.New("model request failed after every retry")
+	ErrInterrupted      = errors.New("interrupted")
+)
 
-// ErrCutOff: a reply called no tool and its finish_reason is none of stop,
-// tool_calls, function_call (or absent): length and content_filter say the
-// endpoint cut it short, and a value this relay does not know is not taken
-// for the model stopping either. Like the turn limit, the session is not a
-// completed one; it was recorded as "model_stopped" before.
-var ErrCutOff = errors.New("reply cut off before the model stopped")
+// RetryPolicy bounds the retries of one model request after a transient
+// failure: at most Max, waiting Base·2^attempt with jitter (half to all of
+// it), or what the endpoint's Retry-After says, never more than MaxWait.
+type RetryPolicy struct {
+	Max     int           // 0 = 8; negative = no retry
+	Base    time.Duration // 0 = 1 s
+	MaxWait time.Duration // 0 = 2 minutes
+}
+
+// wait is the pause before retry attempt (0-based); retryAfter < 0 when
+// the endpoint named none.
+func (p RetryPolicy) wait(attempt int, retryAfter time.Duration) time.Duration {
+	if retryAfter >= 0 {
+		return min(retryAfter, p.MaxWait)
+	}
+	d := p.MaxWait
+	if attempt < 30 && p.Base<<attempt < p.MaxWait {
+		d = p.Base << attempt
+	}
+	// Full-range jitter over the upper half: clients that failed together
+	// do not retry together.
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
 
 // DriveOptions configure the built-in agent loop.
 type DriveOptions struct {
 	// Server returns the command that runs `room serve` (a fresh one per
-	// call). Its environment must not carry the API key.
+	// call). Its environment must not carry the API key. When Resume is
+	// set it must run `room serve --resume` on the same workspace and
+	// transcript.
 	Server     func() *exec.Cmd
 	Endpoint   string // base URL; "/chat/completions" is appended
 	Model      string
@@ -70,17 +119,34 @@ type DriveOptions struct {
 	Seed       int
 	MaxTokens  int           // 0 = 8192
 	Timeout    time.Duration // per model request; 0 = 5 minutes
-	Transcript string        // the server's transcript, appended to after it exits ("" = none)
+	Transcript string        // the server's transcript, appended to while the session runs ("" = none)
 	Client     *http.Client
+
+	Profile        string                     // request profile ("" = ProfileOpenAI); see Profiles
+	RequestFields  map[string]json.RawMessage // added to every request, replacing the profile's of the same name
+	Retry          RetryPolicy
+	MaxToolErrors  int           // 0 = 20
+	MaxCutOffs     int           // in a row; 0 = 3
+	MaxTotalTokens int           // 0 = no budget
+	MaxWall        time.Duration // 0 = no budget
+	Progress       io.Writer     // one line per turn; nil = none
+	// Resume continues the interrupted session read by ReadResumable from
+	// Transcript: its conversation is replayed and the session goes on
+	// (Server must then run `room serve --resume` on its workspace).
+	Resume *PriorSession
 }
 
 // DriveResult is what the loop records.
 type DriveResult struct {
-	Model string         `json:"model"`
-	Seed  int            `json:"seed"`
-	Turns int            `json:"turns"`
-	Stop  string         `json:"stop"`
-	Usage map[string]int `json:"usage"`
+	Model      string         `json:"model"`
+	Seed       int            `json:"seed"`
+	Turns      int            `json:"turns"`
+	Stop       string         `json:"stop"`
+	Usage      map[string]int `json:"usage"`
+	Retries    int            `json:"retries"`
+	ToolErrors int            `json:"tool_errors"`
+	CutOffs    int            `json:"cut_offs"`
+	Resumed    bool           `json:"resumed"`
 }
 
 // maxModelResponse caps one chat-completions response.
@@ -95,11 +161,7 @@ const (
 	maxUsageName  = 64
 )
 
-// Drive runs the agent loop: it starts the sealed server, reads its
-// instructions, prompt and tools over MCP, and relays the model's tool calls
-// to it until the model stops calling tools or MaxTurns is reached. It
-// never reads the package itself. Every call has a deadline.
-func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
+func (o *DriveOptions) defaults() error {
 	if o.MaxTokens == 0 {
 		o.MaxTokens = 8192
 	}
@@ -109,6 +171,54 @@ func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
 	if o.Client == nil {
 		o.Client = &http.Client{}
 	}
+	if o.Retry.Max == 0 {
+		o.Retry.Max = 8
+	}
+	if o.Retry.Base <= 0 {
+		o.Retry.Base = time.Second
+	}
+	if o.Retry.MaxWait <= 0 {
+		o.Retry.MaxWait = 2 * time.Minute
+	}
+	if o.MaxToolErrors == 0 {
+		o.MaxToolErrors = 20
+	}
+	if o.MaxCutOffs == 0 {
+		o.MaxCutOffs = 3
+	}
+	if o.Profile == "" {
+		o.Profile = ProfileOpenAI
+	}
+	if _, ok := Profiles[o.Profile]; !ok {
+		return fmt.Errorf("%w: %q (known: %s)", ErrProfile, o.Profile, strings.Join(ProfileNames(), ", "))
+	}
+	for k := range o.RequestFields {
+		if relayFields[k] {
+			return fmt.Errorf("%w: %q is the relay's", ErrRequestField, k)
+		}
+	}
+	return nil
+}
+
+// Drive runs the agent loop: it starts the sealed server, reads its
+// instructions, prompt and tools over MCP, and relays the model's tool calls
+// to it until the model stops calling tools or a budget ends the session.
+// It never reads the package itself. Every call has a deadline. With
+// Resume it first reads the interrupted session's transcript and replays
+// its conversation.
+func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	prior := o.Resume
+	res := &DriveResult{Model: o.Model, Seed: o.Seed, Usage: map[string]int{}, Resumed: prior != nil}
+	if prior != nil {
+		if prior.Path != o.Transcript {
+			return nil, fmt.Errorf("%w: resuming %s into transcript %s", ErrResumeMismatch, prior.Path, o.Transcript)
+		}
+		res.Turns = prior.turns
+		maps.Copy(res.Usage, prior.usage)
+	}
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "cleanroom-drive", Version: ServerVersion}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
@@ -116,72 +226,227 @@ func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the sealed room: %w", err)
 	}
-	res := &DriveResult{Model: o.Model, Seed: o.Seed, Usage: map[string]int{}}
+	var rec *relayRecord
+	if o.Transcript != "" {
+		if rec, err = openRelayRecord(o.Transcript); err != nil {
+			cs.Close()
+			return nil, err
+		}
+		defer rec.close()
+	}
 	messages, tools, err := opening(cctx, cs)
+	if err == nil && prior != nil {
+		messages, err = prior.replay(messages)
+		if err == nil {
+			err = rec.resume(prior, messages, o.Model)
+		}
+	}
 	if err != nil {
 		cs.Close()
 		return nil, err
 	}
-	loopErr := func() error {
-		// The bytes of the conversation as recorded, and with the usage
-		// summed so far (as recorded: its names come from the model).
-		held := encodedSize(messages)
-		over := func(add any) bool {
-			held += encodedSize(add)
-			return held+encodedSize(res.Usage) > maxConversation
-		}
-		for res.Turns < o.MaxTurns {
-			res.Turns++
-			msg, finish, err := o.complete(ctx, messages, tools, res.Usage)
-			if err != nil {
-				return fmt.Errorf("turn %d: %w", res.Turns, err)
-			}
-			if over(msg) {
-				return fmt.Errorf("turn %d: %w", res.Turns, ErrConversationFull)
-			}
-			// Recorded before it is judged: the transcript says what the
-			// model answered, refused or not.
-			messages = append(messages, msg)
-			list, err := replyCalls(msg)
-			if err != nil {
-				return fmt.Errorf("turn %d: %w", res.Turns, err)
-			}
-			if len(list) == 0 {
-				switch finish {
-				case "", "stop", "tool_calls", "function_call":
-					res.Stop = StopModel
-					return nil
-				}
-				res.Stop = StopCutOff
-				return fmt.Errorf("turn %d: %w (finish_reason %q)", res.Turns, ErrCutOff, finish)
-			}
-			for _, c := range list {
-				tm, err := relay(ctx, cs, c)
-				if err != nil {
-					return fmt.Errorf("turn %d: %w", res.Turns, err)
-				}
-				if over(tm) {
-					return fmt.Errorf("turn %d: %w", res.Turns, ErrConversationFull)
-				}
-				messages = append(messages, tm)
-			}
-		}
-		res.Stop = StopMaxTurns
-		return ErrMaxTurns
-	}()
+	d := &driver{o: &o, cs: cs, rec: rec, res: res, tools: tools, messages: messages, start: time.Now()}
+	if prior != nil {
+		d.recorded = len(messages)
+	}
+	loopErr := d.loop(ctx)
 	if loopErr != nil && res.Stop == "" {
 		res.Stop = StopError
+		if ctx.Err() != nil {
+			res.Stop, loopErr = StopInterrupted, fmt.Errorf("%w: %w", ErrInterrupted, loopErr)
+		}
+	}
+	// What the conversation holds that no turn line has yet (the last
+	// reply, or one the relay refused) is recorded before the room's end.
+	if ferr := d.flushTurn(); ferr != nil && loopErr == nil {
+		loopErr = ferr
 	}
 	// Closing the session ends the server, which writes its end line.
 	if cerr := cs.Close(); cerr != nil && loopErr == nil && !errors.Is(cerr, io.EOF) {
 		loopErr = fmt.Errorf("closing the sealed room: %w", cerr)
 	}
 	if o.Transcript != "" && res.Stop != "" {
-		if err := appendDrive(o.Transcript, res, messages, loopErr); err != nil && loopErr == nil {
+		if err := appendDrive(o.Transcript, res, o.Profile, d.messages, loopErr); err != nil && loopErr == nil {
 			loopErr = err
 		}
 	}
 	return res, loopErr
+}
+
+// driver is one session of the loop.
+type driver struct {
+	o        *DriveOptions
+	cs       *mcp.ClientSession
+	rec      *relayRecord // nil: no transcript
+	res      *DriveResult
+	tools    []any
+	messages []any
+	recorded int // messages already in turn lines
+	start    time.Time
+	// per turn, for its line and progress
+	turnErrors int
+	turnCalls  []string
+}
+
+func (d *driver) loop(ctx context.Context) error {
+	o, res := d.o, d.res
+	// The bytes of the conversation as recorded, and with the usage
+	// summed so far (as recorded: its names come from the model).
+	held := encodedSize(d.messages)
+	over := func(add any) bool {
+		held += encodedSize(add)
+		return held+encodedSize(res.Usage) > maxConversation
+	}
+	if o.MaxWall > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.start.Add(o.MaxWall))
+		defer cancel()
+	}
+	cutOffs := 0
+	for {
+		switch {
+		case res.Turns >= o.MaxTurns:
+			res.Stop = StopMaxTurns
+			return ErrMaxTurns
+		case o.MaxTotalTokens > 0 && totalTokens(res.Usage) >= o.MaxTotalTokens:
+			res.Stop = StopTokenBudget
+			return fmt.Errorf("%w: %d tokens, budget %d", ErrTokenBudget, totalTokens(res.Usage), o.MaxTotalTokens)
+		case o.MaxWall > 0 && time.Since(d.start) >= o.MaxWall:
+			res.Stop = StopWallTime
+			return fmt.Errorf("%w: %v", ErrWallTime, o.MaxWall)
+		}
+		res.Turns++
+		msg, finish, err := d.request(ctx)
+		if err != nil {
+			if o.MaxWall > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) && !isDone(ctx, context.Canceled) {
+				res.Stop = StopWallTime
+				return fmt.Errorf("turn %d: %w: %v", res.Turns, ErrWallTime, o.MaxWall)
+			}
+			return fmt.Errorf("turn %d: %w", res.Turns, err)
+		}
+		list, err := replyCalls(msg)
+		if err == nil && len(list) == 0 {
+			switch finish {
+			case "", "stop", "tool_calls", "function_call":
+			default:
+				// Cut short: recorded, not added, and asked again.
+				cutOffs++
+				res.CutOffs++
+				if cutOffs >= o.MaxCutOffs {
+					if !over(msg) {
+						d.messages = append(d.messages, msg)
+					}
+					res.Stop = StopCutOff
+					return fmt.Errorf("turn %d: %w (finish_reason %q, %d in a row)", res.Turns, ErrCutOff, finish, cutOffs)
+				}
+				if err := d.rec.retry(res.Turns, 0, "cut_off: finish_reason "+finish, 0, msg); err != nil {
+					return err
+				}
+				d.progress("cut off (finish_reason %s), asked again", finish)
+				continue
+			}
+		}
+		cutOffs = 0
+		if over(msg) {
+			return fmt.Errorf("turn %d: %w", res.Turns, ErrConversationFull)
+		}
+		// Recorded before it is judged: the transcript says what the
+		// model answered, refused or not.
+		d.messages = append(d.messages, msg)
+		if err != nil {
+			return fmt.Errorf("turn %d: %w", res.Turns, err)
+		}
+		if len(list) == 0 {
+			res.Stop = StopModel
+			d.progress("model stopped")
+			return nil
+		}
+		for _, c := range list {
+			tm, bad, err := d.relay(ctx, c)
+			if err != nil {
+				return fmt.Errorf("turn %d: %w", res.Turns, err)
+			}
+			if over(tm) {
+				return fmt.Errorf("turn %d: %w", res.Turns, ErrConversationFull)
+			}
+			d.messages = append(d.messages, tm)
+			if bad {
+				res.ToolErrors++
+				d.turnErrors++
+				if res.ToolErrors >= o.MaxToolErrors {
+					res.Stop = StopToolErrors
+					return fmt.Errorf("turn %d: %w: %d", res.Turns, ErrToolErrors, res.ToolErrors)
+				}
+			}
+		}
+		if err := d.flushTurn(); err != nil {
+			return err
+		}
+	}
+}
+
+func isDone(ctx context.Context, err error) bool { return errors.Is(context.Cause(ctx), err) }
+
+// totalTokens is the endpoint's total_tokens, or prompt plus completion
+// tokens when it sends no total.
+func totalTokens(u map[string]int) int {
+	if n, ok := u["total_tokens"]; ok {
+		return n
+	}
+	return u["prompt_tokens"] + u["completion_tokens"]
+}
+
+// request sends one chat-completions request, retrying transient failures
+// within the policy; every retry is recorded before its wait.
+func (d *driver) request(ctx context.Context) (*evidence.Object, string, error) {
+	for attempt := 0; ; attempt++ {
+		msg, finish, err := d.o.complete(ctx, d.messages, d.tools, d.res.Usage)
+		var te *transientError
+		if err == nil || !errors.As(err, &te) || ctx.Err() != nil {
+			return msg, finish, err
+		}
+		if attempt >= d.o.Retry.Max {
+			return nil, "", fmt.Errorf("%w (%d retries): %w", ErrRetriesExhausted, attempt, err)
+		}
+		wait := d.o.Retry.wait(attempt, te.retryAfter)
+		d.res.Retries++
+		if err := d.rec.retry(d.res.Turns, attempt+1, te.reason, wait, nil); err != nil {
+			return nil, "", err
+		}
+		d.progress("retry %d after %s, waiting %v", attempt+1, te.reason, wait.Round(time.Millisecond))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, "", fmt.Errorf("waiting to retry: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// flushTurn records the messages no turn line holds yet, and prints the
+// turn's progress line.
+func (d *driver) flushTurn() error {
+	if d.recorded == len(d.messages) {
+		return nil
+	}
+	err := d.rec.turn(d.res, d.messages[d.recorded:], d.turnErrors)
+	d.recorded = len(d.messages)
+	if len(d.turnCalls) > 0 {
+		d.progress("%d calls (%s), %d tool errors", len(d.turnCalls), strings.Join(d.turnCalls, ", "), d.turnErrors)
+	}
+	d.turnCalls, d.turnErrors = nil, 0
+	return err
+}
+
+// progress writes one line about the current turn.
+func (d *driver) progress(format string, a ...any) {
+	if d.o.Progress == nil {
+		return
+	}
+	fmt.Fprintf(d.o.Progress, "cleanroom: room drive: turn %d/%d: %s; %d tokens, %d retries, %d tool errors in all, %v\n",
+		d.res.Turns, d.o.MaxTurns, fmt.Sprintf(format, a...), totalTokens(d.res.Usage), d.res.Retries, d.res.ToolErrors,
+		time.Since(d.start).Round(time.Second))
 }
 
 // opening reads the SYSTEM (instructions), USER (prompt) and tools from the
@@ -247,13 +512,115 @@ func replyCalls(msg *evidence.Object) ([]any, error) {
 	return list, nil
 }
 
+// Profile is how one kind of endpoint wants the request's parameters.
+type Profile struct {
+	TokenField  string // the name of the reply's token cap
+	Temperature bool   // send temperature 0
+	Seed        bool   // send the seed
+}
+
+// The request profiles. ProfileOpenAI is the default and sends what the
+// relay always sent (max_tokens, temperature 0, seed); OpenAI's reasoning
+// models refuse max_tokens and any temperature but the default.
+const ProfileOpenAI = "openai"
+
+var Profiles = map[string]Profile{
+	ProfileOpenAI:      {TokenField: "max_tokens", Temperature: true, Seed: true},
+	"openai-reasoning": {TokenField: "max_completion_tokens"},
+	"openrouter":       {TokenField: "max_tokens", Temperature: true, Seed: true},
+	// Anthropic's OpenAI-compatible endpoint ignores seed.
+	"anthropic-compatible": {TokenField: "max_tokens", Temperature: true},
+	// llama.cpp, vLLM, Ollama and the like.
+	"local": {TokenField: "max_tokens", Temperature: true, Seed: true},
+}
+
+// ProfileNames lists the profiles, sorted.
+func ProfileNames() []string { return slices.Sorted(maps.Keys(Profiles)) }
+
+// ErrProfile and ErrRequestField refuse a request the relay cannot send.
+var (
+	ErrProfile      = errors.New("unknown request profile")
+	ErrRequestField = errors.New("request field not allowed")
+)
+
+// relayFields are the request's members that are the relay's to set: the
+// conversation and the tools are the room's, the model the operator's flag.
+var relayFields = map[string]bool{"model": true, "messages": true, "tools": true}
+
+// requestBody is one chat-completions request in the options' profile.
+func (o *DriveOptions) requestBody(messages, tools []any) ([]byte, error) {
+	p := Profiles[o.Profile]
+	req := map[string]any{"model": o.Model, "messages": plainAll(messages), "tools": tools, p.TokenField: o.MaxTokens}
+	if p.Temperature {
+		req["temperature"] = 0
+	}
+	if p.Seed {
+		req["seed"] = o.Seed
+	}
+	for k, v := range o.RequestFields {
+		req[k] = v
+	}
+	return json.Marshal(req)
+}
+
+// transientError is a failure worth retrying: the endpoint said so (429,
+// 408, 5xx), or the connection failed or timed out.
+type transientError struct {
+	reason     string
+	retryAfter time.Duration // < 0: none given
+	err        error
+}
+
+func (e *transientError) Error() string { return e.reason + ": " + e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
+
+// retryable reports whether an HTTP status is worth retrying.
+func retryable(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500 && code <= 599
+}
+
+// retryAfter reads a Retry-After header: delay-seconds or an HTTP-date;
+// -1 when absent or unreadable.
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return -1
+	}
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
+		if n < 0 {
+			return -1
+		}
+		return time.Duration(min(n, 1<<20)) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return -1
+}
+
+// transportFailure wraps a failed request or read as transient when the
+// connection failed (reset, refused, closed early) or timed out, but not
+// when ctx itself ended (the session is stopping).
+func transportFailure(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return &transientError{reason: what + " timed out", retryAfter: -1, err: err}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED):
+		return &transientError{reason: what + " connection failed", retryAfter: -1, err: err}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // complete sends one chat-completions request and returns the assistant
-// message, read through the strict reader.
+// message, read through the strict reader. A failure worth retrying is a
+// *transientError.
 func (o *DriveOptions) complete(ctx context.Context, messages, tools []any, usage map[string]int) (*evidence.Object, string, error) {
-	body, err := json.Marshal(map[string]any{
-		"model": o.Model, "messages": plainAll(messages), "tools": tools, "temperature": 0,
-		"seed": o.Seed, "max_tokens": o.MaxTokens,
-	})
+	body, err := o.requestBody(messages, tools)
 	if err != nil {
 		return nil, "", err
 	}
@@ -269,18 +636,22 @@ func (o *DriveOptions) complete(ctx context.Context, messages, tools []any, usag
 	}
 	resp, err := o.Client.Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("model request: %w", err)
+		return nil, "", transportFailure(ctx, "model request", err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxModelResponse+1))
 	if err != nil {
-		return nil, "", fmt.Errorf("model response: %w", err)
+		return nil, "", transportFailure(ctx, "model response", err)
 	}
 	if len(b) > maxModelResponse {
 		return nil, "", fmt.Errorf("model response over %d bytes", maxModelResponse)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("model endpoint answered %s: %.200s", resp.Status, b)
+		err := fmt.Errorf("model endpoint answered %s: %.200s", resp.Status, strings.ToValidUTF8(string(b), "\uFFFD"))
+		if retryable(resp.StatusCode) {
+			return nil, "", &transientError{reason: "HTTP " + strconv.Itoa(resp.StatusCode), retryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()), err: err}
+		}
+		return nil, "", err
 	}
 	doc, err := evidence.ReadObject(b)
 	if err != nil {
@@ -316,7 +687,10 @@ func (o *DriveOptions) complete(ctx context.Context, messages, tools []any, usag
 }
 
 // relay forwards one tool call to the room and returns the tool message.
-func relay(ctx context.Context, cs *mcp.ClientSession, call any) (map[string]any, error) {
+// A call the room cannot be asked (a tool it does not serve, arguments
+// that are not JSON or are empty) is answered to the model as a tool
+// error (bad) without reaching the room.
+func (d *driver) relay(ctx context.Context, call any) (msg map[string]any, bad bool, err error) {
 	co, _ := call.(*evidence.Object)
 	idv, _ := co.Get("id")
 	id, _ := idv.(string)
@@ -326,23 +700,40 @@ func relay(ctx context.Context, cs *mcp.ClientSession, call any) (map[string]any
 	name, _ := nv.(string)
 	av, _ := fo.Get("arguments")
 	args, _ := av.(string)
-	if id == "" || name == "" {
-		return nil, fmt.Errorf("a tool call without id or function name")
+	if id == "" {
+		// Without an id no answer can be addressed to the call.
+		return nil, false, fmt.Errorf("a tool call without id")
 	}
+	d.turnCalls = append(d.turnCalls, fmt.Sprintf("%.40s", name))
 	content := ""
-	if !json.Valid([]byte(args)) {
+	switch {
+	case !d.served(name):
+		content = fmt.Sprintf("REFUSED: no tool named %.100q", name)
+	case strings.TrimSpace(args) == "":
+		content = "REFUSED: arguments are empty"
+	case !json.Valid([]byte(args)):
 		// The room is never asked; the model is told its arguments did not parse.
 		content = "REFUSED: arguments are not JSON"
-	} else {
+	default:
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		r, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+		r, err := d.cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 		if err != nil {
-			return nil, fmt.Errorf("relaying %.100q: %w", name, err)
+			return nil, false, fmt.Errorf("relaying %.100q: %w", name, err)
 		}
-		content = resultText(r)
+		return map[string]any{"role": "tool", "tool_call_id": id, "content": resultText(r)}, false, nil
 	}
-	return map[string]any{"role": "tool", "tool_call_id": id, "content": content}, nil
+	return map[string]any{"role": "tool", "tool_call_id": id, "content": content}, true, nil
+}
+
+// served reports whether the room declared a tool of that name.
+func (d *driver) served(name string) bool {
+	for _, t := range d.tools {
+		if f, _ := t.(map[string]any)["function"].(map[string]any); f != nil && f["name"] == name {
+			return true
+		}
+	}
+	return false
 }
 
 // plainAll turns read values back into plain Go values for encoding.
@@ -352,50 +743,4 @@ func plainAll(ms []any) []any {
 		out[i] = evidence.Plain(m)
 	}
 	return out
-}
-
-// appendDrive appends the relay's line to the server's transcript.
-func appendDrive(path string, r *DriveResult, messages []any, loopErr error) error {
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("opening transcript %s: %w", path, err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	// A record that does not end with a whole line was cut short: a line
-	// appended to it would be glued to the cut one and hide it.
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("transcript %s: %w", path, err)
-	}
-	last := make([]byte, 1)
-	if st.Size() == 0 {
-		return fmt.Errorf("%w: %s: empty, no start line", ErrTranscript, path)
-	}
-	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
-		return fmt.Errorf("transcript %s: %w", path, err)
-	}
-	if last[0] != '\n' {
-		return fmt.Errorf("%w: %s: the last line was cut short; the drive line is not appended", ErrTranscript, path)
-	}
-	usage := map[string]any{}
-	for k, v := range r.Usage {
-		usage[k] = v
-	}
-	rec := map[string]any{
-		"event": "drive", "time": time.Now().UTC().Format(time.RFC3339Nano), "model": r.Model, "seed": r.Seed,
-		"turns": r.Turns, "stop": r.Stop, "usage": usage, "messages": plainAll(messages),
-	}
-	if r.Stop == StopError && loopErr != nil {
-		// The rule the session ended on, with the messages up to it.
-		rec["error"] = fmt.Sprintf("%.1000s", strings.ToValidUTF8(loopErr.Error(), "\uFFFD"))
-	}
-	line, err := evidence.Canonical(rec)
-	if err != nil {
-		return fmt.Errorf("transcript drive line: %w", err)
-	}
-	if _, err := f.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("writing transcript: %w", err)
-	}
-	return f.Sync()
 }

@@ -53,6 +53,9 @@ func driveHandler(t *testing.T, files map[string][]byte, h http.Handler, maxTurn
 		},
 		Endpoint: srv.URL + "/v1", Model: "test-model", APIKey: "sk-test", MaxTurns: maxTurns, Seed: 7,
 		Transcript: tpath, Timeout: timeout,
+		// Retries wait a millisecond, and a request that times out is
+		// tried twice more, not eight times.
+		Retry: RetryPolicy{Max: 2, Base: time.Millisecond, MaxWait: time.Millisecond},
 	})
 	return driveRun{res, err, nil, tpath, ws, id}
 }
@@ -173,7 +176,7 @@ func TestAppendDriveAfterCutShortLine(t *testing.T) {
 	if err := os.WriteFile(p, cut, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := appendDrive(p, &DriveResult{Model: "m", Stop: StopModel, Usage: map[string]int{}}, nil, nil)
+	err := appendDrive(p, &DriveResult{Model: "m", Stop: StopModel, Usage: map[string]int{}}, ProfileOpenAI, nil, nil)
 	if !errors.Is(err, ErrTranscript) {
 		t.Errorf("appendDrive: %v, want %v", err, ErrTranscript)
 	}

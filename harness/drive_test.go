@@ -74,11 +74,12 @@ func TestDrive(t *testing.T) {
 		}, nil, 10, StopModel, nil, 4},
 		{"turn limit", []string{toolCall("c1", "list_files", `{}`)}, nil, 3, StopMaxTurns, ErrMaxTurns, 3},
 		// A reply the endpoint cut at its token limit, calling no tool, is
-		// not the model stopping: the session is not a completed one.
+		// not the model stopping: it is asked again, and after three cut
+		// replies in a row the session ends, not a completed one.
 		{"cut off", []string{
 			toolCall("c1", "list_files", `{}`),
 			`{"role":"assistant","content":"I will now write the fi"}`,
-		}, []string{"tool_calls", "length"}, 10, StopCutOff, ErrCutOff, 2},
+		}, []string{"tool_calls", "length"}, 10, StopCutOff, ErrCutOff, 4},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -164,7 +165,8 @@ func checkTranscriptDocument(t *testing.T, tpath, id, addSHA string) {
 		t.Fatalf("ReadTranscript: %v", err)
 	}
 	want := []string{"type", "blind_package_id", "seal_digest", "served_file_count", "instruction_path", "instruction_sha256",
-		"model", "seed", "turns", "stop", "usage", "files_read", "refused_reads", "files_written", "access", "messages", "view_mountinfo", "complete"}
+		"model", "seed", "turns", "stop", "usage", "files_read", "refused_reads", "files_written", "access", "messages", "view_mountinfo", "complete",
+		"retries", "resumptions"}
 	if got := doc.Names(); !slices.Equal(got, want) {
 		t.Errorf("document members %v, want %v", got, want)
 	}

@@ -42,6 +42,10 @@ type ServeOptions struct {
 	// "room sealed-stage"; a test binary's own marker; none for the room
 	// binary).
 	StageArgs []string
+	// Resume continues an interrupted session (room drive --resume): the
+	// workspace and the transcript must exist; the workspace is reopened
+	// (ReopenWorkspace) and the transcript appended to (ResumeTranscript).
+	Resume bool
 }
 
 // stageEnv is the whole environment of the sealed stages: nothing of the
@@ -258,6 +262,7 @@ func (o *ServeOptions) flags(mount string) []string {
 		"--max-writes", strconv.Itoa(o.Limits.MaxWrites),
 		"--max-path-bytes", strconv.Itoa(o.Limits.MaxPathBytes),
 		"--max-depth", strconv.Itoa(o.Limits.MaxDepth),
+		"--resume=" + strconv.FormatBool(o.Resume),
 	}
 }
 
@@ -284,6 +289,7 @@ func parseStage(args []string) (*stageConfig, error) {
 	fs.IntVar(&c.Limits.MaxWrites, "max-writes", 0, "")
 	fs.IntVar(&c.Limits.MaxPathBytes, "max-path-bytes", 0, "")
 	fs.IntVar(&c.Limits.MaxDepth, "max-depth", 0, "")
+	fs.BoolVar(&c.Resume, "resume", false, "")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("sealed stage arguments: %w", err)
 	}
@@ -436,7 +442,7 @@ func openSealedRoom(c *stageConfig) (*Room, error) {
 		testAfterAssert(c.mount)
 	}
 	return OpenRoom(RoomConfig{ViewDir: dir, RootLabel: c.RootLabel, Expect: c.Expect, Workspace: c.Workspace,
-		Transcript: c.Transcript, Limits: c.Limits, Seal: sealed})
+		Transcript: c.Transcript, Limits: c.Limits, Seal: sealed, Resume: c.Resume})
 }
 
 // testAfterAssert, set only by tests, runs between the seal's assertion
@@ -454,6 +460,9 @@ type RoomConfig struct {
 	Transcript string // "" for none
 	Limits     Limits
 	Seal       *seal.Assertion // what the kernel said of the view, recorded in the transcript
+	// Resume reopens the workspace and appends to the transcript of an
+	// interrupted session instead of creating them.
+	Resume bool
 }
 
 // OpenRoom measures the view (every rule of the package walk, every file
@@ -468,16 +477,23 @@ func OpenRoom(c RoomConfig) (*Room, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws, err := CreateWorkspace(c.Workspace, c.Limits)
+	open, openTranscript := CreateWorkspace, CreateTranscript
+	if c.Resume {
+		open, openTranscript = ReopenWorkspace, ResumeTranscript
+	}
+	ws, err := open(c.Workspace, c.Limits)
 	if err != nil {
 		return nil, err
 	}
 	// The workspace was created empty a moment ago: on a refusal it is
 	// removed, so that a refused room leaves nothing and its retry is not
-	// refused for the workspace (rmdir removes only an empty one).
+	// refused for the workspace (rmdir removes only an empty one). A
+	// resumed one is the earlier session's and stays.
 	drop := func(err error) (*Room, error) {
 		ws.Close()
-		_ = unix.Rmdir(c.Workspace)
+		if !c.Resume {
+			_ = unix.Rmdir(c.Workspace)
+		}
 		return nil, err
 	}
 	r := &Room{View: view, Prompt: prompt, Workspace: ws, Limits: c.Limits}
@@ -498,7 +514,7 @@ func OpenRoom(c RoomConfig) (*Room, error) {
 		if c.Seal != nil {
 			h.ViewMountInfo = c.Seal.MountInfo
 		}
-		r.Transcript, err = CreateTranscript(c.Transcript, h)
+		r.Transcript, err = openTranscript(c.Transcript, h)
 		if errors.Is(err, unix.EEXIST) {
 			return drop(&pkgwalk.RefusalError{Path: c.Transcript, Rule: ErrTranscriptExists})
 		}

@@ -107,8 +107,42 @@ func CreateTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating transcript %s: %w", path, err)
 	}
-	t := &Transcript{f: os.NewFile(uintptr(fd), path), summary: newSummary(), now: time.Now}
-	err = t.line(map[string]any{
+	t, err := startTranscript(os.NewFile(uintptr(fd), path), h, false)
+	if err != nil {
+		// The file is this call's (created exclusively) and holds at most a
+		// part of its first line: it goes, so that no record without a
+		// start is left and the same path can be used again.
+		os.Remove(path)
+	}
+	return t, err
+}
+
+// ResumeTranscript opens the transcript of an interrupted session (room
+// drive --resume) for appending, never through a link, and writes a start
+// line marked resumed: true. A record whose last line was cut short is
+// refused (a line appended to it would hide the cut).
+func ResumeTranscript(path string, h TranscriptHeader) (*Transcript, error) {
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening transcript %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	st, err := f.Stat()
+	last := make([]byte, 1)
+	if err == nil && st.Size() > 0 {
+		_, err = f.ReadAt(last, st.Size()-1)
+	}
+	if err != nil || !st.Mode().IsRegular() || st.Size() == 0 || last[0] != '\n' {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: not a record that ends with a whole line (%v)", ErrTranscript, path, err)
+	}
+	return startTranscript(f, h, true)
+}
+
+// startTranscript writes the start line to f.
+func startTranscript(f *os.File, h TranscriptHeader, resumed bool) (*Transcript, error) {
+	t := &Transcript{f: f, summary: newSummary(), now: time.Now}
+	rec := map[string]any{
 		"event":              "start",
 		"type":               TranscriptType,
 		"blind_package_id":   h.BlindPackageID,
@@ -119,13 +153,12 @@ func CreateTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 		"workspace":          h.Workspace,
 		"view_mountinfo":     h.ViewMountInfo,
 		"time":               t.stamp(),
-	})
-	if err != nil {
-		// The file is this call's (created exclusively) and holds at most a
-		// part of its first line: it goes, so that no record without a
-		// start is left and the same path can be used again.
+	}
+	if resumed {
+		rec["resumed"] = true
+	}
+	if err := t.line(rec); err != nil {
 		t.f.Close()
-		os.Remove(path)
 		return nil, err
 	}
 	return t, nil
@@ -241,7 +274,19 @@ const MaxTranscriptBytes = 256 << 20
 // lines; an end line that disagrees with them is refused. The model fields
 // are null when no relay line was written (an external MCP client);
 // view_mountinfo (the kernel's line for the sealed view) and complete
-// (whether the room wrote its end line) go beyond the reference's fields.
+// (whether the room wrote its end line) go beyond the reference's fields,
+// as do retries (the relay's retry lines) and resumptions (its resume
+// lines).
+//
+// A transcript is one session or more: a session resumed (room drive
+// --resume) appends a second start line (resumed: true), at once followed
+// by the relay's resume line, whose prefix_sha256 must be the sha256 of
+// every byte before that start line and whose replayed_sha256 the
+// conversation the turn lines held until then. Each session numbers its
+// calls from 1 and its end line sums its own calls; the document's
+// summaries are over all of them. The relay's turn lines, folded, must be
+// the messages of every drive line that follows them. A session with no
+// drive line takes turns, usage and messages from its last turn line.
 func ReadTranscript(b []byte) (*evidence.Object, error) {
 	bad := func(line int, format string, a ...any) error {
 		return fmt.Errorf("%w: line %d: %s", ErrTranscript, line, fmt.Sprintf(format, a...))
@@ -251,15 +296,38 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 		return nil, bad(strings.Count(text, "\n")+1, "no final line feed (a write was cut short)")
 	}
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	var start, end, drive *evidence.Object
-	access := []any{}
-	sum := newSummary()
+	var start, end, drive, lastTurn *evidence.Object
+	access, retries, resumptions, folded := []any{}, []any{}, []any{}, []any{}
+	sum, seg := newSummary(), newSummary()
+	segCalls, offset, turnLines := 0, 0, 0
+	expectResume, prefix := false, ""
+	// checkEnd holds a session's end line to its calls.
+	checkEnd := func(i int, end *evidence.Object) error {
+		if n, _ := end.Get("calls"); n != float64(segCalls) {
+			return bad(i, "end line's calls %v, %d call lines", n, segCalls)
+		}
+		r, ref, w := seg.lists()
+		for name, derived := range map[string]any{"files_read": r, "refused_reads": ref, "files_written": w} {
+			recorded, _ := end.Get(name)
+			a, err1 := evidence.Canonical(recorded)
+			c, err2 := evidence.Canonical(derived)
+			if err1 != nil || err2 != nil || !bytes.Equal(a, c) {
+				return bad(i, "end line's %s disagrees with the calls", name)
+			}
+		}
+		return nil
+	}
 	for i, l := range lines {
+		lineStart := offset
+		offset += len(l) + 1
 		o, err := evidence.ReadObject([]byte(l))
 		if err != nil {
 			return nil, bad(i+1, "%v", err)
 		}
 		ev, _ := o.Get("event")
+		if expectResume && ev != "resume" {
+			return nil, bad(i+1, "a resumed session's start line is not followed by the relay's resume line")
+		}
 		switch {
 		case i == 0:
 			if ev != "start" {
@@ -268,13 +336,48 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 			if typ, _ := o.Get("type"); typ != TranscriptType {
 				return nil, bad(1, "type is not %s", TranscriptType)
 			}
+			if r, _ := o.Get("resumed"); r != nil {
+				return nil, bad(1, "the first session is not a resumed one")
+			}
 			start = o
+		case ev == "start":
+			// A resumed session: the same package, after a session that
+			// ended its record.
+			if r, _ := o.Get("resumed"); r != true || end == nil {
+				return nil, bad(i+1, "a second start line must be a resumed session's, after an end line")
+			}
+			for _, k := range []string{"type", "blind_package_id", "workspace"} {
+				a, _ := start.Get(k)
+				if v, _ := o.Get(k); v != a {
+					return nil, bad(i+1, "resumed session's %s %v, the first session's %v", k, v, a)
+				}
+			}
+			prefix = pkgwalk.SHA256Hex(b[:lineStart]) // the resume line must name it
+			start, end, drive = o, nil, nil
+			seg, segCalls, expectResume = newSummary(), 0, true
+		case ev == "resume":
+			if !expectResume {
+				return nil, bad(i+1, "a resume line not right after a resumed session's start line")
+			}
+			expectResume = false
+			if got, _ := o.Get("prefix_sha256"); got != prefix {
+				return nil, bad(i+1, "resume line's prefix_sha256 is not the sha256 of the record before the session (it was changed)")
+			}
+			fb, err := evidence.Canonical(folded)
+			if n, _ := o.Get("replayed_messages"); turnLines > 0 && (err != nil || n != float64(len(folded))) {
+				return nil, bad(i+1, "resume line replays %v messages, the turn lines hold %d", n, len(folded))
+			}
+			if h, _ := o.Get("replayed_sha256"); turnLines > 0 && h != pkgwalk.SHA256Hex(fb) {
+				return nil, bad(i+1, "resume line's replayed_sha256 is not the turn lines' conversation")
+			}
+			resumptions = append(resumptions, o)
 		case ev == "call" && end == nil:
 			access = append(access, o)
+			segCalls++
 			// The calls are numbered from 1 without a gap: a line taken
 			// out that no summary mentions (a list_files) is seen.
-			if seq, _ := o.Get("seq"); seq != float64(len(access)) {
-				return nil, bad(i+1, "call seq %v, want %d", seq, len(access))
+			if seq, _ := o.Get("seq"); seq != float64(segCalls) {
+				return nil, bad(i+1, "call seq %v, want %d", seq, segCalls)
 			}
 			tool, _ := o.Get("tool")
 			outcome, _ := o.Get("outcome")
@@ -283,38 +386,57 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 			size, _ := o.Get("bytes")
 			digest, _ := o.Get("sha256")
 			sum.add(tool, outcome, p, size, digest)
+			seg.add(tool, outcome, p, size, digest)
+		case ev == "turn" && end == nil:
+			ms, ok := o.Get("messages")
+			list, isList := ms.([]any)
+			if !ok || !isList {
+				return nil, bad(i+1, "turn line without a messages array")
+			}
+			folded = append(folded, list...)
+			turnLines++
+			lastTurn = o
+		case ev == "retry" && end == nil:
+			retries = append(retries, o)
 		case ev == "end" && end == nil && drive == nil:
+			if err := checkEnd(i+1, o); err != nil {
+				return nil, err
+			}
 			end = o
 		case ev == "drive" && drive == nil:
+			if turnLines > 0 {
+				ms, _ := o.Get("messages")
+				a, err1 := evidence.Canonical(ms)
+				c, err2 := evidence.Canonical(folded)
+				if err1 != nil || err2 != nil || !bytes.Equal(a, c) {
+					return nil, bad(i+1, "drive line's messages are not the turn lines' conversation")
+				}
+			}
 			drive = o
 		default:
 			return nil, bad(i+1, "unexpected %v line", ev)
 		}
 	}
-	filesRead, refused, filesWritten := sum.lists()
-	if end != nil {
-		if n, _ := end.Get("calls"); n != float64(len(access)) {
-			return nil, bad(len(lines), "end line's calls %v, %d call lines", n, len(access))
-		}
-		for name, derived := range map[string]any{"files_read": filesRead, "refused_reads": refused, "files_written": filesWritten} {
-			recorded, _ := end.Get(name)
-			a, err1 := evidence.Canonical(recorded)
-			c, err2 := evidence.Canonical(derived)
-			if err1 != nil || err2 != nil || !bytes.Equal(a, c) {
-				return nil, bad(len(lines), "end line's %s disagrees with the calls", name)
-			}
-		}
+	if expectResume {
+		return nil, bad(len(lines), "a resumed session's start line is not followed by the relay's resume line")
 	}
+	filesRead, refused, filesWritten := sum.lists()
+	first, _ := evidence.ReadObject([]byte(lines[0]))
 	doc := evidence.NewObject()
 	for _, k := range []string{"type", "blind_package_id", "seal_digest", "served_file_count", "instruction_path", "instruction_sha256"} {
-		v, _ := start.Get(k)
+		v, _ := first.Get(k)
 		doc.Set(k, v)
 	}
-	messages := any([]any{})
+	messages := any(folded)
 	for _, k := range []string{"model", "seed", "turns", "stop", "usage"} {
 		var v any
-		if drive != nil {
+		switch {
+		case drive != nil:
 			v, _ = drive.Get(k)
+		case lastTurn != nil && k == "usage":
+			v, _ = lastTurn.Get("usage")
+		case lastTurn != nil && k == "turns":
+			v, _ = lastTurn.Get("turn")
 		}
 		doc.Set(k, v)
 	}
@@ -329,5 +451,7 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 	mi, _ := start.Get("view_mountinfo")
 	doc.Set("view_mountinfo", mi)
 	doc.Set("complete", end != nil)
+	doc.Set("retries", retries)
+	doc.Set("resumptions", resumptions)
 	return doc, nil
 }

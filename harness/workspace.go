@@ -228,3 +228,89 @@ func (w *Workspace) writeBeneath(segs []string, content []byte) error {
 	defer dir.Close()
 	return durable.ReplaceIn(dir, name, content, 0o644)
 }
+
+// ErrWorkspaceEntry: a resumed workspace holds something write_source
+// never creates (a link, a device, a name no write could have).
+const ErrWorkspaceEntry pkgwalk.Rule = "workspace holds an entry the room did not write"
+
+// ReopenWorkspace opens the workspace of an interrupted session (room
+// drive --resume) and takes back what it holds as written: the caps count
+// its files and bytes again (the write count starts afresh). Only
+// directories and regular files under portable paths are taken; anything
+// else is refused, as a link planted there would carry a later write out
+// (writes replace by rename under openat2 beneath, but the record must
+// also say what the workspace holds). The relay has already held the
+// files to the transcript's record (checkWorkspace).
+func ReopenWorkspace(dir string, limits Limits) (*Workspace, error) {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || strings.ContainsRune(dir, 0) {
+		return nil, &pkgwalk.RefusalError{Path: dir, Rule: ErrWorkspacePath}
+	}
+	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening workspace %s: %w", dir, err)
+	}
+	w := &Workspace{Path: dir, limits: limits, dirfd: fd, sizes: map[string]int{}, folded: map[string]string{}, dirs: map[string]bool{}, dirFold: map[string]string{}}
+	if err := w.takeBack(fd, ""); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// takeBack records the entries of the directory open at fd (rel beneath
+// the workspace) and recurses into its directories, every lookup by
+// descriptor without following a link.
+func (w *Workspace) takeBack(fd int, rel string) error {
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return err
+	}
+	d := os.NewFile(uintptr(dup), w.Path+"/"+rel)
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("reading workspace %s: %w", rel, err)
+	}
+	for _, name := range names {
+		p := name
+		if rel != "" {
+			p = rel + "/" + name
+		}
+		refuse := func(detail string) error {
+			return &pkgwalk.RefusalError{Path: filepath.Join(w.Path, p), Rule: ErrWorkspaceEntry, Detail: detail}
+		}
+		if err := CheckWritePath(p, w.limits); err != nil {
+			return refuse(err.Error())
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("workspace %s: %w", p, err)
+		}
+		lower := strings.ToLower(p)
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			if _, ok := w.dirFold[lower]; ok {
+				return refuse("two directories differ only by case")
+			}
+			w.dirs[p], w.dirs[lower], w.dirFold[lower] = true, true, p
+			sub, err := unix.Openat2(fd, name, &unix.OpenHow{Flags: unix.O_DIRECTORY | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: resolveBeneath})
+			if err != nil {
+				return fmt.Errorf("workspace %s: %w", p, err)
+			}
+			err = w.takeBack(sub, p)
+			unix.Close(sub)
+			if err != nil {
+				return err
+			}
+		case unix.S_IFREG:
+			if _, ok := w.folded[lower]; ok {
+				return refuse("two files differ only by case")
+			}
+			w.sizes[p], w.folded[lower] = int(st.Size), p
+			w.total += int(st.Size)
+		default:
+			return refuse(fmt.Sprintf("mode %#o", st.Mode&unix.S_IFMT))
+		}
+	}
+	return nil
+}

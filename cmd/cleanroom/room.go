@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
@@ -59,11 +63,30 @@ func (f *roomFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.rootLabel, "root-label", "", "the manifest's root label (default docs/spec/proof-wire)")
 	c.Flags().StringVar(&f.workspace, "workspace", "", "the implementer's workspace: created by the room, must not exist")
 	c.Flags().StringVar(&f.transcript, "transcript", "", "write the transcript (JSON Lines) here; must not exist")
-	_ = c.MarkFlagRequired("workspace")
 }
 
 // options resolves the flags into ServeOptions (absolute paths, the pin).
 func (f *roomFlags) options() (harness.ServeOptions, error) {
+	o, err := f.source()
+	if err != nil {
+		return o, err
+	}
+	if f.workspace == "" {
+		return o, usageErr(errors.New("give --workspace NEWDIR"))
+	}
+	if o.Workspace, err = filepath.Abs(f.workspace); err != nil {
+		return o, usageErr(err)
+	}
+	if f.transcript != "" {
+		if o.Transcript, err = filepath.Abs(f.transcript); err != nil {
+			return o, usageErr(err)
+		}
+	}
+	return o, nil
+}
+
+// source resolves the package and its pin.
+func (f *roomFlags) source() (harness.ServeOptions, error) {
 	o := harness.ServeOptions{RootLabel: f.rootLabel}
 	switch {
 	case f.world != "" && (f.pkg != "" || f.expect != ""):
@@ -88,14 +111,6 @@ func (f *roomFlags) options() (harness.ServeOptions, error) {
 	var err error
 	if o.PackageDir, err = filepath.Abs(o.PackageDir); err != nil {
 		return o, usageErr(err)
-	}
-	if o.Workspace, err = filepath.Abs(f.workspace); err != nil {
-		return o, usageErr(err)
-	}
-	if f.transcript != "" {
-		if o.Transcript, err = filepath.Abs(f.transcript); err != nil {
-			return o, usageErr(err)
-		}
 	}
 	return o, nil
 }
@@ -123,23 +138,45 @@ func worldPin(w *experiment.World) (string, error) {
 
 func newRoomServeCmd() *cobra.Command {
 	var f roomFlags
+	var sessions string
+	var resume bool
 	c := &cobra.Command{
-		Use:         "serve (--world DIR | --package DIR --expect bpkg-…) --workspace NEWDIR [--transcript FILE]",
+		Use:         "serve (--world DIR | --package DIR --expect bpkg-…) (--workspace NEWDIR [--transcript FILE] | --sessions DIR)",
 		Annotations: map[string]string{annotationStdout: stdoutStream},
 		Short:       "Serve the sealed package over MCP on stdin/stdout",
 		Long: `Serve the sealed package over MCP on stdin/stdout until the client closes stdin.
 
 Point any MCP client that speaks stdio at this command. Nothing but MCP is
-written to stdout; diagnostics go to stderr. Exit 1: the package, the pin,
+written to stdout; diagnostics go to stderr. With --sessions DIR every
+launch creates a fresh session under DIR (created if absent): a directory
+named by the UTC time and a random suffix, created exclusively, holding the
+workspace (workspace/) and the transcript (transcript.jsonl), so that one
+fixed mcpServers entry works on every start (an agent's health check
+included); "room sessions DIR" lists them. Exit 1: the package, the pin,
 the prompt or the workspace was refused; 3: the namespaces, the sealed
 read-only view or the privilege drop could not be established here; 2:
 anything else (a --world that does not exist, unusable arguments).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, err := f.options()
-			if err != nil {
+			var o harness.ServeOptions
+			var err error
+			var session *roomSession
+			if sessions != "" {
+				if f.workspace != "" || f.transcript != "" {
+					return usageErr(errors.New("--sessions excludes --workspace and --transcript"))
+				}
+				if o, err = f.source(); err != nil {
+					return err
+				}
+				if session, err = newRoomSession(sessions); err != nil {
+					return usageErr(err)
+				}
+				o.Workspace, o.Transcript = session.workspace(), session.transcript()
+				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: room serve: session %s\n", session.dir)
+			} else if o, err = f.options(); err != nil {
 				return err
 			}
+			o.Resume = resume
 			// The room binary built with this one, or else this binary
 			// itself: the same stages either way (OpenStage says why not;
 			// `cleanroom version` reports it). This binary is re-executed
@@ -151,6 +188,11 @@ anything else (a --world that does not exist, unusable arguments).`,
 				o.StageArgs = roomstage.Args
 			}
 			err = harness.Serve(cmd.Context(), o, os.Stdin, os.Stdout, os.Stderr)
+			if session != nil {
+				// A room that refused to start leaves an empty session:
+				// it goes (rmdir removes only an empty directory).
+				session.dropIfEmpty()
+			}
 			var ee *harness.ExitError
 			if errors.As(err, &ee) {
 				// The sealed server already said why on stderr.
@@ -170,38 +212,90 @@ anything else (a --world that does not exist, unusable arguments).`,
 		},
 	}
 	f.register(c)
+	c.Flags().StringVar(&sessions, "sessions", "", "create a fresh session (workspace and transcript) under this directory for this launch")
+	c.Flags().BoolVar(&resume, "resume", false, "continue an interrupted session: reopen --workspace and append to --transcript (room drive --resume runs this)")
+	_ = c.Flags().MarkHidden("resume")
 	return c
 }
 
 func newRoomDriveCmd() *cobra.Command {
 	var f roomFlags
-	var model, endpoint, keyEnv string
-	var maxTurns, seed int
-	var timeout time.Duration
+	var model, endpoint, keyEnv, profile, resume string
+	var fields []string
+	var maxTurns, seed, maxTokens, maxToolErrors, maxCutOffs, retries, maxTotalTokens int
+	var timeout, maxWall, retryBase, retryMaxWait time.Duration
 	c := &cobra.Command{
-		Use:   "drive --model M --endpoint URL --api-key-env VAR (--world DIR | --package DIR --expect bpkg-…) --workspace NEWDIR [--transcript FILE]",
+		Use:   "drive --model M --endpoint URL --api-key-env VAR (--world DIR | --package DIR --expect bpkg-…) (--workspace NEWDIR [--transcript FILE] | --resume TRANSCRIPT)",
 		Short: "Run a chat-completions model through the sealed room (built-in agent loop)",
 		Long: `Start "room serve" as a child and relay an OpenAI-compatible chat-completions
-model's tool calls to it over MCP (temperature 0). The relay never reads the
-package; the system message, opening turn and tool declarations are the
-room's. The API key is read from the named environment variable and never
-reaches the sealed server, whose environment is empty.
+model's tool calls to it over MCP. The relay never reads the package; the
+system message, opening turn and tool declarations are the room's. The API
+key is read from the named environment variable and never reaches the sealed
+server, whose environment is empty.
 
-The loop stops when the model answers without calling a tool, at
---max-turns, or when the endpoint cuts a reply short that calls no tool
-(any finish_reason but stop and tool_calls: stop cut_off). The model, seed,
-turns, stop reason, usage and messages are appended to the transcript.
-Exit 0 only if the model stopped of its own accord; 1 if the turn limit
-ended it or the reply was cut off; 2 if the session ended on an error.`,
+Requests follow --profile: openai (the default: max_tokens, temperature 0,
+seed), openai-reasoning (max_completion_tokens, no temperature),
+openrouter, anthropic-compatible (no seed) or local; --request-field
+NAME=JSON adds or replaces a member of every request (not model, messages
+or tools). A transient failure (HTTP 429 honouring Retry-After, 408, 5xx, a
+reset connection, a timeout) is retried up to --retries times with
+exponential backoff and jitter, each retry recorded in the transcript. A
+call of a tool the room does not serve, or with arguments that are empty or
+not JSON, is answered to the model as a tool error; a reply cut short
+(finish_reason length, content_filter) that calls no tool is recorded and
+asked again. One progress line per turn goes to stderr.
+
+The session stops when the model answers without calling a tool (stop
+model_stopped), or at a named stop: max_turns, token_budget
+(--max-total-tokens), wall_time (--max-wall), tool_errors
+(--max-tool-errors), cut_off (--max-cut-offs in a row), interrupted (a
+signal), error. The messages are appended to the transcript turn by turn;
+the model, seed, turns, stop, usage and messages as a last line.
+
+--resume TRANSCRIPT continues a session that did not complete, in the same
+workspace, against a freshly sealed and re-verified room: the transcript
+must read whole, its room must have ended its record, the workspace must
+hold exactly the files it records, and the fresh room must open the
+conversation as recorded; the conversation is replayed and the resumption
+recorded (the sha256 of the record before it, of the replayed messages).
+Give the same package (--world, or --package and --expect) and model flags.
+
+Exit 0 only if the model stopped of its own accord; 1 for max_turns,
+token_budget, wall_time, tool_errors or cut_off; 2 if the session ended
+on an error or was interrupted, or the room did not start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, err := f.options()
-			if err != nil {
+			var o harness.ServeOptions
+			var err error
+			var prior *harness.PriorSession
+			if resume != "" {
+				if f.workspace != "" || f.transcript != "" {
+					return usageErr(errors.New("--resume excludes --workspace and --transcript (both are the recorded session's)"))
+				}
+				if o, err = f.source(); err != nil {
+					return err
+				}
+				path, err := filepath.Abs(resume)
+				if err != nil {
+					return usageErr(err)
+				}
+				if prior, err = harness.ReadResumable(path); err != nil {
+					return refusedErr(err)
+				}
+				if prior.BlindPackageID != o.Expect {
+					return refusedErr(fmt.Errorf("%w: the transcript records %s, the pin is %s", harness.ErrResumeMismatch, prior.BlindPackageID, o.Expect))
+				}
+				o.Workspace, o.Transcript, o.Resume = prior.Workspace, path, true
+			} else if o, err = f.options(); err != nil {
 				return err
 			}
 			key := os.Getenv(keyEnv)
 			if key == "" {
 				return usageErr(fmt.Errorf("environment variable %s is empty", keyEnv))
+			}
+			extra, err := requestFields(fields)
+			if err != nil {
+				return usageErr(err)
 			}
 			serveArgs := []string{"room", "serve", "--package", o.PackageDir, "--expect", o.Expect, "--workspace", o.Workspace}
 			if o.Transcript != "" {
@@ -210,24 +304,37 @@ ended it or the reply was cut off; 2 if the session ended on an error.`,
 			if f.rootLabel != "" {
 				serveArgs = append(serveArgs, "--root-label", f.rootLabel)
 			}
-			res, err := harness.Drive(cmd.Context(), harness.DriveOptions{
+			if o.Resume {
+				serveArgs = append(serveArgs, "--resume")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := harness.Drive(ctx, harness.DriveOptions{
 				Server: func() *exec.Cmd {
 					c := exec.Command("/proc/self/exe", serveArgs...)
 					c.Env = []string{} // the key stays here
 					c.Stderr = cmd.ErrOrStderr()
 					return c
 				},
-				Endpoint: endpoint, Model: model, APIKey: key, MaxTurns: maxTurns, Seed: seed,
-				Timeout: timeout, Transcript: o.Transcript,
+				Endpoint: endpoint, Model: model, APIKey: key, MaxTurns: maxTurns, Seed: seed, MaxTokens: maxTokens,
+				Timeout: timeout, Transcript: o.Transcript, Profile: profile, RequestFields: extra,
+				Retry:         harness.RetryPolicy{Max: retries, Base: retryBase, MaxWait: retryMaxWait},
+				MaxToolErrors: maxToolErrors, MaxCutOffs: maxCutOffs, MaxTotalTokens: maxTotalTokens, MaxWall: maxWall,
+				Progress: cmd.ErrOrStderr(), Resume: prior,
 			})
 			if res != nil {
 				if perr := printResult(cmd, res, func(w io.Writer) {
-					fmt.Fprintf(w, "model %s: %d turns, stop %s, usage %v\n", res.Model, res.Turns, res.Stop, res.Usage)
+					fmt.Fprintf(w, "model %s: %d turns, stop %s, usage %v, %d retries, %d tool errors\n", res.Model, res.Turns, res.Stop, res.Usage, res.Retries, res.ToolErrors)
 				}); perr != nil {
 					return perr
 				}
 			}
-			if errors.Is(err, harness.ErrMaxTurns) || errors.Is(err, harness.ErrCutOff) {
+			for _, named := range []error{harness.ErrMaxTurns, harness.ErrCutOff, harness.ErrTokenBudget, harness.ErrWallTime, harness.ErrToolErrors} {
+				if errors.Is(err, named) {
+					return refusedErr(err)
+				}
+			}
+			if errors.Is(err, harness.ErrNotResumable) || errors.Is(err, harness.ErrResumeMismatch) {
 				return refusedErr(err)
 			}
 			if err != nil {
@@ -237,16 +344,41 @@ ended it or the reply was cut off; 2 if the session ended on an error.`,
 		},
 	}
 	f.register(c)
-	c.Flags().StringVar(&model, "model", "", "the model name sent to the endpoint")
-	c.Flags().StringVar(&endpoint, "endpoint", "", "chat-completions base URL (…/v1); /chat/completions is appended")
-	c.Flags().StringVar(&keyEnv, "api-key-env", "", "name of the environment variable holding the API key")
-	c.Flags().IntVar(&maxTurns, "max-turns", 80, "stop after this many model turns")
-	c.Flags().IntVar(&seed, "seed", 1, "seed sent with every request")
-	c.Flags().DurationVar(&timeout, "request-timeout", 5*time.Minute, "deadline for one model request")
+	fl := c.Flags()
+	fl.StringVar(&model, "model", "", "the model name sent to the endpoint")
+	fl.StringVar(&endpoint, "endpoint", "", "chat-completions base URL (…/v1); /chat/completions is appended")
+	fl.StringVar(&keyEnv, "api-key-env", "", "name of the environment variable holding the API key")
+	fl.IntVar(&maxTurns, "max-turns", 80, "stop after this many model turns (stop max_turns)")
+	fl.IntVar(&maxTotalTokens, "max-total-tokens", 0, "stop once the endpoint's total_tokens reach this (stop token_budget; 0 = no budget)")
+	fl.DurationVar(&maxWall, "max-wall", 0, "stop after this much time (stop wall_time; 0 = no budget)")
+	fl.IntVar(&maxToolErrors, "max-tool-errors", 20, "stop after this many calls of tools that do not exist or with arguments that are not JSON (stop tool_errors)")
+	fl.IntVar(&maxCutOffs, "max-cut-offs", 3, "stop after this many replies in a row cut short without a tool call (stop cut_off)")
+	fl.IntVar(&seed, "seed", 1, "seed sent with every request (profiles that send one)")
+	fl.IntVar(&maxTokens, "max-tokens", 8192, "the reply's token cap (max_tokens, or max_completion_tokens in the openai-reasoning profile)")
+	fl.StringVar(&profile, "profile", harness.ProfileOpenAI, "request profile: "+strings.Join(harness.ProfileNames(), ", "))
+	fl.StringArrayVar(&fields, "request-field", nil, "NAME=JSON added to every request (repeatable), e.g. reasoning_effort=\"high\"")
+	fl.DurationVar(&timeout, "request-timeout", 5*time.Minute, "deadline for one model request (a timeout is retried)")
+	fl.IntVar(&retries, "retries", 8, "retries of one model request after a transient failure (-1: none)")
+	fl.DurationVar(&retryBase, "retry-base", time.Second, "first retry's backoff, doubled for each later one")
+	fl.DurationVar(&retryMaxWait, "retry-max-wait", 2*time.Minute, "longest wait before a retry, Retry-After included")
+	fl.StringVar(&resume, "resume", "", "continue the interrupted session this transcript records")
 	for _, name := range []string{"model", "endpoint", "api-key-env"} {
 		_ = c.MarkFlagRequired(name)
 	}
 	return c
+}
+
+// requestFields reads --request-field NAME=JSON values.
+func requestFields(fields []string) (map[string]json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	for _, f := range fields {
+		name, value, ok := strings.Cut(f, "=")
+		if !ok || name == "" || !json.Valid([]byte(value)) {
+			return nil, fmt.Errorf("--request-field %q: want NAME=JSON (a JSON value: a string is quoted)", f)
+		}
+		out[name] = json.RawMessage(value)
+	}
+	return out, nil
 }
 
 func newRoomTranscriptCmd() *cobra.Command {
