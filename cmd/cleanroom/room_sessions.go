@@ -25,8 +25,9 @@ func init() { roomSubcommands = append(roomSubcommands, newRoomSessionsCmd) }
 type roomSession struct{ dir string }
 
 // sessionName is a session directory's name: the UTC time of the launch
-// and eight random hex digits.
-var sessionName = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$`)
+// to the nanosecond (fixed width: names sort as the launches) and eight
+// random hex digits.
+var sessionName = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{9}Z-[0-9a-f]{8}$`)
 
 // newRoomSession creates a fresh session directory under dir (dir itself
 // is created if absent). The directory is created exclusively: a name
@@ -45,7 +46,7 @@ func newRoomSession(dir string) (*roomSession, error) {
 		if _, err := rand.Read(r[:]); err != nil {
 			return nil, err
 		}
-		p := filepath.Join(abs, time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(r[:]))
+		p := filepath.Join(abs, time.Now().UTC().Format("20060102T150405.000000000Z")+"-"+hex.EncodeToString(r[:]))
 		err := os.Mkdir(p, 0o755)
 		if err == nil {
 			return &roomSession{dir: p}, nil
