@@ -521,7 +521,8 @@ type Profile struct {
 
 // The request profiles. ProfileOpenAI is the default and sends what the
 // relay always sent (max_tokens, temperature 0, seed); OpenAI's reasoning
-// models refuse max_tokens and any temperature but the default.
+// models refuse max_tokens and any temperature but the default (and the
+// seed is left out with them).
 const ProfileOpenAI = "openai"
 
 var Profiles = map[string]Profile{

@@ -36,27 +36,51 @@ func driveScripted(t *testing.T, files map[string][]byte, replies []string, maxT
 
 func driveHandler(t *testing.T, files map[string][]byte, h http.Handler, maxTurns int, timeout time.Duration) driveRun {
 	t.Helper()
+	return driveWith(t, files, h, func(o *DriveOptions) { o.MaxTurns, o.Timeout = maxTurns, timeout })
+}
+
+// driveWith runs Drive on a fresh package, workspace and transcript, its
+// options changed by set.
+func driveWith(t *testing.T, files map[string][]byte, h http.Handler, set func(*DriveOptions)) driveRun {
+	t.Helper()
 	pkg, id := writePackage(t, files)
+	base := t.TempDir()
+	return driveAt(t, context.Background(), pkg, id, filepath.Join(base, "ws"), filepath.Join(base, "t.jsonl"), h, set)
+}
+
+// driveAt runs Drive against h on the given package, workspace and
+// transcript: 10 turns, a 10 s request deadline, retries of a
+// millisecond (at most two), changed by set.
+func driveAt(t *testing.T, ctx context.Context, pkg, id, ws, tpath string, h http.Handler, set func(*DriveOptions)) driveRun {
+	t.Helper()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	defer srv.CloseClientConnections()
-	base := t.TempDir()
-	ws, tpath := filepath.Join(base, "ws"), filepath.Join(base, "t.jsonl")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	res, err := Drive(ctx, DriveOptions{
+	o := DriveOptions{
 		Server: func() *exec.Cmd {
 			cmd := exec.Command(os.Args[0], serveMarker, pkg, id, ws, tpath)
 			cmd.Env = []string{}
 			cmd.Stderr = os.Stderr
 			return cmd
 		},
-		Endpoint: srv.URL + "/v1", Model: "test-model", APIKey: "sk-test", MaxTurns: maxTurns, Seed: 7,
-		Transcript: tpath, Timeout: timeout,
-		// Retries wait a millisecond, and a request that times out is
-		// tried twice more, not eight times.
+		Endpoint: srv.URL + "/v1", Model: "test-model", APIKey: "sk-test", MaxTurns: 10, Seed: 7,
+		Transcript: tpath, Timeout: 10 * time.Second,
 		Retry: RetryPolicy{Max: 2, Base: time.Millisecond, MaxWait: time.Millisecond},
-	})
+	}
+	if set != nil {
+		set(&o)
+	}
+	if o.Resume != nil {
+		o.Server = func() *exec.Cmd {
+			cmd := exec.Command(os.Args[0], serveMarker, pkg, id, ws, tpath, "resume")
+			cmd.Env = []string{}
+			cmd.Stderr = os.Stderr
+			return cmd
+		}
+	}
+	res, err := Drive(ctx, o)
 	return driveRun{res, err, nil, tpath, ws, id}
 }
 

@@ -48,10 +48,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// testServeMain parses "package expect workspace transcript [maxFileBytes]".
+// testServeMain parses "package expect workspace transcript [maxFileBytes]"
+// or "package expect workspace transcript resume" (ServeOptions.Resume).
 func testServeMain(a []string) int {
 	o := ServeOptions{PackageDir: a[0], Expect: a[1], Workspace: a[2], Transcript: a[3], StageArgs: []string{stageMarker}}
-	if len(a) > 4 {
+	if len(a) > 4 && a[4] == "resume" {
+		o.Resume = true
+	} else if len(a) > 4 {
 		o.Limits = DefaultLimits
 		o.Limits.MaxFileBytes, _ = strconv.Atoi(a[4])
 	}

@@ -234,7 +234,7 @@ key is read from the named environment variable and never reaches the sealed
 server, whose environment is empty.
 
 Requests follow --profile: openai (the default: max_tokens, temperature 0,
-seed), openai-reasoning (max_completion_tokens, no temperature),
+seed), openai-reasoning (max_completion_tokens, no temperature, no seed),
 openrouter, anthropic-compatible (no seed) or local; --request-field
 NAME=JSON adds or replaces a member of every request (not model, messages
 or tools). A transient failure (HTTP 429 honouring Retry-After, 408, 5xx, a
