@@ -178,7 +178,7 @@ func TestDriveInterruptedResumed(t *testing.T) {
 		n := len(fm.requests)
 		fm.mu.Unlock()
 		if n == 1 && ctx.Err() == nil {
-			cancel() // the operator's Ctrl-C while the model thinks
+			cancel()                    // the operator's Ctrl-C while the model thinks
 			io.Copy(io.Discard, r.Body) // so that the server sees the client go
 			<-r.Context().Done()
 			return
