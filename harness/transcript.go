@@ -23,8 +23,11 @@ const TranscriptType = "TRVM-CLEAN-ROOM-TRANSCRIPT-v1"
 // JSON Lines: a header line with the §11.1 identity fields, one line per
 // tool call (appended with a single write(2), so a crash loses at most the
 // call in flight), and an end line with the §11.1 summaries (files_read,
-// refused_reads, files_written). The relay appends a "drive" line with the
-// model, usage, turns and stop reason. Each line is RFC 8785 JSON.
+// refused_reads, files_written). The relay (room drive) appends "turn" and
+// "retry" lines while the session runs and a "drive" line with the model,
+// usage, turns and stop reason at its end; a resumed session adds a second
+// start line and the relay's "resume" line (relayRecord). Each line is
+// RFC 8785 JSON.
 type Transcript struct {
 	mu      sync.Mutex
 	f       *os.File

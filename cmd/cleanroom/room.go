@@ -386,7 +386,9 @@ func newRoomTranscriptCmd() *cobra.Command {
 		Use:   "transcript FILE",
 		Short: "Check a room transcript and print it as a TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document",
 		Long: `Read a transcript written by "room serve --transcript" (JSON Lines: start line,
-one line per tool call, end line, and the relay's line from "room drive")
+one line per tool call, end line; from "room drive", turn and retry lines
+while it runs and its drive line at the end; a resumed session's start and
+resume lines)
 through the strict reader, check that its summaries agree with its calls, and
 print the TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document (TRVM-FORMATS §11.1). The text
 output is a summary; --json prints the whole document.`,
@@ -403,9 +405,10 @@ output is a summary; --json prints the whole document.`,
 			return printResult(cmd, doc, func(w io.Writer) {
 				get := func(k string) any { v, _ := doc.Get(k); return v }
 				count := func(k string) int { a, _ := get(k).([]any); return len(a) }
-				fmt.Fprintf(w, "%s\nblind_package_id %v\nseal_digest %v\nserved files %v, read %d, refused reads %d, written %d, calls %d\nmodel %v, turns %v, stop %v, complete %v\n",
+				fmt.Fprintf(w, "%s\nblind_package_id %v\nseal_digest %v\nserved files %v, read %d, refused reads %d, written %d, calls %d\nmodel %v, turns %v, stop %v, complete %v, retries %d, resumptions %d\n",
 					get("type"), get("blind_package_id"), get("seal_digest"), get("served_file_count"), count("files_read"),
-					count("refused_reads"), count("files_written"), count("access"), get("model"), get("turns"), get("stop"), get("complete"))
+					count("refused_reads"), count("files_written"), count("access"), get("model"), get("turns"), get("stop"), get("complete"),
+					count("retries"), count("resumptions"))
 			})
 		},
 	}
