@@ -38,8 +38,15 @@
 //
 // The room has no network (an empty network namespace, not even lo up) and
 // no capability. The relay (room drive) is a separate process that holds
-// the model's API key; the sealed server's environment is empty. Inbound
-// MCP frames are capped (StdioTransport.MaxLineLength), and what reaches
+// the model's API key; the sealed server's environment is empty. The relay
+// retries transient failures of the endpoint, answers the model's mistakes
+// (a tool that does not exist, arguments that are not JSON) as tool
+// errors, stops at named budgets, records the conversation turn by turn,
+// and resumes an interrupted session (ReadResumable: the record verified,
+// the workspace held to it, the fresh room's opening compared) in a room
+// that reopens the workspace (ReopenWorkspace) and appends to the
+// transcript (ResumeTranscript). Inbound MCP frames are lines, capped
+// (lineTransport), and what reaches
 // the SDK is gated so that a hostile client cannot grow the server's
 // memory: frames are lines (MCP's stdio framing), a line that is not
 // JSON is answered with a parse error (-32700) and the session goes on, a
