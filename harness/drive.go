@@ -247,7 +247,10 @@ func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
 	}
 	d := &driver{o: &o, cs: cs, rec: rec, res: res, tools: tools, messages: messages, start: time.Now()}
 	if prior != nil {
-		d.recorded = len(messages)
+		// The replayed messages are in the earlier turn lines; with none
+		// (interrupted before its first turn ended) the opening is
+		// recorded again, in this session's first turn line.
+		d.recorded = len(prior.messages)
 	}
 	loopErr := d.loop(ctx)
 	if loopErr != nil && res.Stop == "" {
