@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -279,5 +281,41 @@ func TestReopenWorkspace(t *testing.T) {
 	os.Symlink("/etc", filepath.Join(dir, "a", "out"))
 	if _, err := ReopenWorkspace(dir, lim); err == nil || !strings.Contains(err.Error(), string(ErrWorkspaceEntry)) {
 		t.Errorf("a workspace holding a link: %v, want %q", err, ErrWorkspaceEntry)
+	}
+}
+
+// TestTransientFailures: which failures are retried — 429, 408 and 5xx
+// from the endpoint, a connection that failed or timed out — and which
+// are not (another status, a failure once the session is stopping).
+func TestTransientFailures(t *testing.T) {
+	for code, want := range map[int]bool{429: true, 408: true, 500: true, 502: true, 503: true, 529: true, 599: true,
+		400: false, 401: false, 403: false, 404: false, 409: false, 422: false, 600: false} {
+		if retryable(code) != want {
+			t.Errorf("HTTP %d retryable %v, want %v", code, !want, want)
+		}
+	}
+	live, stopped := context.Background(), func() context.Context {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}()
+	var te *transientError
+	for _, c := range []struct {
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{live, io.EOF, true},
+		{live, io.ErrUnexpectedEOF, true},
+		{live, fmt.Errorf("read: %w", syscall.ECONNRESET), true},
+		{live, fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
+		{live, context.DeadlineExceeded, true},
+		{live, errors.New("unsupported protocol scheme"), false},
+		{stopped, io.EOF, false},
+		{stopped, context.Canceled, false},
+	} {
+		if got := errors.As(transportFailure(c.ctx, "model request", c.err), &te); got != c.want {
+			t.Errorf("%v (session stopping: %v): transient %v, want %v", c.err, c.ctx.Err() != nil, got, c.want)
+		}
 	}
 }

@@ -398,4 +398,19 @@ func TestRoomServeSessions(t *testing.T) {
 	if code, text, _ := runCLI(t, "room", "sessions", dir); code != 0 || !strings.Contains(text, "3 sessions in") {
 		t.Errorf("room sessions (text): exit %d, %s", code, text)
 	}
+
+	// A launch the room refuses (another pin) leaves no session behind,
+	// and --sessions excludes --workspace.
+	refused := filepath.Join(t.TempDir(), "refused")
+	cmd := exec.Command(bin, "room", "serve", "--package", roomPackageAbs, "--expect", "bpkg-"+strings.Repeat("0", 64), "--sessions", refused)
+	cmd.Stdin = strings.NewReader("")
+	if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 1 {
+		t.Errorf("room serve --sessions of another pin: %v, want exit 1", err)
+	}
+	if entries, err := os.ReadDir(refused); err != nil || len(entries) != 0 {
+		t.Errorf("a refused launch left %v (%v)", entries, err)
+	}
+	if code, _, stderr := runCLI(t, "room", "serve", "--package", roomPackageAbs, "--expect", roomPackagePin, "--sessions", refused, "--workspace", filepath.Join(refused, "ws")); code != 2 || !strings.Contains(stderr, "--sessions excludes") {
+		t.Errorf("--sessions with --workspace: exit %d, %s", code, stderr)
+	}
 }
