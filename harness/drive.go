@@ -321,11 +321,7 @@ func (d *driver) loop(ctx context.Context) error {
 		res.Turns++
 		msg, finish, err := d.request(ctx)
 		if err != nil {
-			if o.MaxWall > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) && !isDone(ctx, context.Canceled) {
-				res.Stop = StopWallTime
-				return fmt.Errorf("turn %d: %w: %v", res.Turns, ErrWallTime, o.MaxWall)
-			}
-			return fmt.Errorf("turn %d: %w", res.Turns, err)
+			return d.failed(ctx, err)
 		}
 		list, err := replyCalls(msg)
 		if err == nil && len(list) == 0 {
@@ -367,7 +363,7 @@ func (d *driver) loop(ctx context.Context) error {
 		for _, c := range list {
 			tm, bad, err := d.relay(ctx, c)
 			if err != nil {
-				return fmt.Errorf("turn %d: %w", res.Turns, err)
+				return d.failed(ctx, err)
 			}
 			if over(tm) {
 				return fmt.Errorf("turn %d: %w", res.Turns, ErrConversationFull)
@@ -388,7 +384,15 @@ func (d *driver) loop(ctx context.Context) error {
 	}
 }
 
-func isDone(ctx context.Context, err error) bool { return errors.Is(context.Cause(ctx), err) }
+// failed names the turn's failure: the wall-time budget when its deadline
+// (not a signal) ended the request, the call or the wait for a retry.
+func (d *driver) failed(ctx context.Context, err error) error {
+	if d.o.MaxWall > 0 && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		d.res.Stop = StopWallTime
+		return fmt.Errorf("turn %d: %w: %v (%v)", d.res.Turns, ErrWallTime, d.o.MaxWall, err)
+	}
+	return fmt.Errorf("turn %d: %w", d.res.Turns, err)
+}
 
 // totalTokens is the endpoint's total_tokens, or prompt plus completion
 // tokens when it sends no total.

@@ -158,6 +158,21 @@ func TestDriveBudgets(t *testing.T) {
 	}
 }
 
+// TestDriveWallTimeInRequest: the wall-time budget also ends a request in
+// flight (an endpoint that never answers), with its named stop, not an
+// error.
+func TestDriveWallTimeInRequest(t *testing.T) {
+	needSeal(t)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	})
+	r := driveWith(t, testFiles(), h, func(o *DriveOptions) { o.MaxWall = 300 * time.Millisecond })
+	if !errors.Is(r.err, ErrWallTime) || r.res.Stop != StopWallTime {
+		t.Fatalf("Drive: %v, %+v; want stop %s", r.err, r.res, StopWallTime)
+	}
+}
+
 // TestDriveInterruptedResumed: a relay whose context ends mid-session
 // records stop interrupted; Resume continues it in the same workspace
 // against a fresh room, the conversation replayed, and the record
