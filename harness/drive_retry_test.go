@@ -334,3 +334,35 @@ func TestTransientFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeAfterRoomDied: a transcript without its end line is resumed
+// only once no room holds it (the room died, SIGKILL or a crash); while
+// one does, resuming it, or a second room appending to it, is refused.
+func TestResumeAfterRoomDied(t *testing.T) {
+	dir := t.TempDir()
+	ws, p := filepath.Join(dir, "ws"), filepath.Join(dir, "t.jsonl")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := TranscriptHeader{BlindPackageID: "bpkg-x", Workspace: ws}
+	tr, err := CreateTranscript(p, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadResumable(p); !errors.Is(err, ErrNotResumable) || !strings.Contains(err.Error(), string(ErrTranscriptBusy)) {
+		t.Errorf("resuming a transcript a room holds: %v, want %v naming %q", err, ErrNotResumable, ErrTranscriptBusy)
+	}
+	if _, err := ResumeTranscript(p, h); err == nil || !strings.Contains(err.Error(), string(ErrTranscriptBusy)) {
+		t.Errorf("a second room on a held transcript: %v, want %q", err, ErrTranscriptBusy)
+	}
+	tr.f.Close() // the room dies without its end line
+	prior, err := ReadResumable(p)
+	if err != nil || prior.Workspace != ws || prior.BlindPackageID != "bpkg-x" {
+		t.Fatalf("resuming after the room died: %+v, %v", prior, err)
+	}
+	t2, err := ResumeTranscript(p, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2.Close()
+}

@@ -147,7 +147,7 @@ func appendDrive(path string, r *DriveResult, profile string, messages []any, lo
 // The rules a transcript must meet to be resumed.
 var (
 	// ErrNotResumable: the session completed (the model stopped), or
-	// its room has not ended its record (it may still be running).
+	// its room is still running (it holds the transcript's lock).
 	ErrNotResumable = errors.New("transcript cannot be resumed")
 	// ErrResumeMismatch: the fresh room does not open the conversation
 	// as the recorded one did, or the workspace is not what the record
@@ -168,8 +168,9 @@ type PriorSession struct {
 
 // ReadResumable reads a transcript through the strict reader and returns
 // the session it records, if it can be continued: its room ended its
-// record, the model did not stop, and the workspace holds exactly the
-// files the record says were written (no file more, none changed).
+// record, or died without its end line (no room holds its lock), the
+// model did not stop, and the workspace holds exactly the files the record
+// says were written (no file more, none changed).
 func ReadResumable(path string) (*PriorSession, error) {
 	b, err := evidence.ReadRegularFile(path, MaxTranscriptBytes)
 	if err != nil {
@@ -180,8 +181,9 @@ func ReadResumable(path string) (*PriorSession, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	get := func(k string) any { v, _ := doc.Get(k); return v }
-	if get("complete") != true {
-		return nil, fmt.Errorf("%w: %s: the last session has no end line (is its room still running?)", ErrNotResumable, path)
+	if get("complete") != true && transcriptHeld(path) {
+		// No end line and a room holds the lock: it is still serving.
+		return nil, fmt.Errorf("%w: %s: %s", ErrNotResumable, path, ErrTranscriptBusy)
 	}
 	if get("stop") == StopModel {
 		return nil, fmt.Errorf("%w: %s: the model stopped; the session is complete", ErrNotResumable, path)
@@ -210,6 +212,17 @@ func ReadResumable(path string) (*PriorSession, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// transcriptHeld reports whether a room holds the transcript's lock (or
+// it cannot be opened to tell).
+func transcriptHeld(path string) bool {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(fd)
+	return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil
 }
 
 // replay returns the conversation to continue: the recorded one, once the

@@ -142,8 +142,22 @@ func ResumeTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 	return startTranscript(f, h, true)
 }
 
-// startTranscript writes the start line to f.
+// ErrTranscriptBusy: another room holds the transcript (its lock): two
+// rooms appending to one record would interleave two sessions.
+const ErrTranscriptBusy pkgwalk.Rule = "transcript is held by a running room"
+
+// startTranscript locks f for the life of the room (released when its
+// descriptor closes, however the room ends: a resume can tell a room still
+// running from one that died without its end line) and writes the start
+// line.
 func startTranscript(f *os.File, h TranscriptHeader, resumed bool) (*Transcript, error) {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &pkgwalk.RefusalError{Path: f.Name(), Rule: ErrTranscriptBusy}
+		}
+		return nil, fmt.Errorf("locking transcript %s: %w", f.Name(), err)
+	}
 	t := &Transcript{f: f, summary: newSummary(), now: time.Now}
 	rec := map[string]any{
 		"event":              "start",
@@ -346,8 +360,9 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 		case ev == "start":
 			// A resumed session: the same package, after a session that
 			// ended its record.
-			if r, _ := o.Get("resumed"); r != true || end == nil {
-				return nil, bad(i+1, "a second start line must be a resumed session's, after an end line")
+			// (The session before may lack its end line: its room died.)
+			if r, _ := o.Get("resumed"); r != true {
+				return nil, bad(i+1, "a second start line must be a resumed session's")
 			}
 			for _, k := range []string{"type", "blind_package_id", "workspace"} {
 				a, _ := start.Get(k)

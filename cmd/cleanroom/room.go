@@ -254,7 +254,8 @@ the model, seed, turns, stop, usage and messages as a last line.
 
 --resume TRANSCRIPT continues a session that did not complete, in the same
 workspace, against a freshly sealed and re-verified room: the transcript
-must read whole, its room must have ended its record, the workspace must
+must read whole, no room may still hold it (a room locks its transcript
+while it runs; one that died without its end line does not), the workspace must
 hold exactly the files it records, and the fresh room must open the
 conversation as recorded; the conversation is replayed and the resumption
 recorded (the sha256 of the record before it, of the replayed messages).
