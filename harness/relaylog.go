@@ -181,7 +181,7 @@ func ReadResumable(path string) (*PriorSession, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	get := func(k string) any { v, _ := doc.Get(k); return v }
-	if get("complete") != true && transcriptHeld(path) {
+	if get("complete") != true && TranscriptHeld(path) {
 		// No end line and a room holds the lock: it is still serving.
 		return nil, fmt.Errorf("%w: %s: %s", ErrNotResumable, path, ErrTranscriptBusy)
 	}
@@ -214,9 +214,9 @@ func ReadResumable(path string) (*PriorSession, error) {
 	return p, nil
 }
 
-// transcriptHeld reports whether a room holds the transcript's lock (or
-// it cannot be opened to tell).
-func transcriptHeld(path string) bool {
+// TranscriptHeld reports whether a running room holds the transcript's
+// lock (or it cannot be opened to tell).
+func TranscriptHeld(path string) bool {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return true

@@ -399,6 +399,21 @@ func TestRoomServeSessions(t *testing.T) {
 		t.Errorf("room sessions (text): exit %d, %s", code, text)
 	}
 
+	// A session whose room is serving is listed as running.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	live := exec.Command(bin, "room", "serve", "--package", roomPackageAbs, "--expect", roomPackagePin, "--sessions", dir)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sessions-test", Version: "v0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: live}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stdout, _ = runCLI(t, "--json", "room", "sessions", dir)
+	cs.Close()
+	list = nil
+	if err := json.Unmarshal([]byte(stdout), &list); err != nil || len(list) != 4 || list[3].State != "running" || list[0].State != "complete" {
+		t.Errorf("room sessions with one room serving: %s (%v)", stdout, err)
+	}
+
 	// A launch the room refuses (another pin) leaves no session behind,
 	// and --sessions excludes --workspace.
 	refused := filepath.Join(t.TempDir(), "refused")

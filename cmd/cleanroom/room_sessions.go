@@ -70,7 +70,7 @@ type sessionEntry struct {
 	Dir          string `json:"dir"`
 	Workspace    string `json:"workspace"`
 	Transcript   string `json:"transcript"`
-	State        string `json:"state"` // complete, incomplete, no transcript, unreadable
+	State        string `json:"state"` // complete, running, incomplete (its room died), no transcript, unreadable
 	Error        string `json:"error,omitempty"`
 	Calls        int    `json:"calls"`
 	FilesRead    int    `json:"files_read"`
@@ -85,7 +85,8 @@ func newRoomSessionsCmd() *cobra.Command {
 		Short: "List the sessions `room serve --sessions DIR` created",
 		Long: `List the sessions under DIR, oldest first: each one's directory, workspace
 and transcript, and what its transcript says (read through the strict
-reader: complete, incomplete, or unreadable with the reason), with its
+reader: complete, running (its room holds it), incomplete (its room died
+without its end line), or unreadable with the reason), with its
 calls, files read and written, and the model and stop when a relay wrote
 them. Entries of DIR that are not session directories are not listed.`,
 		Args: cobra.ExactArgs(1),
@@ -142,9 +143,13 @@ func describeSession(name string, s *roomSession) sessionEntry {
 	}
 	get := func(k string) any { v, _ := doc.Get(k); return v }
 	count := func(k string) int { a, _ := get(k).([]any); return len(a) }
-	e.State = "incomplete"
-	if get("complete") == true {
+	switch {
+	case get("complete") == true:
 		e.State = "complete"
+	case harness.TranscriptHeld(e.Transcript):
+		e.State = "running"
+	default:
+		e.State = "incomplete"
 	}
 	e.Calls, e.FilesRead, e.FilesWritten = count("access"), count("files_read"), count("files_written")
 	e.Model, e.Stop = get("model"), get("stop")
