@@ -120,7 +120,10 @@ func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunM
 	if err := m.archiveSubjects(w); err != nil {
 		return m, err
 	}
-	reg := holdout.OpenRegister(w.StateDir())
+	reg, err := holdout.WorldRegister(w)
+	if err != nil {
+		return m, err
+	}
 	if m.Findings, err = reg.Open(rec.RunID, rec.SpecReleaseID, m.Interop.Pairs); err != nil {
 		return m, err
 	}

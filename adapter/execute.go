@@ -123,12 +123,14 @@ var (
 // CommandProblem checks, just before execution, that an adapter's command
 // executes only frozen files — experiment.CommandProblems, the rule run
 // verification applies — and that a candidate runs as its own frozen
-// binary. It returns nil when the command is sound.
-func CommandProblem(a experiment.Adapter) error {
+// binary. interps are the world's permitted interpreters
+// (experiment.Declaration.AdapterInterpreters). It returns nil when the
+// command is sound.
+func CommandProblem(a experiment.Adapter, interps []string) error {
 	if a.Role == experiment.RoleCandidate && a.BinaryPath == nil {
 		return fmt.Errorf("%s: a candidate runs as its own frozen binary, and none is recorded: %w", a.Implementation, ErrCommand)
 	}
-	if ds := experiment.CommandProblems(a); len(ds) > 0 {
+	if ds := experiment.CommandProblems(a, interps); len(ds) > 0 {
 		return fmt.Errorf("%s: %s: %w", a.Implementation, strings.Join(ds, "; "), ErrCommand)
 	}
 	return nil
@@ -160,7 +162,11 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", a.Implementation, err)
 	}
-	if err := CommandProblem(a); err != nil {
+	decl, err := w.Declaration()
+	if err != nil {
+		return absent(ErrCommand, "%s: the world's declaration (its permitted interpreters) does not read: %w", a.Implementation, err)
+	}
+	if err := CommandProblem(a, decl.AdapterInterpreters); err != nil {
 		return absent(ErrCommand, "%w", err)
 	}
 	// The I/O directory is the runner's: a frozen file there would stand
@@ -236,7 +242,7 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 		}
 	}
 	m.Runner, m.Sandboxed = opt.Runner.Name(), opt.Runner.Sandboxed()
-	out, err := opt.Runner.Run(ctx, Invocation{Dir: dir, Args: args, Timeout: opt.Timeout, Memory: opt.Memory})
+	out, err := opt.Runner.Run(ctx, Invocation{Dir: dir, Args: args, Interpreted: a.BinaryPath == nil, Timeout: opt.Timeout, Memory: opt.Memory})
 	if err != nil {
 		// A cancelled measurement is not the adapter's failure: nothing is
 		// recorded for it.

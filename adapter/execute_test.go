@@ -244,9 +244,18 @@ func TestCommandProblem(t *testing.T) {
 		{Implementation: "c", Role: experiment.RoleCandidate, Command: []string{bp, "{{CHALLENGES}}", "{{OUT}}"}, BinaryPath: &bp, BinaryDigest: &d},
 	}
 	for _, a := range ok {
-		if err := CommandProblem(a); err != nil {
+		if err := CommandProblem(a, []string{"node"}); err != nil {
 			t.Errorf("%s: %v", a.Implementation, err)
 		}
+	}
+	// A world that declares python3 runs a Python reference; node is then
+	// no longer permitted.
+	py := experiment.Adapter{Implementation: "py", Role: experiment.RoleReference, Command: []string{"python3", "a.py", "{{CHALLENGES}}", "{{OUT}}"}, PackageFiles: []string{"a.py"}}
+	if err := CommandProblem(py, []string{"python3"}); err != nil {
+		t.Errorf("python3 declared: %v", err)
+	}
+	if err := CommandProblem(ok[0], []string{"python3"}); !errors.Is(err, ErrCommand) {
+		t.Errorf("node when only python3 is declared: %v, want ErrCommand", err)
 	}
 	bad := []experiment.Adapter{
 		{Implementation: "empty", Role: experiment.RoleReference},
@@ -256,7 +265,7 @@ func TestCommandProblem(t *testing.T) {
 		{Implementation: "stray-arg", Role: experiment.RoleCandidate, Command: []string{bp, "../x.sh"}, BinaryPath: &bp, BinaryDigest: &d},
 	}
 	for _, a := range bad {
-		if err := CommandProblem(a); !errors.Is(err, ErrCommand) {
+		if err := CommandProblem(a, []string{"node"}); !errors.Is(err, ErrCommand) {
 			t.Errorf("%s: %v, want ErrCommand", a.Implementation, err)
 		}
 	}

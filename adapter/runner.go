@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -19,11 +20,14 @@ type Invocation struct {
 	// working directory (/workspace inside the sandbox) and the only
 	// directory it may write.
 	Dir string
-	// Args is the command after placeholder substitution. Args[0] is
-	// "node" (the interpreter, resolved by the runner, never through the
-	// caller's PATH) or a path relative to Dir (the frozen binary); every
-	// other path is relative to Dir.
+	// Args is the command after placeholder substitution. Args[0] is an
+	// interpreter name when Interpreted (one the world permits, checked by
+	// CommandProblem, resolved by the runner in interpreterDirs, never
+	// through the caller's PATH), else a path relative to Dir (the frozen
+	// binary); every other path is relative to Dir.
 	Args []string
+	// Interpreted: Args[0] names an interpreter, not the frozen binary.
+	Interpreted bool
 	// Timeout is the wall-clock limit; Memory the memory limit in bytes
 	// (honoured by the sandbox; the unsandboxed runner cannot limit memory).
 	Timeout time.Duration
@@ -58,13 +62,18 @@ const (
 	StatusOOM      = "oom"
 )
 
-// interpreterDirs are where "node" is looked for: fixed system locations,
+// interpreterDirs are where an interpreter name is looked for: fixed system locations,
 // never the caller's PATH (a PATH entry the operator did not choose would
 // pick the interpreter the measurement runs on).
 var interpreterDirs = []string{"/usr/local/bin", "/usr/bin", "/bin"}
 
 // ResolveInterpreter returns the absolute path of an interpreter name.
 func ResolveInterpreter(name string) (string, error) {
+	// A bare name only: a path would pick a program outside the fixed
+	// directories (the world's declaration refuses one already).
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return "", fmt.Errorf("interpreter %q is not a bare program name", name)
+	}
 	for _, d := range interpreterDirs {
 		p := filepath.Join(d, name)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
@@ -115,7 +124,7 @@ func (UnsandboxedRunner) Run(ctx context.Context, inv Invocation) (Outcome, erro
 		return Outcome{}, errors.New("adapter: empty command")
 	}
 	argv0 := inv.Args[0]
-	if argv0 == "node" {
+	if inv.Interpreted {
 		p, err := ResolveInterpreter(argv0)
 		if err != nil {
 			return Outcome{}, err

@@ -14,8 +14,8 @@ import (
 // fresh namespaces, no network at all (no Allow entries), memory, pid and
 // wall-clock limits, a read-only root of host /usr binds, and the staged
 // view bind-mounted read-write at /workspace, which is the working
-// directory. The interpreter is /usr/bin/node or /usr/local/bin/node as
-// the host has it (bound read-only from /usr).
+// directory. An interpreter (node, or one the world declares) is the
+// host's in /usr/bin or /usr/local/bin (bound read-only from /usr).
 type SandboxRunner struct {
 	// StateDir is passed to sandbox.Config (empty: its default).
 	StateDir string
@@ -36,8 +36,8 @@ func (r SandboxRunner) Run(ctx context.Context, inv Invocation) (Outcome, error)
 		return Outcome{}, errors.New("adapter: empty command")
 	}
 	args := append([]string(nil), inv.Args...)
-	if args[0] == "node" {
-		p, err := ResolveInterpreter("node")
+	if inv.Interpreted {
+		p, err := ResolveInterpreter(args[0])
 		if err != nil {
 			return Outcome{}, err
 		}

@@ -186,6 +186,20 @@ func problem(rule RunRule, file, format string, args ...any) *RunProblem {
 	return &RunProblem{Rule: rule, File: file, Detail: fmt.Sprintf(format, args...)}
 }
 
+// runProblems returns the problems err carries (a *VerifyError's, or one
+// *RunProblem), or err as one problem of rule about file.
+func runProblems(err error, rule RunRule, file string) []*RunProblem {
+	var ve *VerifyError
+	if errors.As(err, &ve) {
+		return ve.Problems
+	}
+	var p *RunProblem
+	if errors.As(err, &p) {
+		return []*RunProblem{p}
+	}
+	return []*RunProblem{{Rule: rule, File: file, Err: err}}
+}
+
 // VerifyError is a refusal because a run does not verify: every problem
 // found, in check order. errors.Is matches any of the problems' rules.
 type VerifyError struct {

@@ -249,7 +249,11 @@ func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
 	}
 	spec := opt.Reference
 	if spec.Implementation == "" && len(spec.PackageFiles) == 0 {
-		spec = DefaultReference()
+		// The world's own reference (declared, or the reference
+		// protocol's when it is here): never a guess that fails later.
+		if spec, err = w.ReferenceSpec(); err != nil {
+			return nil, err
+		}
 	}
 	ref, err := w.adapterFrom(RoleReference, spec, nil)
 	if err != nil {
@@ -322,7 +326,14 @@ func (w *World) adapterFrom(role string, spec AdapterSpec, env *Environment) (Ad
 			a.Command = []string{spec.Binary, PlaceholderChallenges, PlaceholderOut}
 		}
 	} else if len(a.Command) == 0 {
-		a.Command = []string{interpreters[0], spec.PackageFiles[0], PlaceholderChallenges, PlaceholderOut}
+		d, err := w.Declaration()
+		if err != nil {
+			return Adapter{}, err
+		}
+		if len(d.AdapterInterpreters) == 0 {
+			return Adapter{}, problem(ErrCommand, "", "%s: no command, no binary, and the world permits no interpreter to run %s", spec.Implementation, spec.PackageFiles[0])
+		}
+		a.Command = []string{d.AdapterInterpreters[0], spec.PackageFiles[0], PlaceholderChallenges, PlaceholderOut}
 	}
 	return a, nil
 }

@@ -152,13 +152,16 @@ var pathish = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 // file in releases/.
 var srelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^srel-[0-9a-f]{64}$`) })
 
-// interpreters may launch a subject without a frozen binary; the runner
-// resolves it itself, never through PATH.
+// interpreters may launch a subject without a frozen binary in a
+// reference-protocol world (a world may declare its own:
+// Declaration.AdapterInterpreters); the runner resolves the name itself in
+// fixed directories, never through PATH.
 var interpreters = []string{"node"}
 
 // executionProblems: the executed subject must be the frozen subject,
 // checked against the bytes on disk now (TRVM-FORMATS §5.7).
-func (w *World) executionProblems(a Adapter, file string) []*RunProblem {
+// interps are the world's permitted interpreters.
+func (w *World) executionProblems(a Adapter, file string, interps []string) []*RunProblem {
 	var ps []*RunProblem
 	who := a.Implementation
 	if len(a.Command) == 0 {
@@ -190,7 +193,7 @@ func (w *World) executionProblems(a Adapter, file string) []*RunProblem {
 	if a.BinaryPath != nil && a.BinaryDigest == nil {
 		ps = append(ps, problem(ErrBinaryRequired, file, "%s: binary_path %q with no binary_digest is not a freeze", who, *a.BinaryPath))
 	}
-	for _, d := range CommandProblems(a) {
+	for _, d := range CommandProblems(a, interps) {
 		ps = append(ps, problem(ErrCommand, file, "%s: %s", who, d))
 	}
 	if a.BinaryPath != nil {
@@ -214,13 +217,14 @@ func (w *World) executionProblems(a Adapter, file string) []*RunProblem {
 
 // CommandProblems is the one rule for what an adapter's command may
 // execute (TRVM-FORMATS §5.7, executionProblems): with a frozen binary,
-// command[0] is that binary; without one, command[0] is a permitted
-// interpreter and command[1] a frozen package file; every other path-like
+// command[0] is that binary; without one, command[0] is one of interps (the
+// world's permitted interpreters, Declaration.AdapterInterpreters) and
+// command[1] a frozen package file; every other path-like
 // argument is a package file or a placeholder. It returns one description
 // per breach, none when the command is sound. The runner checks it again
 // just before executing, so a command cannot reach outside the frozen files
 // between verification and use.
-func CommandProblems(a Adapter) []string {
+func CommandProblems(a Adapter, interps []string) []string {
 	if len(a.Command) == 0 {
 		return []string{"no command"}
 	}
@@ -236,8 +240,8 @@ func CommandProblems(a Adapter) []string {
 			ds = append(ds, fmt.Sprintf("command[0] is %q and the frozen binary is %q", a.Command[0], *a.BinaryPath))
 		}
 	} else {
-		if !slices.Contains(interpreters, a.Command[0]) {
-			ds = append(ds, fmt.Sprintf("command[0] %q is neither the frozen binary nor a permitted interpreter %v", a.Command[0], interpreters))
+		if !slices.Contains(interps, a.Command[0]) {
+			ds = append(ds, fmt.Sprintf("command[0] %q is neither the frozen binary nor a permitted interpreter %v (the world's adapter_interpreters)", a.Command[0], interps))
 		}
 		if len(a.Command) < 2 || !pkg[a.Command[1]] {
 			arg := ""
@@ -335,6 +339,15 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 		rep.add("selected release archived", nil)
 	}
 
+	// The world's declaration reads (or is absent: the reference protocol).
+	decl, declErr := w.Declaration()
+	if declErr != nil {
+		rep.add("world declaration readable", runProblems(declErr, ErrDeclarationBytes, PackageDirName+"/"+DeclarationFile))
+		decl = &Declaration{}
+	} else {
+		rep.add("world declaration readable", nil)
+	}
+
 	// Instrument members exist and the digest matches the tree.
 	inst, instFiles, instErr := w.instrumentDigest()
 	var missing []*RunProblem
@@ -413,7 +426,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 				pkgPs = append(pkgPs, problem(ErrPackageDigest, recFile, "%s", d))
 			}
 		}
-		execPs = append(execPs, w.executionProblems(a, recFile)...)
+		execPs = append(execPs, w.executionProblems(a, recFile, decl.AdapterInterpreters)...)
 	}
 	rep.add("package digests recompute", pkgPs)
 	rep.add("executed subjects are the frozen subjects", execPs)

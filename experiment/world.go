@@ -35,8 +35,10 @@ const (
 	PackageManifestName = "blind-package.json"
 )
 
-// Instrument names the measuring instrument file by file (TRVM-FORMATS
-// §5.3), paths relative to the package root. Every member lives under
+// Instrument names the reference protocol's measuring instrument file by
+// file (TRVM-FORMATS §5.3), paths relative to the package root. A world
+// that declares its own (experiment/world.json, Declaration) measures with
+// its declared list instead. Every member lives under
 // experiment/, so experiment_digest already covers it; the explicit list
 // also catches a member being moved out, which would shrink that digest
 // rather than move it.
@@ -245,9 +247,15 @@ func overlapsState(p string) bool {
 	return false
 }
 
-// instrumentDigest is digestOfPaths(package, Instrument).
+// instrumentDigest is digestOfPaths(package, instrument members): the
+// members the world declares (Declaration), or Instrument for a
+// reference-protocol world.
 func (w *World) instrumentDigest() (string, []pkgwalk.FileDigest, error) {
-	return pkgwalk.DigestOfPaths(w.PackageDir(), Instrument)
+	d, err := w.Declaration()
+	if err != nil {
+		return "", nil, err
+	}
+	return pkgwalk.DigestOfPaths(w.PackageDir(), d.Instrument)
 }
 
 // tempPrefix starts every temporary file a transition writes (the durable

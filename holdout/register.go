@@ -10,20 +10,16 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
-// The six classes a person may give a finding or a question (the blind
-// implementation contract §7). There is no seventh and no default.
-var Classes = []string{
-	"SPEC_GAP",
-	"SPEC_IMPLEMENTATION_CONFLICT",
-	"JS_CHECKER_DEFECT",
-	"GO_PRODUCER_DEFECT",
-	"VECTOR_ORACLE_DEFECT",
-	"JCS_DEPENDENCY_DIVERGENCE",
-}
+// Classes are the reference protocol's six classes a person may give a
+// finding or a question (the blind implementation contract §7). There is no
+// seventh and no default. A world may declare its own
+// (experiment.Declaration.FindingClasses; WorldRegister, WorldClasses).
+var Classes = experiment.ReferenceFindingClasses
 
 // Entry types of the two logs.
 const (
@@ -43,8 +39,9 @@ var (
 	// ErrLog: an entry is unreadable, out of sequence, of an unknown type
 	// or not linked to the entry before it — the log was edited.
 	ErrLog = errors.New("log chain broken")
-	// ErrClass: not one of the six classes.
-	ErrClass = errors.New("not one of the six classes")
+	// ErrClass: not one of the world's finding classes (the reference
+	// protocol's six, or the world's declared ones).
+	ErrClass = errors.New("not one of the world's finding classes")
 	// ErrUnknownFinding: no opened finding has this id.
 	ErrUnknownFinding = errors.New("no such finding")
 	// ErrAlreadyClassified: a classification is immutable; a finding is
@@ -54,8 +51,31 @@ var (
 	ErrEntry = errors.New("log entry incomplete")
 )
 
-// ValidClass reports whether c is one of the six classes.
+// ValidClass reports whether c is one of the reference protocol's six
+// classes.
 func ValidClass(c string) bool { return slices.Contains(Classes, c) }
+
+// WorldClasses are the finding classes of a world: its declared
+// finding_classes, or the reference protocol's six.
+func WorldClasses(w *experiment.World) ([]string, error) {
+	d, err := w.Declaration()
+	if err != nil {
+		return nil, err
+	}
+	return d.FindingClasses, nil
+}
+
+// WorldRegister is the findings register of a world, with the world's
+// finding classes.
+func WorldRegister(w *experiment.World) (Register, error) {
+	cs, err := WorldClasses(w)
+	if err != nil {
+		return Register{}, err
+	}
+	r := OpenRegister(w.StateDir())
+	r.Classes = cs
+	return r, nil
+}
 
 // Log is an append-only log of immutable entries in one directory:
 // 000001.json, 000002.json, … Each entry is JSON.stringify(entry, null, 1)
@@ -215,11 +235,26 @@ type FindingRecord struct {
 // classification rules on it), so a later run that sees it again makes it
 // that run's concern too; one it does not see stays the other run's
 // (OutstandingIn, and the report lists it apart).
-type Register struct{ Log Log }
+type Register struct {
+	Log Log
+	// Classes are the classes a finding may be given (nil: the reference
+	// protocol's six, Classes).
+	Classes []string
+}
+
+// classes is r.Classes, or the reference protocol's.
+func (r Register) classes() []string { return classesOr(r.Classes) }
+
+func classesOr(cs []string) []string {
+	if cs == nil {
+		return Classes
+	}
+	return cs
+}
 
 // OpenRegister returns the register under stateDir.
 func OpenRegister(stateDir string) Register {
-	return Register{Log{Dir: filepath.Join(stateDir, FindingsDirName)}}
+	return Register{Log: Log{Dir: filepath.Join(stateDir, FindingsDirName)}}
 }
 
 // Findings reads the register: every opened finding with its class (if any).
@@ -248,7 +283,7 @@ func (r Register) Findings() ([]*FindingRecord, error) {
 			if f.Class != "" {
 				return nil, fmt.Errorf("%s: %s classified twice: %w", e.File, f.ID, ErrLog)
 			}
-			if !ValidClass(e.Str("class")) || e.Str("ruling") == "" {
+			if !slices.Contains(r.classes(), e.Str("class")) || e.Str("ruling") == "" {
 				return nil, fmt.Errorf("%s: class %q / empty ruling: %w", e.File, e.Str("class"), ErrLog)
 			}
 			f.Class, f.Ruling, f.ClassifiedIn = e.Str("class"), e.Str("ruling"), e.File
@@ -298,8 +333,8 @@ func (r Register) Open(runID, srel string, pairs []PairFindings) ([]*FindingReco
 // Classify records a person's classification of an opened finding. id may
 // be the full id or a unique prefix of at least 12 characters.
 func (r Register) Classify(id, class, ruling string) (*FindingRecord, error) {
-	if !ValidClass(class) {
-		return nil, fmt.Errorf("class %q (one of %s): %w", class, strings.Join(Classes, ", "), ErrClass)
+	if !slices.Contains(r.classes(), class) {
+		return nil, fmt.Errorf("class %q (one of %s): %w", class, strings.Join(r.classes(), ", "), ErrClass)
 	}
 	if strings.TrimSpace(ruling) == "" {
 		return nil, fmt.Errorf("a classification needs a ruling: %w", ErrEntry)
@@ -386,6 +421,9 @@ type Question struct {
 	Ruling              string
 	Classification      string
 	SupersedingRevision *int
+	// Classes are the world's finding classes (nil: the reference
+	// protocol's six); Classification must be one of them.
+	Classes []string
 }
 
 // AskQuestion appends a question to the questions log under stateDir.
@@ -393,8 +431,8 @@ func AskQuestion(stateDir string, q Question) (LogEntry, error) {
 	if q.FrozenSpecRevision < 1 || q.Question == "" || q.WhyInsufficient == "" || q.Ruling == "" {
 		return LogEntry{}, fmt.Errorf("frozen_spec_revision (≥ 1), question, why_insufficient and ruling are required: %w", ErrEntry)
 	}
-	if !ValidClass(q.Classification) {
-		return LogEntry{}, fmt.Errorf("classification %q: %w", q.Classification, ErrClass)
+	if cs := classesOr(q.Classes); !slices.Contains(cs, q.Classification) {
+		return LogEntry{}, fmt.Errorf("classification %q (one of %s): %w", q.Classification, strings.Join(cs, ", "), ErrClass)
 	}
 	var sup any
 	if q.SupersedingRevision != nil {

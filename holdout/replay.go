@@ -57,7 +57,11 @@ func Replay(ctx context.Context, in experiment.ReplayInput) (*experiment.ReplayO
 	if err != nil {
 		return nil, err
 	}
-	n, err := OpenRegister(in.World.StateDir()).Outstanding(in.Record.SpecReleaseID, io.Pairs)
+	reg, err := WorldRegister(in.World)
+	if err != nil {
+		return nil, err
+	}
+	n, err := reg.Outstanding(in.Record.SpecReleaseID, io.Pairs)
 	if err != nil {
 		return nil, err
 	}

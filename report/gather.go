@@ -580,7 +580,11 @@ func (r *Report) tabulate(chs []*holdout.Challenge) {
 // measurements, or among the differences of its archived documents) and
 // the others, which other runs opened.
 func (r *Report) gatherFindings(w *experiment.World, runIDs []string, seen map[string]bool) {
-	fs, err := holdout.OpenRegister(w.StateDir()).Findings()
+	reg, err := holdout.WorldRegister(w)
+	var fs []*holdout.FindingRecord
+	if err == nil {
+		fs, err = reg.Findings()
+	}
 	if err != nil {
 		r.note("findings register governance/%s: %v", holdout.FindingsDirName, err)
 		return

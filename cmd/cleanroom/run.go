@@ -185,10 +185,13 @@ verify and be archived byte for byte), the walked package's bpkg (refused on
 any walk problem or leak), the instrument digest and the reference adapter.
 Refused while a non-terminal run exists: abort it first.
 
-The reference is the TRVM JavaScript adapter by default; --reference FILE
-reads one as data ({implementation, role, command, package_files,
-binary_path, …}; digests are recomputed, never read), and --implementation,
---command, --package-files and --binary override or describe it.`,
+By default the reference is the one the world declares (reference_adapter
+in docs/spec/proof-wire/experiment/world.json), or, in a world that declares
+nothing, the TRVM JavaScript adapter (refused as "no reference adapter" when
+its files are not there). --reference FILE reads one as data
+({implementation, role, command, package_files, binary_path, …}; digests are
+recomputed, never read), and --implementation, --command, --package-files
+and --binary override or describe it.`,
 		Args: cobra.NoArgs,
 	}
 	loadSign := signFlag(c)
@@ -199,8 +202,7 @@ binary_path, …}; digests are recomputed, never read), and --implementation,
 	c.Flags().StringVar(&binary, "binary", "", "reference executable, world-relative")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		opt := experiment.PinOptions{}
-		switch {
-		case refFile != "":
+		if refFile != "" {
 			b, err := readJSONInput(refFile)
 			if err != nil {
 				return err
@@ -208,8 +210,6 @@ binary_path, …}; digests are recomputed, never read), and --implementation,
 			if opt.Reference, err = experiment.ParseAdapterSpec(b, refFile); err != nil {
 				return refusedErr(err)
 			}
-		case impl == "" && files == "" && command == "" && binary == "":
-			opt.Reference = experiment.DefaultReference()
 		}
 		if impl != "" {
 			opt.Reference.Implementation = impl

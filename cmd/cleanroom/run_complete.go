@@ -293,7 +293,9 @@ func newRunFindingCmd() *cobra.Command {
 		Use:   "finding",
 		Short: "The findings register: list and classify interop disagreements",
 		Long: `Every interop disagreement is opened in governance/findings/ as an
-UNCLASSIFIED_FINDING. A person classifies it as one of the six classes:
+UNCLASSIFIED_FINDING. A person classifies it as one of the world's finding
+classes: those it declares (finding_classes in
+docs/spec/proof-wire/experiment/world.json), or the reference protocol's six:
 ` + strings.Join(holdout.Classes, ", ") + `.
 Entries are immutable files 000001.json, 000002.json, … each carrying the
 SHA-256 of the one before; a finding is classified once.`,
@@ -313,7 +315,11 @@ per line (for scripts).`,
 			if err != nil {
 				return err
 			}
-			all, err := holdout.OpenRegister(w.StateDir()).Findings()
+			reg, err := holdout.WorldRegister(w)
+			if err != nil {
+				return refusedErr(err)
+			}
+			all, err := reg.Findings()
 			if err != nil {
 				return refusedErr(err)
 			}
@@ -365,7 +371,11 @@ per line (for scripts).`,
 			if err != nil {
 				return err
 			}
-			f, err := holdout.OpenRegister(w.StateDir()).Classify(args[0], class, ruling)
+			reg, err := holdout.WorldRegister(w)
+			if err != nil {
+				return refusedErr(err)
+			}
+			f, err := reg.Classify(args[0], class, ruling)
 			if err != nil {
 				// The id, the class and the ruling are all arguments: naming
 				// no finding is as unusable as naming no class.
@@ -379,8 +389,9 @@ per line (for scripts).`,
 			})
 		},
 	}
-	classify.Flags().StringVar(&class, "class", "", "one of "+strings.Join(holdout.Classes, ", "))
+	classify.Flags().StringVar(&class, "class", "", "one of the world's finding classes (the reference protocol's: "+strings.Join(holdout.Classes, ", ")+")")
 	classify.Flags().StringVar(&ruling, "ruling", "", "the ruling, in words")
+	_ = classify.RegisterFlagCompletionFunc("class", completeClasses)
 	c.AddCommand(list, classify)
 	return c
 }
@@ -392,7 +403,7 @@ func newRunQuestionCmd() *cobra.Command {
 		Long: `A question about the frozen specification is recorded, never answered by
 editing the specification mid-run: frozen_spec_revision, the question
 verbatim, why the specification was insufficient, the ruling, its
-classification (one of the six classes) and the superseding revision, if
+classification (one of the world's finding classes, see run finding) and the superseding revision, if
 any. Entries are immutable, digest-linked files in governance/questions/.`,
 	}
 	var q holdout.Question
@@ -409,6 +420,9 @@ any. Entries are immutable, digest-linked files in governance/questions/.`,
 			if sup != 0 {
 				q.SupersedingRevision = &sup
 			}
+			if q.Classes, err = holdout.WorldClasses(w); err != nil {
+				return refusedErr(err)
+			}
 			e, err := holdout.AskQuestion(w.StateDir(), q)
 			if err != nil {
 				if errors.Is(err, holdout.ErrClass) || errors.Is(err, holdout.ErrEntry) {
@@ -424,8 +438,9 @@ any. Entries are immutable, digest-linked files in governance/questions/.`,
 	f.StringVar(&q.Question, "question", "", "the question, verbatim")
 	f.StringVar(&q.WhyInsufficient, "why", "", "why the specification was insufficient")
 	f.StringVar(&q.Ruling, "ruling", "", "the ruling")
-	f.StringVar(&q.Classification, "class", "", "one of "+strings.Join(holdout.Classes, ", "))
+	f.StringVar(&q.Classification, "class", "", "one of the world's finding classes (the reference protocol's: "+strings.Join(holdout.Classes, ", ")+")")
 	f.IntVar(&sup, "superseding-revision", 0, "the revision that settles it, if any")
+	_ = add.RegisterFlagCompletionFunc("class", completeClasses)
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the questions log",
@@ -460,4 +475,18 @@ any. Entries are immutable, digest-linked files in governance/questions/.`,
 func resolveNum(o *evidence.Object, name string) any {
 	v, _ := o.Get(name)
 	return v
+}
+
+// completeClasses completes --class with the finding classes of the world
+// --world names (its declared ones, or the reference protocol's six).
+func completeClasses(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	w, err := openWorld(cmd)
+	if err != nil {
+		return holdout.Classes, cobra.ShellCompDirectiveNoFileComp
+	}
+	cs, err := holdout.WorldClasses(w)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	return cs, cobra.ShellCompDirectiveNoFileComp
 }
