@@ -327,3 +327,54 @@ func TestExecuteReleasePackageRefused(t *testing.T) {
 		t.Fatalf("state %s rule %v (%v), want ABSENT %v caused by %v", m.State, m.Rule, m.Err, ErrReleasePackage, pkgwalk.ErrSymlink)
 	}
 }
+
+// A world that declares python3 among its adapter interpreters measures a
+// Python reference (resolved in the fixed directories, never PATH); the same
+// adapter in a world that declares nothing (node only) is refused by rule
+// before anything runs.
+func TestExecuteDeclaredInterpreter(t *testing.T) {
+	needNode(t)
+	if _, err := ResolveInterpreter("python3"); err != nil {
+		t.Skipf("python3 is not installed: %v", err)
+	}
+	w, s, chs := world(t)
+	// The Python adapter replays what the JavaScript reference observes,
+	// under its own label, so its document scores like the reference's.
+	js := run(t, w, s, chs, reference(t, w), true, 0)
+	if js.State != Measured {
+		t.Fatalf("javascript reference: %s: %v", js.State, js.Err)
+	}
+	doc := strings.Replace(string(js.Observation), `"implementation": "javascript"`, `"implementation": "python"`, 1)
+	if doc == string(js.Observation) {
+		t.Fatal("the reference's document names no implementation to relabel")
+	}
+	files := map[string]string{
+		"governance/py_adapter.py": "import shutil, sys\nshutil.copyfile('governance/py_observations.json', sys.argv[2])\n",
+		"governance/py_observations.json": doc,
+	}
+	for rel, body := range files {
+		if err := os.WriteFile(filepath.Join(w.Root, rel), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pyFiles := []string{"governance/py_adapter.py", "governance/py_observations.json"}
+	py := experiment.Adapter{Implementation: "python", Role: experiment.RoleReference,
+		Command:      []string{"python3", "governance/py_adapter.py", experiment.PlaceholderChallenges, experiment.PlaceholderOut},
+		PackageFiles: pyFiles, PackageDigest: digestOf(t, w.Root, pyFiles...)}
+	if m := run(t, w, s, chs, py, true, 0); m.State != Absent || !errors.Is(m.Err, ErrCommand) {
+		t.Errorf("python3 in a world that does not declare it: %s %v, want ABSENT %v", m.State, m.Err, ErrCommand)
+	}
+	decl := `{"format": "CLEANROOM-WORLD-v1", "adapter_interpreters": ["python3", "node"],
+ "instrument": ["experiment/holdout-observation-v1.schema.json", "experiment/holdout-recipe-v1.schema.json", "experiment/fixtures"],
+ "reference_adapter": "governance/reference-adapter.json", "finding_classes": ["SPEC_GAP"]}`
+	if err := os.WriteFile(filepath.Join(w.PackageDir(), "experiment", "world.json"), []byte(decl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := run(t, w, s, chs, py, true, 0)
+	if m.State != Measured {
+		t.Fatalf("python3 declared: %s: %v", m.State, m.Err)
+	}
+	if m.Report.Total != 20 || m.Report.Pass != 20 {
+		t.Errorf("python reference: %d predicates, %d pass", m.Report.Total, m.Report.Pass)
+	}
+}
