@@ -349,7 +349,7 @@ func TestExecuteDeclaredInterpreter(t *testing.T) {
 		t.Fatal("the reference's document names no implementation to relabel")
 	}
 	files := map[string]string{
-		"governance/py_adapter.py": "import shutil, sys\nshutil.copyfile('governance/py_observations.json', sys.argv[2])\n",
+		"governance/py_adapter.py":        "import shutil, sys\nshutil.copyfile('governance/py_observations.json', sys.argv[2])\n",
 		"governance/py_observations.json": doc,
 	}
 	for rel, body := range files {
