@@ -56,6 +56,16 @@ const (
 	// ErrFormulaAudit: the srel formula failed its own audit (a core leaf did
 	// not move srel, or a non-core one did).
 	ErrFormulaAudit ReleaseRule = "srel formula audit failed"
+	// ErrPackageLeak: issuing with a holdout, the package breaks a leak
+	// rule against it (pkgwalk.LeakRules: a copy of a holdout file, a
+	// committed challenge, a challenge-shaped JSON, a leaking path). Such a
+	// release would be archived and then refused at every pin.
+	ErrPackageLeak ReleaseRule = "package leaks the holdout"
+	// ErrHoldoutNotCommitted: release issue without --holdout in a world
+	// whose governance/holdout exists would silently commit "absent", and
+	// reveal could then open no challenge set. --no-holdout says it is
+	// meant.
+	ErrHoldoutNotCommitted ReleaseRule = "the world's holdout exists and is not committed"
 )
 
 // ReleaseError is one refusal: the file, the JSON Pointer inside it (or a

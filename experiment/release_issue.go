@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
 // DefaultNote is the note an issued release carries when none is given.
@@ -116,6 +119,14 @@ func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 	r, err := BuildRelease(pkgDir, opts)
 	if err != nil {
 		return nil, err
+	}
+	// The leak rules against the holdout being committed run now, before
+	// anything is archived: a release whose package carries the answer key
+	// would otherwise be archived and then refused at every pin.
+	if opts.HoldoutDir != "" {
+		if err := leakCheck(pkgDir, opts.HoldoutDir); err != nil {
+			return nil, err
+		}
 	}
 	audit, err := AuditFormula(r)
 	if err != nil {
@@ -286,4 +297,47 @@ func perturb(v any) any {
 		return !x
 	}
 	return "perturbed"
+}
+
+// leakCheck walks the package with the holdout's leak rules
+// (pkgwalk.LeakRules) and refuses every leak, each naming its file and
+// (for a committed challenge) the challenge, as ErrPackageLeak.
+func leakCheck(pkgDir, holdoutDir string) error {
+	tree, err := pkgwalk.Walk(pkgDir, pkgwalk.WalkOptions{HoldoutDir: holdoutDir})
+	if err != nil {
+		return fmt.Errorf("walking the package for leaks: %w", err)
+	}
+	var leaks pkgwalk.Problems
+	for _, p := range tree.Problems {
+		if slices.Contains(pkgwalk.LeakRules, p.Rule) {
+			leaks = append(leaks, p)
+		}
+	}
+	if len(leaks) == 0 {
+		return nil
+	}
+	paths := make([]string, len(leaks))
+	for i, p := range leaks {
+		paths[i] = p.Path
+	}
+	return &ReleaseError{File: pkgDir, Rule: ErrPackageLeak, Detail: strings.Join(paths, ", "), Err: leaks}
+}
+
+// HoldoutBeside returns the governance/holdout directory of the world
+// whose package pkgDir is (pkgDir ends in docs/spec/proof-wire), when it
+// exists as a directory, else "".
+func HoldoutBeside(pkgDir string) string {
+	abs, err := filepath.Abs(pkgDir)
+	if err != nil {
+		return ""
+	}
+	suffix := string(filepath.Separator) + filepath.FromSlash(PackageDirName)
+	if !strings.HasSuffix(abs, suffix) {
+		return ""
+	}
+	h := filepath.Join(strings.TrimSuffix(abs, suffix), StateDirName, HoldoutDirName)
+	if fi, err := os.Stat(h); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return h
 }

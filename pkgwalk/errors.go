@@ -56,7 +56,7 @@ const (
 	// was swapped, grew or shrank); a digest of it would describe no instant.
 	ErrChanged Rule = "changed while being read"
 	// ErrTooLarge: a file too large to hold in memory (MaxKeptFile) cannot
-	// be served from a verified copy or checked for a challenge's shape.
+	// be served from a verified copy or checked against the holdout.
 	ErrTooLarge Rule = "file too large to hold in memory"
 
 	// Leaks (TRVM-FORMATS §4.1): material that must never reach the
@@ -64,6 +64,11 @@ const (
 	ErrLeakPath           Rule = "leak: path names governance/, ledger, brief, review, node_modules or .."
 	ErrLeakHoldoutCopy    Rule = "leak: byte-identical to a holdout file"
 	ErrLeakChallengeShape Rule = "leak: JSON that looks like a holdout challenge"
+	// ErrLeakCommittedChallenge: the file carries a challenge of the
+	// holdout being committed — whole, or its id with its predicates or
+	// its recipe, reformatted or not (committed.go) — whatever its id
+	// looks like. The blind package would carry the answer key.
+	ErrLeakCommittedChallenge Rule = "leak: carries a committed holdout challenge"
 
 	// View and emission rules: the tree is exactly the manifest.
 	ErrNotInManifest  Rule = "file not in the manifest"
@@ -98,6 +103,11 @@ func (e *RefusalError) Error() string {
 
 // Unwrap lets errors.Is match the Rule.
 func (e *RefusalError) Unwrap() error { return e.Rule }
+
+// LeakRules are the rules that keep the holdout and the harness's own
+// material out of a package (TRVM-FORMATS §4.1, and the committed-challenge
+// rule); release issue --holdout refuses a package breaking any of them.
+var LeakRules = []Rule{ErrLeakPath, ErrLeakHoldoutCopy, ErrLeakChallengeShape, ErrLeakCommittedChallenge}
 
 // Problems is every problem of one tree, sorted by path then rule. As an
 // error it lists them all; errors.Is matches any one's Rule.

@@ -116,7 +116,7 @@ func (w *walker) start(l *lane, j job, buf []byte) {
 	if testHook != nil {
 		testHook("read " + j.path)
 	}
-	if w.opts.KeepBytes || w.isJSON(j.path) {
+	if w.keepsBytes(j.path) {
 		w.read(fd, j.path, st.Size, buf)
 		unix.Close(fd)
 		return
@@ -173,7 +173,7 @@ func (w *walker) finishLane(l *lane) {
 		return
 	}
 	sum := sha2x.Sum(&l.st, l.buf[l.lo:l.hi])
-	w.record(l.path, hex.EncodeToString(sum[:]), l.size, nil, false)
+	w.record(l.path, hex.EncodeToString(sum[:]), l.size, nil)
 }
 
 func (l *lane) close() {

@@ -141,7 +141,7 @@ func OpenViewAt(dir *os.File, rootLabel, expect string) (*View, error) {
 // ErrNotPinned naming both ids ("<gives> ID, pinned EXPECT"). Emit
 // measures its delivered copy with it and OpenViewAt the sealed view: the
 // pin is only ever given to what was just read.
-func measurePinned(ctx context.Context, dir *os.File, opts WalkOptions, holdout map[string]string, rootLabel, expect, gives string) (*Tree, *Manifest, string, error) {
+func measurePinned(ctx context.Context, dir *os.File, opts WalkOptions, holdout *holdoutSet, rootLabel, expect, gives string) (*Tree, *Manifest, string, error) {
 	tree, err := walkFrom(ctx, dir, "", dir.Name(), opts, holdout)
 	if err != nil {
 		return nil, nil, "", err

@@ -67,8 +67,11 @@ func (t *Tree) Size() int64 {
 
 // WalkOptions controls a walk.
 type WalkOptions struct {
-	// HoldoutDir, when set, enables the holdout-copy leak rule: a file
-	// byte-identical to any regular file under HoldoutDir is refused.
+	// HoldoutDir, when set, enables the holdout leak rules: a file
+	// byte-identical to any regular file under HoldoutDir is refused
+	// (ErrLeakHoldoutCopy), and so is a file carrying one of its committed
+	// challenges (ErrLeakCommittedChallenge, committed.go). Every file is
+	// then read into memory to be matched.
 	HoldoutDir string
 	// KeepBytes keeps each file's bytes in File.Data: the bytes that were
 	// hashed, read once from the descriptor that was checked.
@@ -168,27 +171,34 @@ func Walk(root string, opts WalkOptions) (*Tree, error) {
 }
 
 // loadHoldout returns the digests of the holdout files (digest -> path)
-// when the holdout-copy rule applies to this walk, else nil.
-func loadHoldout(opts WalkOptions) (map[string]string, error) {
+// and its committed challenges when the holdout rules apply to this walk,
+// else nil.
+func loadHoldout(opts WalkOptions) (*holdoutSet, error) {
 	if opts.HoldoutDir == "" || opts.plain || opts.structural {
 		return nil, nil
 	}
-	files, err := ListRegularFiles(opts.HoldoutDir)
+	t, err := Walk(opts.HoldoutDir, WalkOptions{plain: true, KeepBytes: true})
+	if err == nil {
+		err = t.Err()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the holdout directory %s: %w", opts.HoldoutDir, err)
 	}
-	holdout := make(map[string]string, len(files))
-	for _, f := range files {
-		holdout[f.SHA256] = f.Path
+	h := &holdoutSet{digests: make(map[string]string, len(t.Files))}
+	for _, f := range t.Files {
+		h.digests[f.SHA256] = f.Path
 	}
-	return holdout, nil
+	if h.challenges, err = loadCommitted(t.Files); err != nil {
+		return nil, fmt.Errorf("reading the holdout directory %s: %w", opts.HoldoutDir, err)
+	}
+	return h, nil
 }
 
 // walkFrom walks the directory open at d; paths are prefix + "/" + name
 // (prefix "" at a package root). d stays the caller's. A cancelled ctx
 // stops the walk between files (no entry is queued and no file opened
 // after it is seen; a file being read is finished) and is its error.
-func walkFrom(ctx context.Context, d *os.File, prefix, root string, opts WalkOptions, holdout map[string]string) (*Tree, error) {
+func walkFrom(ctx context.Context, d *os.File, prefix, root string, opts WalkOptions, holdout *holdoutSet) (*Tree, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
 		return nil, fmt.Errorf("fstat %s: %w", root, err)
@@ -311,7 +321,7 @@ type walker struct {
 	ctx     context.Context // checked between files
 	opts    WalkOptions
 	rootDev uint64
-	holdout map[string]string
+	holdout *holdoutSet
 	jobs    chan job
 
 	mu       sync.Mutex
@@ -661,10 +671,16 @@ func readFull(fd int, b []byte) (int, error) {
 	return n, nil
 }
 
-// isJSON reports whether the challenge-shape rule reads the file at path
-// (its bytes are then held in memory).
+// isJSON reports whether the challenge-shape rule reads the file at path.
 func (w *walker) isJSON(path string) bool {
 	return !w.opts.plain && !w.opts.structural && strings.HasSuffix(strings.ToLower(path), ".json")
+}
+
+// keepsBytes reports whether the file at path is held in memory while it
+// is read: asked for (KeepBytes), read by the challenge-shape rule, or
+// matched against committed challenges (every file, whatever its name).
+func (w *walker) keepsBytes(path string) bool {
+	return w.opts.KeepBytes || w.isJSON(path) || (w.holdout != nil && len(w.holdout.challenges) > 0)
 }
 
 // read hashes (and keeps, when asked) the bytes of one regular file from
@@ -672,8 +688,7 @@ func (w *walker) isJSON(path string) bool {
 // one byte past size, so a file that grows while read is noticed without
 // reading it all, and one that shrinks is noticed too.
 func (w *walker) read(fd int, path string, size int64, buf []byte) {
-	isJSON := w.isJSON(path)
-	keep := w.opts.KeepBytes || isJSON
+	keep := w.keepsBytes(path)
 	if keep && size > MaxKeptFile {
 		w.problem(path, ErrTooLarge, fmt.Sprintf("%d bytes", size))
 		return
@@ -717,19 +732,25 @@ func (w *walker) read(fd int, path string, size int64, buf []byte) {
 			return
 		}
 	}
-	w.record(path, hex.EncodeToString(h.Sum(nil)), size, data, isJSON)
+	w.record(path, hex.EncodeToString(h.Sum(nil)), size, data)
 }
 
 // record applies the content rules to one file read in full (sum is the
-// hex SHA-256 of its bytes, data the bytes when they were kept) and adds it
-// to the tree.
-func (w *walker) record(path, sum string, size int64, data []byte, isJSON bool) {
-	if isJSON && looksLikeChallenge(data) {
+// hex SHA-256 of its bytes, data the bytes when they were kept: always for
+// a JSON file, and for every file when there are committed challenges)
+// and adds it to the tree.
+func (w *walker) record(path, sum string, size int64, data []byte) {
+	if data != nil && w.isJSON(path) && looksLikeChallenge(data) {
 		w.problem(path, ErrLeakChallengeShape, "")
 	}
 	if w.holdout != nil {
-		if hp, ok := w.holdout[sum]; ok {
+		if hp, ok := w.holdout.digests[sum]; ok {
 			w.problem(path, ErrLeakHoldoutCopy, "same bytes as holdout file "+hp)
+		}
+		if data != nil {
+			if c := committedIn(data, w.holdout.challenges); c != nil {
+				w.problem(path, ErrLeakCommittedChallenge, fmt.Sprintf("challenge %q (holdout file %s)", c.id, c.file))
+			}
 		}
 	}
 	file := File{Path: path, SHA256: sum, Size: size}

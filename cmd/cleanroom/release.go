@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -198,16 +199,26 @@ does not or the record broke a rule, 2 unusable arguments.`,
 
 func newReleaseIssueCmd() *cobra.Command {
 	var opts experiment.IssueOptions
+	var noHoldout bool
 	c := &cobra.Command{
 		Use:   "issue PKGDIR --spec-revision N --experiment-revision M --corpus-revision K",
 		Short: "Compute a release from PKGDIR and write SPEC-RELEASE.json and releases/<srel>.json",
 		Long: `issue computes every digest of the package on disk (no hand-written hash
 anywhere), the protocols from schema/nested-composition-v2.json, the holdout
-commitment (with --holdout; "absent" otherwise) and srel; audits the srel
-formula (every core leaf moves it, the note and file lists do not); and
+commitment (with --holdout; "absent" with --no-holdout) and srel; audits
+the srel formula (every core leaf moves it, the note and file lists do not);
+with --holdout, refuses a package that leaks it (a copy of a holdout file, a
+committed challenge whole or its id with its predicates or recipe however
+reformatted, a challenge-shaped JSON, a leaking path: what run pin would
+refuse later, "package leaks the holdout"); and
 writes releases/<srel>.json (created exclusively; an existing archive with
 identical bytes is fine, with different bytes it is refused and nothing is
 written) and then SPEC-RELEASE.json, each atomically.
+
+When PKGDIR is a world's docs/spec/proof-wire and the world's
+governance/holdout exists, omitting --holdout is refused ("the world's
+holdout exists and is not committed"): a release committing "absent" there
+opens no challenge set at reveal. --no-holdout commits "absent" on purpose.
 
 Exit status: 0 issued, 1 refused (the package or an archive broke a rule),
 2 unusable arguments.`,
@@ -225,6 +236,13 @@ Exit status: 0 issued, 1 refused (the package or an archive broke a rule),
 			}
 			if err := namedHoldout(opts.HoldoutDir); err != nil {
 				return err
+			}
+			if noHoldout && opts.HoldoutDir != "" {
+				return usageErr(errors.New("--holdout and --no-holdout contradict each other"))
+			}
+			if h := experiment.HoldoutBeside(args[0]); h != "" && opts.HoldoutDir == "" && !noHoldout {
+				return ruleFailure(&experiment.ReleaseError{File: h, Rule: experiment.ErrHoldoutNotCommitted,
+					Detail: "pass --holdout " + h + " to commit it, or --no-holdout to commit \"absent\" on purpose"})
 			}
 			is, err := experiment.IssueRelease(args[0], opts)
 			if err != nil {
@@ -246,6 +264,7 @@ Exit status: 0 issued, 1 refused (the package or an archive broke a rule),
 	c.Flags().IntVar(&opts.ExperimentRevision, "experiment-revision", 0, "experiment revision label (positive integer)")
 	c.Flags().IntVar(&opts.PublicCorpusRevision, "corpus-revision", 0, "public corpus revision label (positive integer)")
 	c.Flags().StringVar(&opts.HoldoutDir, "holdout", "", "holdout directory to commit to (paths relative to PKGDIR)")
+	c.Flags().BoolVar(&noHoldout, "no-holdout", false, "commit \"absent\" although the world's governance/holdout exists")
 	c.Flags().StringVar(&opts.Note, "note", "", "note (NON_AUTHORITATIVE: outside srel)")
 	return c
 }
