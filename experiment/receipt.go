@@ -239,7 +239,8 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 			"no %s receipt names %s: the record claims a state no transition recorded", r.Status, r.RunID)}
 	}
 	// The receipt that witnesses the record is about the record's subjects:
-	// same labels, roles and digests, in record order.
+	// same labels, roles and digests (in any order: see
+	// receiptAdaptersEqual).
 	top := NewReceipt(r, "", nil).Adapters
 	if !receiptAdaptersEqual(top, cur.Receipt.Adapters) {
 		ps = append(ps, problem(ErrChain, w.stateRel(cur.File), "the receipt's subjects are not the record's subjects"))
@@ -348,13 +349,27 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 	return links, ps
 }
 
+// receiptAdaptersEqual reports whether two subject lists are the same
+// subjects: the same labels, each with the same role and digests and
+// environment, in any order. The order carries no meaning: run_id sorts
+// the adapters by label (TRVM-FORMATS §5.2), so a record whose adapters are
+// reordered is the same run, and the reference accepts its receipts.
+// Labels are unique on both sides (labelProblems), so matching by label is
+// a bijection.
 func receiptAdaptersEqual(a, b []ReceiptAdapter) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.Implementation != y.Implementation || x.Role != y.Role || x.PackageDigest != y.PackageDigest ||
+	byLabel := make(map[string]ReceiptAdapter, len(b))
+	for _, y := range b {
+		byLabel[y.Implementation] = y
+	}
+	if len(byLabel) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		y, ok := byLabel[x.Implementation]
+		if !ok || x.Role != y.Role || x.PackageDigest != y.PackageDigest ||
 			!strPtrEqual(x.BinaryDigest, y.BinaryDigest) || envDiffers(x.Environment, y.Environment) {
 			return false
 		}

@@ -393,6 +393,14 @@ func (f *fieldReader) objects(o *evidence.Object, name string) []*evidence.Objec
 }
 
 // environment reads a null-or-{toolchain, model, tool_version} member.
+//
+// An environment whose three members are all null is read as no
+// environment (null): it has that one reading, and the same run_id (the
+// preimage projects both to three nulls, TRVM-FORMATS §5.2), so the
+// reference accepts it and so does this reader. An environment with some
+// members null and others recorded is refused: a candidate's environment
+// is its provenance, and a freeze records all three or nothing (§5.4), so a
+// partial one claims a freeze no transition performs.
 func (f *fieldReader) environment(o *evidence.Object, name, who string) *Environment {
 	v, ok := o.Get(name)
 	if !ok || v == nil {
@@ -404,6 +412,19 @@ func (f *fieldReader) environment(o *evidence.Object, name, who string) *Environ
 		return nil
 	}
 	f.ps = append(f.ps, shape(eo, environmentMembers, f.file, who+"'s environment")...)
+	nulls := 0
+	for _, m := range environmentMembers {
+		if x, ok := eo.Get(m); ok && x == nil {
+			nulls++
+		}
+	}
+	if nulls == len(environmentMembers) && eo.Len() == len(environmentMembers) {
+		return nil
+	}
+	if nulls > 0 {
+		f.ps = append(f.ps, problem(ErrRunShape, f.file, "%s's environment records %d of its three members as null: a provenance is recorded whole (toolchain, model, tool_version) or the environment is null", who, nulls))
+		return nil
+	}
 	sub := fieldReader{file: f.file, what: who + "'s environment"}
 	e := &Environment{
 		Toolchain:   sub.str(eo, "toolchain"),

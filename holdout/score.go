@@ -485,7 +485,15 @@ func Evaluate(id string, p *evidence.Object, obs any) Result {
 		if !ok {
 			return unresolved("refusal_set=" + clip(stable(rs)) + " (absent or not an array)")
 		}
+		// An absent or null value is the empty set, as the reference reads
+		// it ([...(p.value ?? [])]): "refuses nothing" has one reading. Any
+		// other non-array value has none (the reference spreads a string
+		// into its characters and throws on an object), so it is
+		// UNRESOLVED.
 		want, ok := value.([]any)
+		if !hasValue || value == nil {
+			want, ok = []any{}, true
+		}
 		if !ok {
 			return unresolved("the predicate's value is not an array")
 		}
