@@ -73,59 +73,244 @@ func SelfTest(experimentDir string) (*FixtureReport, error) {
 	return SelfTestWith(s, filepath.Join(experimentDir, "fixtures"))
 }
 
+// ErrFixture: a self-test fixture file is not the shape the self-test
+// reads (a missing or mistyped member, an unknown one, a count that is not
+// a non-negative integer). A fixture that cannot be read as one thing tests
+// nothing, so it is refused before any scoring, naming the file and the
+// member.
+var ErrFixture = errors.New("self-test fixture malformed")
+
+// fixture is the self-test's four files, read and shape-checked.
+type fixture struct {
+	challenges []*Challenge
+	// obs is the honest observation document's bytes, doc its reading;
+	// the negatives and the interop checks mutate fresh readings of obs.
+	obs       []byte
+	doc       any
+	expected  map[string]Counts
+	operators []string
+	cases     []fixtureCase
+}
+
+type fixtureCase struct {
+	id, rule      string
+	mutations     []fixtureMutation
+	challenges    []any // nil: the fixture's challenges
+	hasChallenges bool
+	expectRelease string
+}
+
+type fixtureMutation struct {
+	path   string
+	value  any
+	delete bool
+}
+
+// fixtureShape reads the members of one fixture object: closed (only the
+// names listed), each checked by its reader. bad collects problems.
+type fixtureShape struct {
+	file string
+	errs []string
+}
+
+func (f *fixtureShape) bad(pointer, format string, a ...any) {
+	f.errs = append(f.errs, fmt.Sprintf("%q: ", pointer)+fmt.Sprintf(format, a...))
+}
+
+func (f *fixtureShape) err() error {
+	if len(f.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s: %w", f.file, strings.Join(f.errs, "; "), ErrFixture)
+}
+
+// object checks v is an object with only the allowed members and every
+// required one.
+func (f *fixtureShape) object(pointer string, v any, required, optional []string) (*evidence.Object, bool) {
+	o, ok := v.(*evidence.Object)
+	if !ok {
+		f.bad(pointer, "is %s, not an object", evidence.TypeName(v))
+		return nil, false
+	}
+	for _, n := range o.Names() {
+		if !slices.Contains(required, n) && !slices.Contains(optional, n) {
+			f.bad(pointer+"/"+n, "is not a member the self-test reads")
+		}
+	}
+	for _, n := range required {
+		if !o.Has(n) {
+			f.bad(pointer+"/"+n, "is missing")
+		}
+	}
+	return o, true
+}
+
+func (f *fixtureShape) str(pointer string, v any) string {
+	s, ok := v.(string)
+	if !ok {
+		f.bad(pointer, "is %s, not a string", evidence.TypeName(v))
+	}
+	return s
+}
+
+func (f *fixtureShape) array(pointer string, v any) []any {
+	a, ok := v.([]any)
+	if !ok {
+		f.bad(pointer, "is %s, not an array", evidence.TypeName(v))
+	}
+	return a
+}
+
+// readFixture reads the four fixture files' bytes (dir names them in
+// errors) and checks every shape the self-test relies on. Every malformed
+// file is ErrFixture (or ErrChallengeRead for the challenges, and the
+// strict reader's class for bytes it refuses), never a panic.
+func readFixture(dir string, cb, ob, eb, nb []byte) (*fixture, error) {
+	name := func(n string) string { return filepath.Join(dir, n) }
+	fx := &fixture{obs: ob, expected: map[string]Counts{}}
+	var err error
+	if fx.challenges, err = ParseChallenges(cb, name(FixtureChallenges)); err != nil {
+		return nil, err
+	}
+	if fx.doc, err = evidence.Read(ob); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", name(FixtureObservations), ErrFixture, err)
+	}
+
+	ev, err := evidence.Read(eb)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", name(FixtureExpected), ErrFixture, err)
+	}
+	f := &fixtureShape{file: name(FixtureExpected)}
+	if eo, ok := f.object("", ev, []string{"by_challenge"}, []string{"note", "operators_exercised"}); ok {
+		if x, ok := eo.Get("by_challenge"); ok {
+			// Every member of by_challenge is a challenge id.
+			byC, isObj := x.(*evidence.Object)
+			switch {
+			case !isObj:
+				f.bad("/by_challenge", "is %s, not an object", evidence.TypeName(x))
+				byC = &evidence.Object{}
+			case byC.Len() == 0:
+				f.bad("/by_challenge", "names no challenge: a self-test that expects nothing checks nothing")
+			}
+			for _, m := range byC.Members {
+				ptr := "/by_challenge/" + m.Name
+				co, ok := f.object(ptr, m.Value, []string{"pass", "fail", "unresolved"}, nil)
+				if !ok {
+					continue
+				}
+				var n [3]int
+				for i, k := range []string{"pass", "fail", "unresolved"} {
+					x, _ := co.Get(k)
+					c, ok := count(x)
+					if co.Has(k) && !ok {
+						f.bad(ptr+"/"+k, "is %s, not a non-negative integer", clip(stable(x)))
+					}
+					n[i] = c
+				}
+				fx.expected[m.Name] = Counts{n[0], n[1], n[2]}
+			}
+		}
+		if ops, ok := eo.Get("operators_exercised"); ok {
+			for i, o := range f.array("/operators_exercised", ops) {
+				fx.operators = append(fx.operators, f.str(fmt.Sprintf("/operators_exercised/%d", i), o))
+			}
+		}
+	}
+	if err := f.err(); err != nil {
+		return nil, err
+	}
+
+	nv, err := evidence.Read(nb)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", name(FixtureNegatives), ErrFixture, err)
+	}
+	f = &fixtureShape{file: name(FixtureNegatives)}
+	if no, ok := f.object("", nv, []string{"cases"}, []string{"note"}); ok && no.Has("cases") {
+		cases := f.array("/cases", resolve(no, "cases"))
+		if _, isArr := resolve(no, "cases").([]any); isArr && len(cases) == 0 {
+			f.bad("/cases", "is empty: a self-test with no negative cannot tell a scorer from one that accepts everything")
+		}
+		for i, cv := range cases {
+			ptr := fmt.Sprintf("/cases/%d", i)
+			co, ok := f.object(ptr, cv, []string{"id", "rule", "mutations"}, []string{"challenges", "expect_release"})
+			if !ok {
+				continue
+			}
+			c := fixtureCase{}
+			if x, ok := co.Get("id"); ok {
+				c.id = f.str(ptr+"/id", x)
+			}
+			if x, ok := co.Get("rule"); ok {
+				c.rule = f.str(ptr+"/rule", x)
+			}
+			if x, ok := co.Get("expect_release"); ok {
+				c.expectRelease = f.str(ptr+"/expect_release", x)
+			}
+			if x, ok := co.Get("challenges"); ok {
+				c.challenges, c.hasChallenges = f.array(ptr+"/challenges", x), true
+			}
+			if x, ok := co.Get("mutations"); ok {
+				for j, mv := range f.array(ptr+"/mutations", x) {
+					mptr := fmt.Sprintf("%s/mutations/%d", ptr, j)
+					mo, ok := f.object(mptr, mv, []string{"path"}, []string{"value", "delete"})
+					if !ok {
+						continue
+					}
+					m := fixtureMutation{}
+					if x, ok := mo.Get("path"); ok {
+						m.path = f.str(mptr+"/path", x)
+					}
+					m.value, _ = mo.Get("value")
+					if x, ok := mo.Get("delete"); ok {
+						b, isBool := x.(bool)
+						if !isBool {
+							f.bad(mptr+"/delete", "is %s, not a boolean", evidence.TypeName(x))
+						}
+						m.delete = b
+					}
+					c.mutations = append(c.mutations, m)
+				}
+			}
+			fx.cases = append(fx.cases, c)
+		}
+	}
+	if err := f.err(); err != nil {
+		return nil, err
+	}
+	return fx, nil
+}
+
 // SelfTestWith is SelfTest with already loaded schemas and a fixtures
 // directory.
 func SelfTestWith(s *Schemas, fixturesDir string) (*FixtureReport, error) {
-	read := func(name string) ([]byte, error) {
+	var files [4][]byte
+	for i, name := range []string{FixtureChallenges, FixtureObservations, FixtureExpected, FixtureNegatives} {
 		// The project's bounded reader: a FIFO or an oversized fixture is
 		// refused, not read.
 		b, err := evidence.ReadFileBytes(filepath.Join(fixturesDir, name))
 		if err != nil {
 			return nil, fmt.Errorf("fixture: %w", err)
 		}
-		return b, nil
+		files[i] = b
 	}
-	cb, err := read(FixtureChallenges)
+	return selfTestBytes(s, fixturesDir, files)
+}
+
+// selfTestBytes is the self-test over the four fixture files' bytes
+// (challenges, observations, expected, negatives); dir names them.
+func selfTestBytes(s *Schemas, dir string, files [4][]byte) (*FixtureReport, error) {
+	fx, err := readFixture(dir, files[0], files[1], files[2], files[3])
 	if err != nil {
 		return nil, err
 	}
-	challenges, err := ParseChallenges(cb, filepath.Join(fixturesDir, FixtureChallenges))
-	if err != nil {
-		return nil, err
-	}
-	ob, err := read(FixtureObservations)
-	if err != nil {
-		return nil, err
-	}
-	readDoc := func() (any, error) {
-		v, err := evidence.Read(ob)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(fixturesDir, FixtureObservations), err)
-		}
-		return v, nil
-	}
-	doc, err := readDoc()
-	if err != nil {
-		return nil, err
-	}
-	eb, err := read(FixtureExpected)
-	if err != nil {
-		return nil, err
-	}
-	expected, err := evidence.ReadObject(eb)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(fixturesDir, FixtureExpected), err)
-	}
-	nb, err := read(FixtureNegatives)
-	if err != nil {
-		return nil, err
-	}
-	negatives, err := evidence.ReadObject(nb)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(fixturesDir, FixtureNegatives), err)
+	challenges, doc := fx.challenges, fx.doc
+	readDoc := func() any {
+		// The bytes crossed the strict reader in readFixture.
+		v, _ := evidence.Read(fx.obs)
+		return v
 	}
 
-	r := &FixtureReport{Expected: map[string]Counts{}}
+	r := &FixtureReport{Expected: fx.expected}
 	problem := func(format string, a ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, a...)) }
 
 	// The honest document: every expected count, every operator.
@@ -137,23 +322,13 @@ func SelfTestWith(s *Schemas, fixturesDir string) (*FixtureReport, error) {
 		if len(rep.Missing) > 0 {
 			problem("challenges missing from the honest document: %v", rep.Missing)
 		}
-		byC, _ := resolve(expected, "by_challenge").(*evidence.Object)
-		if byC.Len() == 0 {
-			problem("%s has no by_challenge", FixtureExpected)
-		}
-		for _, m := range byC.Members {
-			p, _ := count(resolve(m.Value, "pass"))
-			f, _ := count(resolve(m.Value, "fail"))
-			u, _ := count(resolve(m.Value, "unresolved"))
-			r.Expected[m.Name] = Counts{p, f, u}
-		}
 		got := rep.ByChallenge()
 		for _, id := range slices.Sorted(maps.Keys(r.Expected)) {
 			if got[id] != r.Expected[id] {
 				problem("%s: scored %d/%d/%d (pass/fail/unresolved), expected %d/%d/%d", id, got[id].Pass, got[id].Fail, got[id].Unresolved, r.Expected[id].Pass, r.Expected[id].Fail, r.Expected[id].Unresolved)
 			}
 		}
-		for id := range got {
+		for _, id := range slices.Sorted(maps.Keys(got)) {
 			if _, ok := r.Expected[id]; !ok {
 				problem("%s was scored but the expected results do not name it", id)
 			}
@@ -163,45 +338,30 @@ func SelfTestWith(s *Schemas, fixturesDir string) (*FixtureReport, error) {
 			ops[res.Op] = true
 		}
 		r.Operators = slices.Sorted(maps.Keys(ops))
-		want, _ := resolve(expected, "operators_exercised").([]any)
-		for _, w := range want {
-			if ws, _ := w.(string); !ops[ws] {
+		for _, w := range fx.operators {
+			if !ops[w] {
 				problem("operator %v was not evaluated", w)
 			}
 		}
 	}
 
 	// Every negative must be refused.
-	cases, _ := resolve(negatives, "cases").([]any)
-	if len(cases) == 0 {
-		problem("%s has no cases", FixtureNegatives)
-	}
-	for i, cv := range cases {
-		c, _ := cv.(*evidence.Object)
-		id, _ := resolve(c, "id").(string)
-		rule, _ := resolve(c, "rule").(string)
+	for i, c := range fx.cases {
+		id := c.id
 		if id == "" {
 			id = fmt.Sprintf("case %d", i)
 		}
-		nr := NegativeResult{ID: id, Rule: rule}
-		d, err := readDoc()
-		if err != nil {
-			return nil, err
-		}
-		muts, _ := resolve(c, "mutations").([]any)
-		for _, mv := range muts {
-			m, _ := mv.(*evidence.Object)
-			path, _ := resolve(m, "path").(string)
-			del, _ := resolve(m, "delete").(bool)
-			val, _ := m.Get("value")
-			if err := Mutate(d, path, val, del); err != nil {
-				problem("%s: mutation %q cannot be applied: %v", id, path, err)
+		nr := NegativeResult{ID: id, Rule: c.rule}
+		d := readDoc()
+		for _, m := range c.mutations {
+			if err := Mutate(d, m.path, m.value, m.delete); err != nil {
+				problem("%s: mutation %q cannot be applied: %v", id, m.path, err)
 			}
 		}
 		chs := challenges
-		if cl, ok := resolve(c, "challenges").([]any); ok {
+		if c.hasChallenges {
 			chs = chs[:0:0]
-			for _, e := range cl {
+			for _, e := range c.challenges {
 				ch, err := newChallenge(e, "")
 				if err != nil {
 					problem("%s: %v", id, err)
@@ -210,23 +370,18 @@ func SelfTestWith(s *Schemas, fixturesDir string) (*FixtureReport, error) {
 				chs = append(chs, ch)
 			}
 		}
-		opt := Options{}
-		opt.ExpectRelease, _ = resolve(c, "expect_release").(string)
-		_, err = Score(s, chs, d, opt)
+		_, err = Score(s, chs, d, Options{ExpectRelease: c.expectRelease})
 		var re *RefusedError
 		if errors.As(err, &re) {
 			nr.Refused, nr.Err = true, err
 		} else {
-			problem("%s (%s) was not refused", id, rule)
+			problem("%s (%s) was not refused", id, c.rule)
 		}
 		r.Negatives = append(r.Negatives, nr)
 	}
 
 	// Interop: a label alone is not a disagreement; one changed member is.
-	twin, err := readDoc()
-	if err != nil {
-		return nil, err
-	}
+	twin := readDoc()
 	// An unapplied relabel would compare the document with itself and pass.
 	if err := Mutate(twin, "implementation", "synthetic-fixture-twin", false); err != nil {
 		problem("interop relabel cannot be applied: %v", err)
@@ -235,10 +390,7 @@ func SelfTestWith(s *Schemas, fixturesDir string) (*FixtureReport, error) {
 	if len(r.TwinFindings) != 0 {
 		problem("documents differing only in implementation gave %d interop findings, want 0", len(r.TwinFindings))
 	}
-	mut, err := readDoc()
-	if err != nil {
-		return nil, err
-	}
+	mut := readDoc()
 	if err := Mutate(mut, "observations."+mutatedPath, mutatedRoot, false); err != nil {
 		problem("interop mutation cannot be applied: %v", err)
 	}

@@ -186,11 +186,19 @@ schemas: the synthetic challenges must give exactly the expected
 pass/fail/unresolved counts with all eight operators evaluated, every negative
 case must be REFUSED, a copy differing only in its implementation label must
 give no interop finding, and one changed artifact_root must give exactly one.
-Any disagreement is exit 1: a scorer that fails its self-test scores nothing.`,
+Any disagreement is exit 1: a scorer that fails its self-test scores nothing.
+A fixture file of the wrong shape (a missing by_challenge, a count that is
+not a non-negative integer, a member the self-test does not read) is exit 1
+too, "self-test fixture malformed", naming the file and the member.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := holdout.SelfTest(args[0])
 			if err != nil {
+				// A fixture that is there and malformed broke a rule; one
+				// that cannot be read at all is unusable input.
+				if errors.Is(err, holdout.ErrFixture) || errors.Is(err, holdout.ErrChallengeRead) || evidence.IsRefusal(err) {
+					return refusedErr(err)
+				}
 				return usageErr(err)
 			}
 			if err := printResult(cmd, fixtureJSON(r), func(w io.Writer) { printFixture(w, r) }); err != nil {
