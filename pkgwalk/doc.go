@@ -11,7 +11,9 @@
 // or not NFC; two paths equal after ASCII case-folding; a directory no file
 // lives in; a root that is a symlink or not a directory; and the leaks
 // (governance/, ledger, brief, review, node_modules or ".." in a path; a
-// file byte-identical to a holdout file; JSON shaped like a holdout
+// file byte-identical to a holdout file; a file carrying a committed
+// challenge of the holdout, whole or its id with its predicates or recipe,
+// however reformatted (committed.go); JSON shaped like a holdout
 // challenge). NewManifest and Manifest.ID give the TRVM-BLIND-PACKAGE-v1
 // manifest and its bpkg, hashed over the canonical bytes of the evidence
 // package. Emit delivers a package into an empty destination file by file
