@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
 
 const goodDeclaration = `{
@@ -108,25 +106,17 @@ func TestNoDeclarationIsTheReferenceProtocol(t *testing.T) {
 // descriptor, its release issued after the declaration was written.
 func declaredWorld(t testing.TB) *World {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "world")
-	runCopyTree(t, filepath.Join(testshared.RepoRoot(t), "testdata", "world"), dir)
-	w, err := OpenWorld(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(rel, body string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(w.Root, filepath.FromSlash(rel)), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
+	return newWorldWith(t, func(w *World) {
+		write := func(rel, body string) {
+			t.Helper()
+			if err := os.WriteFile(filepath.Join(w.Root, filepath.FromSlash(rel)), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	write(PackageDirName+"/"+DeclarationFile, goodDeclaration)
-	write("governance/py_adapter.py", "import sys\n")
-	write("governance/py-reference.json", `{"implementation": "python", "role": "reference", "command": ["python3", "governance/py_adapter.py", "{{CHALLENGES}}", "{{OUT}}"], "package_files": ["governance/py_adapter.py"], "binary_path": null, "binary_digest": null, "environment": null}`)
-	if _, err := IssueRelease(w.PackageDir(), IssueOptions{SpecRevision: 1, ExperimentRevision: 1, PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()}); err != nil {
-		t.Fatalf("issuing the declared world's release: %v", err)
-	}
-	return w
+		write(PackageDirName+"/"+DeclarationFile, goodDeclaration)
+		write("governance/py_adapter.py", "import sys\n")
+		write("governance/py-reference.json", `{"implementation": "python", "role": "reference", "command": ["python3", "governance/py_adapter.py", "{{CHALLENGES}}", "{{OUT}}"], "package_files": ["governance/py_adapter.py"], "binary_path": null, "binary_digest": null, "environment": null}`)
+	})
 }
 
 // A declaring world pins its declared reference (a Python adapter) without

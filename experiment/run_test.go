@@ -48,13 +48,20 @@ func runCopyTree(t testing.TB, src, dst string) {
 
 // newWorld returns a fresh copy of the project's synthetic world
 // (testdata/world) with its release issued, in its own temporary directory.
-func newWorld(t testing.TB) *World {
+func newWorld(t testing.TB) *World { return newWorldWith(t, nil) }
+
+// newWorldWith is newWorld with prepare (when not nil) changing the copy
+// before its release is issued.
+func newWorldWith(t testing.TB, prepare func(w *World)) *World {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "world")
 	runCopyTree(t, filepath.Join(testshared.RepoRoot(t), "testdata", "world"), dir)
 	w, err := OpenWorld(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(w)
 	}
 	if _, err := IssueRelease(w.PackageDir(), IssueOptions{SpecRevision: 1, ExperimentRevision: 1, PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()}); err != nil {
 		t.Fatalf("issuing the synthetic release: %v", err)

@@ -1,0 +1,41 @@
+package experiment
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+)
+
+// IssueRelease with a holdout refuses a package carrying one of its
+// challenges before anything is written; both rules are errors.Is-testable.
+func TestIssueRefusesCommittedChallenge(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "world")
+	runCopyTree(t, filepath.Join(testshared.RepoRoot(t), "testdata", "world"), dir)
+	w, err := OpenWorld(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(w.HoldoutDir(), "H5-policy-weakening.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Re-spaced into a Markdown note: not byte-identical, not .json.
+	note := "# Notes\n\n```\n" + strings.ReplaceAll(string(b), ",", ",\n  ") + "\n```\n"
+	if err := os.WriteFile(filepath.Join(w.PackageDir(), "NOTES.md"), []byte(note), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = IssueRelease(w.PackageDir(), IssueOptions{SpecRevision: 1, ExperimentRevision: 1, PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()})
+	if !errors.Is(err, ErrPackageLeak) || !errors.Is(err, pkgwalk.ErrLeakCommittedChallenge) || !strings.Contains(err.Error(), `"H5"`) || !strings.Contains(err.Error(), "NOTES.md") {
+		t.Fatalf("%v, want %q and %q naming H5 and NOTES.md", err, ErrPackageLeak, pkgwalk.ErrLeakCommittedChallenge)
+	}
+	for _, p := range []string{ReleaseFile, ReleasesDir} {
+		if _, err := os.Stat(filepath.Join(w.PackageDir(), p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a refused issue left %s: %v", p, err)
+		}
+	}
+}
