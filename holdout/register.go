@@ -51,10 +51,6 @@ var (
 	ErrEntry = errors.New("log entry incomplete")
 )
 
-// ValidClass reports whether c is one of the reference protocol's six
-// classes.
-func ValidClass(c string) bool { return slices.Contains(Classes, c) }
-
 // WorldClasses are the finding classes of a world: its declared
 // finding_classes, or the reference protocol's six.
 func WorldClasses(w *experiment.World) ([]string, error) {
