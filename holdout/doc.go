@@ -33,9 +33,13 @@
 // pair, and fewer than two documents is NOT MEASURED, never PASS. The
 // findings register ([Register], governance/findings/) records each finding
 // once, by an id derived from the release, the two implementations, the path
-// and both values, and a person's classification into one of the six
-// [Classes]; [Register.Outstanding] is what blocks completion. The questions
+// and both values, and a person's classification into one of the world's
+// finding classes ([WorldRegister]: those experiment/world.json declares,
+// or the reference protocol's six [Classes]); [Register.Outstanding] is
+// what blocks completion. The questions
 // log ([AskQuestion], governance/questions/) keeps the contract's fields.
+// The self-test's fixture files are shape-checked before anything is
+// scored; a malformed one is [ErrFixture], never a panic.
 // [LoadInstrument] loads what measures a run (schemas, self-test, committed
 // challenge set, scorer) for both adapter.MeasureRun and [Replay], the
 // experiment.ReplayFunc that re-derives a COMPLETE run from its archive
