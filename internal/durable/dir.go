@@ -30,6 +30,24 @@ func StageDir(dir string) (string, error) {
 // reader sees the whole directory or none. The files in stage must already
 // be fsynced (Create writes them so).
 func CreateDir(stage, dir string, perm os.FileMode) error {
+	return publishDir(stage, dir, perm, unix.RENAME_NOREPLACE)
+}
+
+// ReplaceEmptyDir is CreateDir for a dir that may exist as an empty
+// directory: the rename replaces it in one step (the kernel refuses to
+// replace a directory that has any entry, so an entry that appears after
+// the caller looked is never lost). When dir holds an entry the error
+// matches ErrDirNotEmpty and nothing is changed; when dir is not a
+// directory it matches syscall.ENOTDIR.
+func ReplaceEmptyDir(stage, dir string, perm os.FileMode) error {
+	return publishDir(stage, dir, perm, 0)
+}
+
+// ErrDirNotEmpty: ReplaceEmptyDir found an entry in the directory it was
+// to replace.
+var ErrDirNotEmpty = errors.New("directory is not empty")
+
+func publishDir(stage, dir string, perm os.FileMode, flags uint) error {
 	stage, dir = filepath.Clean(stage), filepath.Clean(dir)
 	parent := filepath.Dir(dir)
 	if filepath.Dir(stage) != parent {
@@ -48,9 +66,13 @@ func CreateDir(stage, dir string, perm os.FileMode) error {
 		return err
 	}
 	return withDir(parent, func(fd int) error {
-		if err := unix.Renameat2(fd, filepath.Base(stage), fd, filepath.Base(dir), unix.RENAME_NOREPLACE); err != nil {
-			if errors.Is(err, unix.EEXIST) {
+		if err := unix.Renameat2(fd, filepath.Base(stage), fd, filepath.Base(dir), flags); err != nil {
+			switch {
+			case flags&unix.RENAME_NOREPLACE != 0 && errors.Is(err, unix.EEXIST):
 				return &os.PathError{Op: "create", Path: dir, Err: fs.ErrExist}
+			case flags&unix.RENAME_NOREPLACE == 0 && (errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST)):
+				// rename(2) reports a non-empty target as either.
+				return &os.PathError{Op: "replace", Path: dir, Err: ErrDirNotEmpty}
 			}
 			return &os.PathError{Op: "rename", Path: dir, Err: err}
 		}

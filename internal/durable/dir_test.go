@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -54,6 +55,56 @@ func TestCreateDir(t *testing.T) {
 				}
 			} else if _, serr := os.Stat(stage); serr != nil {
 				t.Errorf("a refused CreateDir lost the stage: %v", serr)
+			}
+		})
+	}
+}
+
+// ReplaceEmptyDir takes the place of an absent or empty directory, and
+// changes nothing when the directory has an entry or is a file.
+func TestReplaceEmptyDir(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		setup   func(dir string) error
+		wantErr error
+		wantF   bool // the staged file is at dir/f afterwards
+	}{
+		{"absent", func(string) error { return nil }, nil, true},
+		{"empty", func(dir string) error { return os.Mkdir(dir, 0o700) }, nil, true},
+		{"not empty", func(dir string) error {
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, "keep"), nil, 0o644)
+		}, ErrDirNotEmpty, false},
+		{"a file", func(dir string) error { return os.WriteFile(dir, nil, 0o644) }, syscall.ENOTDIR, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "world")
+			if err := c.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			stage, err := StageDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Create(stage, "f", []byte("staged"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err = ReplaceEmptyDir(stage, dir, 0o755)
+			if !errors.Is(err, c.wantErr) {
+				t.Fatalf("ReplaceEmptyDir: %v, want %v", err, c.wantErr)
+			}
+			b, rerr := os.ReadFile(filepath.Join(dir, "f"))
+			if got := rerr == nil && string(b) == "staged"; got != c.wantF {
+				t.Errorf("dir/f staged=%v, want %v (%v)", got, c.wantF, rerr)
+			}
+			if c.wantErr != nil {
+				if _, err := os.Stat(filepath.Join(dir, "keep")); c.name == "not empty" && err != nil {
+					t.Errorf("the existing entry is gone: %v", err)
+				}
+			} else if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o755 {
+				t.Errorf("mode %v, want 0755", fi.Mode().Perm())
 			}
 		})
 	}
