@@ -35,6 +35,7 @@ var wantFiles = []string{
 	"governance/holdout/INDEX.json",
 	"governance/reference-adapter.json",
 	"governance/reference_adapter.py",
+	"governance/reference_protocol.py",
 }
 
 // TestInit: into an absent directory (parents included) and into an empty

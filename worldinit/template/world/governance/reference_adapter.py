@@ -1,9 +1,10 @@
-# The reference adapter of this world (EXAMPLE-LENGTH-v1, in Python).
+# The reference adapter of this world, in Python.
 #
 #   python3 governance/reference_adapter.py CHALLENGES OUT
 #
-# OPERATOR: replace the protocol part (measure() and apply()) with your
-# reference implementation, or make this adapter call it; keep the rest.
+# OPERATOR: the protocol itself is in reference_protocol.py beside this file
+# (measure() and apply()): replace that. Change this file only when your
+# challenges or observation documents have another shape.
 # CHALLENGES is a JSON array of challenges in the grammar of
 # {{PACKAGE}}/experiment/holdout-recipe-v1.schema.json, OUT is where the
 # observation document is written (holdout-observation-v1.schema.json).
@@ -15,6 +16,9 @@ import hashlib
 import json
 import os
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ left in the world
+import reference_protocol  # noqa: E402 (beside this file: sys.path[0])
 
 IMPLEMENTATION = "reference"  # the label in governance/reference-adapter.json
 PACKAGE = "{{PACKAGE}}"
@@ -36,21 +40,6 @@ def corpus():
     return out
 
 
-def measure(message):
-    """The measure of a message (SPEC.md section 2)."""
-    return {"length": len(message)}
-
-
-def apply(message, step):
-    """One step of a recipe (SPEC.md section 3)."""
-    op = step.get("op")
-    if op == "IDENTITY":
-        return message
-    if op == "APPEND":
-        return message + step["value"].encode("utf-8")
-    refuse("unknown step %r" % op)
-
-
 def main():
     if len(sys.argv) != 3:
         refuse("usage: reference_adapter.py CHALLENGES OUT")
@@ -67,11 +56,14 @@ def main():
         before = messages[root]
         after = before
         for step in c["recipe"]:
-            after = apply(after, step)
+            try:
+                after = reference_protocol.apply(after, step)
+            except ValueError as e:
+                refuse("challenge %s: %s" % (c["id"], e))
         observations[c["id"]] = {
             "fixture_root": root,
-            "baseline": {"message": measure(before)},
-            "candidate": {"message": measure(after)},
+            "baseline": {"message": reference_protocol.measure(before)},
+            "candidate": {"message": reference_protocol.measure(after)},
         }
     doc = {
         "type": "CLEANROOM-HOLDOUT-OBSERVATION-v1",
