@@ -53,7 +53,7 @@ var (
 )
 
 // knownNeeds are the requirements a block may name (requirement probes them).
-var knownNeeds = []string{"namespaces", "root", "node", "git", "ssh-keygen"}
+var knownNeeds = []string{"namespaces", "root", "node", "python3", "git", "ssh-keygen"}
 
 // parseGuide returns the runnable blocks of a Markdown guide. An unclosed
 // fence is an error, so a block cannot silently swallow the rest.
@@ -112,7 +112,7 @@ func requirement(need string) string {
 		if os.Geteuid() != 0 {
 			return "needs root"
 		}
-	case "node", "git", "ssh-keygen":
+	case "node", "python3", "git", "ssh-keygen":
 		if _, err := exec.LookPath(need); err != nil {
 			return need + " is not installed"
 		}
@@ -121,7 +121,7 @@ func requirement(need string) string {
 }
 
 // The guides the issue asks for; each must exist and have runnable steps.
-var guides = []string{"operator", "implementer", "scorer", "amber-producer", "evaluation-host"}
+var guides = []string{"own-experiment", "operator", "implementer", "scorer", "amber-producer", "evaluation-host"}
 
 func TestGuides(t *testing.T) {
 	src, err := filepath.Abs("..")
