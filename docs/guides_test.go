@@ -116,11 +116,21 @@ func requirement(need string) string {
 		if _, err := exec.LookPath(need); err != nil {
 			return need + " is not installed"
 		}
+		// An adapter's interpreter is looked for in fixed system
+		// directories, and the sandbox binds only /usr.
+		if need == "python3" && !executable("/usr/bin/python3") && !executable("/usr/local/bin/python3") {
+			return "python3 is not in /usr/bin or /usr/local/bin, where an adapter's interpreter is looked for"
+		}
 	}
 	return ""
 }
 
-// The guides the issue asks for; each must exist and have runnable steps.
+func executable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// The guides the issues ask for; each must exist and have runnable steps.
 var guides = []string{"own-experiment", "operator", "implementer", "scorer", "amber-producer", "evaluation-host"}
 
 func TestGuides(t *testing.T) {

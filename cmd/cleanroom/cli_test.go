@@ -190,6 +190,7 @@ func TestManPages(t *testing.T) {
 		{"cleanroom.1", []string{".TH \"CLEANROOM\" \"1\" \"Jan 2026\"", "cleanroom-run(1)", "cleanroom-version(1)"}},
 		{"cleanroom-run-report.1", []string{"--html", "--replace", "self-contained"}},
 		{"cleanroom-completion-bash.1", []string{"bash"}},
+		{"cleanroom-world-init.1", []string{"--root-label", "empty directory"}},
 	}
 	for _, c := range cases {
 		b, err := os.ReadFile(filepath.Join(dir, c.page))
