@@ -10,7 +10,8 @@ import (
 
 // TestWorldInitCLI: world init writes a world (text and --json), refuses an
 // occupied target and an unsupported root label with exit 2 naming the
-// rule, and what it wrote is issued with the holdout committed.
+// rule, and what it wrote is issued with the holdout committed and pinned
+// with run pin's defaults.
 func TestWorldInitCLI(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "w")
 	code, out, errs := runCLI(t, "world", "init", dir)
@@ -49,6 +50,8 @@ func TestWorldInitCLI(t *testing.T) {
 		{"holdout", "check", "--package", pkg, hold},
 		{"release", "issue", pkg, "--spec-revision", "1", "--experiment-revision", "1", "--corpus-revision", "1", "--holdout", hold},
 		{"release", "verify", pkg, "--holdout", hold},
+		// With its default: the reference adapter world.json declares.
+		{"run", "pin", "--world", fresh},
 	} {
 		if code, out, errs := runCLI(t, step...); code != 0 {
 			t.Fatalf("%v: %d %s%s", step, code, out, errs)
