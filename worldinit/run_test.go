@@ -109,8 +109,10 @@ func TestInitWorldRunsToComplete(t *testing.T) {
 	if want := []string{"E1.baseline.message.lines", "E1.candidate.message.lines"}; !slices.Equal(paths, want) {
 		t.Fatalf("findings at %q, want %q", paths, want)
 	}
-	reg := holdout.OpenRegister(w.StateDir())
-	reg.Classes = d.FindingClasses
+	reg, err := holdout.WorldRegister(w)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range m.Findings {
 		if _, err := reg.Classify(f.ID, "CANDIDATE_DEFECT", "the contract's measure has one member, length; the candidate adds lines"); err != nil {
 			t.Fatal(err)
