@@ -125,6 +125,19 @@ func usageValue(u map[string]int) map[string]any {
 	return out
 }
 
+// AppendTranscriptLine appends one line that a process outside the room
+// writes once the room has ended (room agent's "agent" line, package
+// agentroom) to the transcript at path, as the relay appends its own:
+// never through a link, only after a whole line, one write, synced.
+func AppendTranscriptLine(path string, rec map[string]any) error {
+	r, err := openRelayRecord(path)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	return r.line(rec)
+}
+
 // appendDrive appends the relay's drive line to the transcript.
 func appendDrive(path string, r *DriveResult, profile string, messages []any, loopErr error) error {
 	rec, err := openRelayRecord(path)

@@ -313,7 +313,7 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 		return nil, bad(strings.Count(text, "\n")+1, "no final line feed (a write was cut short)")
 	}
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	var start, end, drive, lastTurn *evidence.Object
+	var start, end, drive, lastTurn, agent *evidence.Object
 	access, retries, resumptions, folded := []any{}, []any{}, []any{}, []any{}
 	sum, seg := newSummary(), newSummary()
 	segCalls, offset, turnLines := 0, 0, 0
@@ -346,6 +346,9 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 			return nil, bad(i+1, "a resumed session's start line is not followed by the relay's resume line")
 		}
 		switch {
+		case agent != nil:
+			// room agent's line is the record's last.
+			return nil, bad(i+1, "a %v line after the agent line", ev)
 		case i == 0:
 			if ev != "start" {
 				return nil, bad(1, "first line is not the start line")
@@ -421,6 +424,11 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 				return nil, err
 			}
 			end = o
+		case ev == "agent" && drive == nil && turnLines == 0 && len(retries) == 0 && len(resumptions) == 0:
+			// room agent's line (package agentroom): the agent command,
+			// its version, the proxied connections; never in a relay's
+			// (room drive's) session.
+			agent = o
 		case ev == "drive" && drive == nil:
 			if turnLines > 0 {
 				ms, _ := o.Get("messages")
@@ -468,6 +476,10 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 	doc.Set("messages", messages)
 	mi, _ := start.Get("view_mountinfo")
 	doc.Set("view_mountinfo", mi)
+	if agent != nil {
+		// Only in the record of a room agent session (beyond §11.1).
+		doc.Set("agent", agent)
+	}
 	doc.Set("complete", end != nil)
 	doc.Set("retries", retries)
 	doc.Set("resumptions", resumptions)

@@ -51,7 +51,7 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	rootfs, err := prepareRootfs(dir, cfg.Package != "", true)
+	rootfs, err := prepareRootfs(dir, cfg.Package != "", true, cfg.Binds)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -115,7 +116,28 @@ type Config struct {
 	// private tmpfs for the container's root and state; default
 	// /run/cleanroom-sandbox.
 	StateDir string
+	// Binds are host paths (a directory or a regular file: an agent's
+	// installation, the relay binary) bound read-only, nosuid and nodev
+	// at a destination under /opt.
+	Binds []Bind
+	// Vantage, if set, is called by Exec once the candidate's network
+	// namespace has passed its check (and the seal probe), before the
+	// command starts, with a function that opens listeners inside that
+	// namespace (on its loopback or in its abstract unix socket space:
+	// it has no other link). The listeners are the caller's to close; a
+	// Vantage error ends the run before the command starts.
+	Vantage func(listen ListenFunc) error
 }
+
+// Bind is one read-only bind of Config.Binds.
+type Bind struct {
+	Source      string // absolute, clean host path; a symlink is refused
+	Destination string // absolute, clean, under /opt
+}
+
+// ListenFunc opens a listener (net.Listen's arguments) inside the
+// candidate's network namespace.
+type ListenFunc func(network, address string) (net.Listener, error)
 
 // Defaults used by the CLI and filled in by Exec for zero values.
 const (
@@ -192,6 +214,24 @@ func (c *Config) validate() error {
 	if c.PackageEmit != nil && c.Package != "" {
 		return fmt.Errorf("%w: package and package emit are exclusive", ErrConfig)
 	}
+	seen := map[string]bool{}
+	for _, b := range c.Binds {
+		// Only under /opt: a bind over /usr, /etc or /proc would replace
+		// what the isolation relies on.
+		if !filepath.IsAbs(b.Source) || filepath.Clean(b.Source) != b.Source || !strings.HasPrefix(b.Destination, "/opt/") ||
+			filepath.Clean(b.Destination) != b.Destination || seen[b.Destination] {
+			return fmt.Errorf("%w: bind %q to %q: want an absolute clean source and a distinct clean destination under /opt", ErrConfig, b.Source, b.Destination)
+		}
+		seen[b.Destination] = true
+		fi, err := os.Lstat(b.Source)
+		if err != nil {
+			return fmt.Errorf("%w: bind: %w", ErrConfig, err)
+		}
+		// A symlink would be followed by the bind mount.
+		if !fi.IsDir() && !fi.Mode().IsRegular() {
+			return fmt.Errorf("%w: bind %q: not a directory or regular file (symlinks are refused)", ErrConfig, b.Source)
+		}
+	}
 	if c.Seal != nil && len(c.Allow) > 0 && c.Control == nil {
 		return fmt.Errorf("%w: an allowlisted run with a seal probe needs a positive control", ErrConfig)
 	}
@@ -265,7 +305,17 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 		return res, err
 	}
 
-	rootfs, err := prepareRootfs(bundle, cfg.Package != "" || cfg.PackageEmit != nil, false)
+	if cfg.Vantage != nil {
+		listen := func(network, address string) (l net.Listener, err error) {
+			err = inNetNS(ns, func() error { l, err = net.Listen(network, address); return err })
+			return l, err
+		}
+		if err := cfg.Vantage(listen); err != nil {
+			return res, fmt.Errorf("in the candidate's network namespace: %w", err)
+		}
+	}
+
+	rootfs, err := prepareRootfs(bundle, cfg.Package != "" || cfg.PackageEmit != nil, false, cfg.Binds)
 	if err != nil {
 		return nil, err
 	}

@@ -98,6 +98,9 @@ func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 	} else {
 		mounts = append(mounts, specs.Mount{Destination: "/workspace", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=755", "size=262144k"}})
 	}
+	for _, b := range cfg.Binds {
+		mounts = append(mounts, specs.Mount{Destination: b.Destination, Type: "bind", Source: b.Source, Options: []string{"rbind", "ro", rbindRO, "nosuid", "nodev"}})
+	}
 	if cfg.Package != "" {
 		mounts = append(mounts, specs.Mount{Destination: "/package", Type: "bind", Source: cfg.Package, Options: []string{"rbind", "ro", rbindRO, "nosuid", "nodev", "noexec"}})
 	}
@@ -163,9 +166,9 @@ func swapAccounted() bool {
 
 // prepareRootfs builds the empty root under bundle: mountpoints, the
 // symlinks of a usr-merged host, the minimal /etc (bound read-only) and,
-// withShim, the mount point of the bundle's shim. It returns the rootfs
-// path.
-func prepareRootfs(bundle string, withPackage, withShim bool) (string, error) {
+// withShim, the mount point of the bundle's shim, and those of binds. It
+// returns the rootfs path.
+func prepareRootfs(bundle string, withPackage, withShim bool, binds []Bind) (string, error) {
 	rootfs := filepath.Join(bundle, "rootfs")
 	etc := filepath.Join(bundle, "etc")
 	for _, d := range []string{rootfs, etc} {
@@ -188,6 +191,24 @@ func prepareRootfs(bundle string, withPackage, withShim bool) (string, error) {
 		}
 		if err := os.WriteFile(filepath.Join(rootfs, shimPath), nil, 0o755); err != nil {
 			return "", fmt.Errorf("rootfs: %w", err)
+		}
+	}
+	for _, b := range binds {
+		mp := filepath.Join(rootfs, b.Destination)
+		if err := os.MkdirAll(filepath.Dir(mp), 0o755); err != nil {
+			return "", fmt.Errorf("rootfs: %w", err)
+		}
+		fi, err := os.Stat(b.Source)
+		if err != nil {
+			return "", fmt.Errorf("rootfs: bind: %w", err)
+		}
+		if fi.IsDir() {
+			err = os.Mkdir(mp, 0o755)
+		} else {
+			err = os.WriteFile(mp, nil, 0o755)
+		}
+		if err != nil {
+			return "", fmt.Errorf("rootfs: bind mount point: %w", err)
 		}
 	}
 	for _, d := range hostTopDirs {

@@ -1,0 +1,371 @@
+package agentroom
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cleanroom-dev/cleanroom/harness"
+	"github.com/cleanroom-dev/cleanroom/sandbox"
+)
+
+// HomePath is where the operator's HOME template (Options.Home) is bound
+// read-only; its contents are copied into the agent's fresh HOME before
+// the agent starts.
+const HomePath = "/opt/cleanroom/home"
+
+// AgentHome is the agent's HOME and working directory in the sandbox: a
+// fresh, empty tmpfs (the sandbox's /workspace, which room agent never
+// binds to a host directory).
+const AgentHome = "/workspace"
+
+// Options configure one room agent session.
+type Options struct {
+	// Room is the sealed room the agent reaches through the relay; its
+	// Transcript is required (the record is the point of the session).
+	Room harness.ServeOptions
+	// Command is the agent command, resolved inside the sandbox.
+	Command []string
+	// Env is the agent's environment beyond the proxy variables: NAME=VALUE
+	// entries the operator named (--env).
+	Env []string
+	// Allow is the egress allowlist by host name and port.
+	Allow []HostPort
+	// Resolve maps allowlisted names to addresses instead of a lookup.
+	Resolve map[string]netip.Addr
+	// Binds are the operator's read-only binds (the agent's installation).
+	Binds []sandbox.Bind
+	// Home, if set, is a host directory copied into the fresh HOME.
+	Home string
+	// Relay is the host path of the relay binary (this program).
+	Relay string
+	// Timeout, Memory, Pids and CPUs bound the agent's sandbox (zero:
+	// the sandbox's defaults, and DefaultTimeout).
+	Timeout time.Duration
+	Memory  int64
+	Pids    int64
+	CPUs    float64
+	// StateDir is the sandbox's state root ("" = its default).
+	StateDir string
+	// Stdout and Stderr receive the agent's streams; Stderr also the
+	// room's diagnostics and one line per proxied connection.
+	Stdout, Stderr io.Writer
+}
+
+// DefaultTimeout is the wall-clock limit of an agent session.
+const DefaultTimeout = 4 * time.Hour
+
+// Result is the outcome of a session.
+type Result struct {
+	Version     string
+	Sandbox     *sandbox.Result
+	Connections []Connection
+	// RelayConnections counts the agent's connections to the relay
+	// socket; only the first is the room's, the others were closed.
+	RelayConnections int
+}
+
+// ErrAgentOptions: the options are unusable (the error names which).
+var ErrAgentOptions = errors.New("room agent options")
+
+// proxyEnv points the common proxy variables at the in-namespace proxy
+// (lower- and upper-case spellings: tools read one or the other).
+func proxyEnv() []string {
+	u := "http://" + ProxyAddress
+	return []string{"HTTPS_PROXY=" + u, "https_proxy=" + u, "HTTP_PROXY=" + u, "http_proxy=" + u, "ALL_PROXY=" + u, "all_proxy=" + u, "NO_PROXY=", "no_proxy="}
+}
+
+func (o *Options) check() error {
+	if len(o.Command) == 0 || o.Command[0] == "" {
+		return fmt.Errorf("%w: no agent command", ErrAgentOptions)
+	}
+	if o.Room.Transcript == "" {
+		return fmt.Errorf("%w: a transcript is required", ErrAgentOptions)
+	}
+	if o.Relay == "" || !filepath.IsAbs(o.Relay) {
+		return fmt.Errorf("%w: relay binary %q: want an absolute path", ErrAgentOptions, o.Relay)
+	}
+	for _, b := range o.Binds {
+		// The relay and the HOME template have their own places.
+		if b.Destination == "/opt/cleanroom" || strings.HasPrefix(b.Destination, "/opt/cleanroom/") {
+			return fmt.Errorf("%w: bind destination %s: /opt/cleanroom is room agent's", ErrAgentOptions, b.Destination)
+		}
+	}
+	for _, e := range o.Env {
+		name, _, _ := strings.Cut(e, "=")
+		// The proxy variables are room agent's: an agent told to use
+		// another proxy would only fail, but the record would not say so.
+		for _, p := range proxyEnv() {
+			if pn, _, _ := strings.Cut(p, "="); strings.EqualFold(pn, name) {
+				return fmt.Errorf("%w: --env %s: the proxy variables are set by room agent", ErrAgentOptions, name)
+			}
+		}
+		if name == "HOME" || name == "PATH" {
+			return fmt.Errorf("%w: --env %s: set by the sandbox", ErrAgentOptions, name)
+		}
+	}
+	return nil
+}
+
+// sandboxConfig is the agent's sandbox: no host directory but the binds,
+// a fresh tmpfs as HOME and working directory, only lo.
+func (o *Options) sandboxConfig(args []string) sandbox.Config {
+	binds := append([]sandbox.Bind{{Source: o.Relay, Destination: RelayPath}}, o.Binds...)
+	if o.Home != "" {
+		binds = append(binds, sandbox.Bind{Source: o.Home, Destination: HomePath})
+	}
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	return sandbox.Config{
+		Args:     args,
+		Env:      append(proxyEnv(), o.Env...),
+		Binds:    binds,
+		Timeout:  timeout,
+		Memory:   o.Memory,
+		Pids:     o.Pids,
+		CPUs:     o.CPUs,
+		StateDir: o.StateDir,
+	}
+}
+
+// Run starts the sealed room, then the agent in its sandbox with the
+// proxy and the relay listening in the sandbox's network namespace, waits
+// for the agent, ends the room and appends the agent line to the
+// transcript. A room that fails ends the agent.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	o.Stdout, o.Stderr = orDiscard(o.Stdout), orDiscard(o.Stderr)
+	res := &Result{Version: version(ctx, o)}
+
+	// The room's stdio are pipes (real descriptors: a room that ends on
+	// its own is seen at once, not when its stdin is next written).
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	actx, cancelAgent := context.WithCancel(ctx)
+	defer cancelAgent()
+	roomDone := make(chan error, 1)
+	go func() {
+		err := harness.Serve(ctx, o.Room, inR, outW, o.Stderr)
+		inR.Close()
+		outW.Close()
+		if err != nil {
+			// The room is gone: the agent has nothing to work with.
+			cancelAgent()
+		}
+		roomDone <- err
+	}()
+
+	proxy := &Proxy{Allow: o.Allow, Resolve: o.Resolve, Log: func(c Connection) {
+		fmt.Fprintf(o.Stderr, "cleanroom room agent: %s %s:%d out %d in %d %s\n", c.Outcome, c.Host, c.Port, c.BytesOut, c.BytesIn, c.Rule)
+	}}
+	var listeners []net.Listener
+	var relayMu sync.Mutex
+	var relayConn net.Conn
+	var pumps sync.WaitGroup
+	cfg := o.sandboxConfig(o.command())
+	cfg.Vantage = func(listen sandbox.ListenFunc) error {
+		pl, err := listen("tcp", ProxyAddress)
+		if err != nil {
+			return fmt.Errorf("proxy listener: %w", err)
+		}
+		listeners = append(listeners, pl)
+		rl, err := listen("unix", RelaySocket)
+		if err != nil {
+			return fmt.Errorf("relay listener: %w", err)
+		}
+		listeners = append(listeners, rl)
+		go proxy.Serve(pl)
+		go func() {
+			for {
+				c, err := rl.Accept()
+				if err != nil {
+					return
+				}
+				relayMu.Lock()
+				res.RelayConnections++
+				first := relayConn == nil
+				if first {
+					relayConn = c
+				}
+				relayMu.Unlock()
+				if !first {
+					// One room, one MCP session: a second connection
+					// (another client in the sandbox) gets nothing.
+					c.Close()
+					continue
+				}
+				pumps.Add(2)
+				go func() {
+					defer pumps.Done()
+					_, _ = io.Copy(inW, c)
+					// The agent closed its MCP connection: the room's
+					// stdin ends, and with it the session.
+					inW.Close()
+				}()
+				go func() {
+					defer pumps.Done()
+					_, _ = io.Copy(c, outR)
+					closeWrite(c)
+				}()
+			}
+		}()
+		return nil
+	}
+	sres, execErr := sandbox.Exec(actx, cfg, sandbox.Stdio{Stdout: o.Stdout, Stderr: o.Stderr})
+	res.Sandbox = sres
+	for _, l := range listeners {
+		l.Close()
+	}
+	proxy.Close()
+	// The agent is gone: the room's stdin ends (if the agent never
+	// connected, or left its connection open in a process now killed).
+	inW.Close()
+	roomErr := <-roomDone
+	relayMu.Lock()
+	if relayConn != nil {
+		relayConn.Close()
+	}
+	relayMu.Unlock()
+	outR.Close()
+	pumps.Wait()
+	res.Connections, _ = proxy.Connections()
+	if roomErr != nil {
+		return res, fmt.Errorf("the room: %w", roomErr)
+	}
+	if aerr := harness.AppendTranscriptLine(o.Room.Transcript, o.agentLine(res, proxy)); aerr != nil {
+		return res, aerr
+	}
+	if execErr != nil {
+		return res, fmt.Errorf("the agent's sandbox: %w", execErr)
+	}
+	return res, nil
+}
+
+// command is what the sandbox runs: the agent command, after the HOME
+// template (if any) is copied into the fresh HOME by the toolchain's own
+// sh and cp.
+func (o *Options) command() []string {
+	if o.Home == "" {
+		return o.Command
+	}
+	return append([]string{"/bin/sh", "-c", `cp -R "$0"/. "$HOME"/ && exec "$@"`, HomePath}, o.Command...)
+}
+
+// versionTimeout bounds the agent's --version run.
+const versionTimeout = time.Minute
+
+// version runs the agent command's first word with --version in a
+// sandbox of its own (no proxy, no relay) and returns the first line of
+// what it printed, or "" if it did not answer with status 0.
+func version(ctx context.Context, o Options) string {
+	cfg := o.sandboxConfig([]string{o.Command[0], "--version"})
+	cfg.Timeout = versionTimeout
+	var out limitedBuffer
+	res, err := sandbox.Exec(ctx, cfg, sandbox.Stdio{Stdout: &out})
+	if err != nil || res.Status != sandbox.StatusExited || res.ExitCode != 0 {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
+	return strings.ToValidUTF8(strings.TrimSpace(line), "\uFFFD")
+}
+
+// limitedBuffer keeps the first 4 KiB written to it and discards the rest.
+type limitedBuffer struct{ bytes.Buffer }
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := 4096 - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// agentLine is the transcript's "agent" line.
+func (o *Options) agentLine(res *Result, p *Proxy) map[string]any {
+	conns, dropped := p.Connections()
+	list := make([]any, 0, len(conns))
+	for _, c := range conns {
+		e := map[string]any{"host": c.Host, "port": c.Port, "outcome": c.Outcome,
+			"start": c.Start.Format(time.RFC3339Nano), "end": c.End.Format(time.RFC3339Nano),
+			"bytes_out": c.BytesOut, "bytes_in": c.BytesIn}
+		if c.Address != "" {
+			e["address"] = c.Address
+		}
+		if c.Rule != "" {
+			e["rule"] = c.Rule
+		}
+		list = append(list, e)
+	}
+	command := make([]any, len(o.Command))
+	for i, a := range o.Command {
+		command[i] = strings.ToValidUTF8(a, "\uFFFD")
+	}
+	envNames := []any{}
+	for _, e := range o.Env {
+		name, _, _ := strings.Cut(e, "=")
+		envNames = append(envNames, name)
+	}
+	allow := []any{}
+	for _, a := range o.Allow {
+		allow = append(allow, a.String())
+	}
+	resolve := map[string]any{}
+	for h, a := range o.Resolve {
+		resolve[h] = a.String()
+	}
+	binds := []any{}
+	for _, b := range o.Binds {
+		binds = append(binds, map[string]any{"source": b.Source, "destination": b.Destination})
+	}
+	line := map[string]any{
+		"event": "agent", "time": time.Now().UTC().Format(time.RFC3339Nano),
+		"command": command, "version": res.Version, "env_names": envNames,
+		"allow_hosts": allow, "resolve": resolve, "binds": binds,
+		"connections": list, "connections_not_recorded": dropped,
+		"relay_connections": res.RelayConnections,
+	}
+	if s := res.Sandbox; s != nil {
+		sb := map[string]any{"id": s.ID, "status": s.Status, "exit_code": s.ExitCode}
+		if s.Signal != "" {
+			sb["signal"] = s.Signal
+		}
+		if s.Isolation != nil {
+			sb["isolation_class"] = s.Isolation.IsolationClass
+			sb["enforced"] = s.Isolation.Enforced
+			links := []any{}
+			for _, l := range s.Isolation.Links {
+				links = append(links, l.Name)
+			}
+			sb["links"] = links
+		}
+		line["sandbox"] = sb
+	}
+	return line
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}

@@ -1,0 +1,46 @@
+// Package agentroom runs any agent command agent-blind against the clean
+// room (`cleanroom room agent`): the agent runs in the candidate sandbox
+// (package sandbox: fresh mount, pid, ipc, uts and network namespaces, a
+// read-only root of the host's toolchain, no capabilities) with a fresh,
+// empty tmpfs as its HOME and working directory, the environment
+// variables the operator named and nothing else of the host, and reaches
+// two things only, both through listeners room agent opens inside the
+// sandbox's network namespace before the agent starts:
+//
+//   - the clean room, as its only MCP server: the agent's MCP
+//     configuration runs the relay (this program, bound read-only at
+//     RelayPath, with RelayArgs), which copies its stdio to the abstract
+//     unix socket RelaySocket; room agent hands the first connection to a
+//     room sealed outside the sandbox exactly as `room serve` seals it
+//     (harness.Serve), and closes any later one;
+//   - an HTTP CONNECT proxy on the namespace's loopback (ProxyAddress,
+//     named in HTTPS_PROXY and its spellings), whose listener lives in the
+//     sandbox's namespace and whose dials leave from the host's: it
+//     connects only to allowlisted host names and ports, resolved on the
+//     host, and records every connection (host, port, address, bytes each
+//     way, time).
+//
+// The transcript is the room's (start, one line per MCP call, end) with an
+// "agent" line appended: the command, its --version answer, the
+// environment variable names, the allowlist, the binds, every proxied or
+// refused connection, the relay connections and the sandbox's outcome and
+// isolation record. What the agent writes through write_source is the
+// room's workspace; nothing else of the sandbox survives it.
+//
+// # Security Considerations
+//
+// The sandbox's network namespace is the one the sandbox checks (only lo,
+// no route: sandbox.CheckIsolation, full isolation) — the proxy adds no
+// link and no route, only a listening socket, so the check still proves
+// there is no path out but the proxy's application-level policy. The
+// allowlist is decided on the host name as the agent wrote it, before any
+// lookup (a name off the list is never resolved: no DNS channel); a
+// looked-up name that resolves to loopback, link-local, multicast or the
+// unspecified address is not dialled (no rebinding onto the host's own
+// services or the sealed store); only Resolve, the operator's explicit
+// mapping, can point a name at such an address. The abstract socket is
+// reachable from the sandbox's namespace only; what it carries is read by
+// the room's own MCP gate, which refuses anything but MCP. What is not
+// defended: what an allowlisted host does with what the agent sends it
+// (the model provider sees the package, by design), and covert timing.
+package agentroom
