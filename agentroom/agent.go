@@ -72,6 +72,8 @@ type Result struct {
 	// RelayConnections counts the agent's connections to the relay
 	// socket; only the first is the room's, the others were closed.
 	RelayConnections int
+	// RoomExit is the room's exit status (0: it ended cleanly).
+	RoomExit int
 }
 
 // ErrAgentOptions: the options are unusable (the error names which).
@@ -164,13 +166,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	actx, cancelAgent := context.WithCancel(ctx)
 	defer cancelAgent()
+	var relayMu sync.Mutex
+	var relayConn net.Conn
 	roomDone := make(chan error, 1)
 	go func() {
 		err := harness.Serve(ctx, o.Room, inR, outW, o.Stderr)
 		inR.Close()
 		outW.Close()
-		if err != nil {
-			// The room is gone: the agent has nothing to work with.
+		relayMu.Lock()
+		connected := relayConn != nil
+		relayMu.Unlock()
+		if err != nil && !connected {
+			// The room failed before the agent reached it (a refused
+			// package, no isolation): the agent has nothing to work with.
+			// Once connected, the room's end is the MCP session's end,
+			// whoever ended it, and the agent may still finish.
 			cancelAgent()
 		}
 		roomDone <- err
@@ -180,8 +190,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		fmt.Fprintf(o.Stderr, "cleanroom room agent: %s %s:%d out %d in %d %s\n", c.Outcome, c.Host, c.Port, c.BytesOut, c.BytesIn, c.Rule)
 	}}
 	var listeners []net.Listener
-	var relayMu sync.Mutex
-	var relayConn net.Conn
 	var pumps sync.WaitGroup
 	cfg := o.sandboxConfig(o.command())
 	cfg.Vantage = func(listen sandbox.ListenFunc) error {
@@ -250,7 +258,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	outR.Close()
 	pumps.Wait()
 	res.Connections, _ = proxy.Connections()
-	if roomErr != nil {
+	var ee *harness.ExitError
+	switch {
+	case errors.As(roomErr, &ee):
+		// The room ran and ended with a status (the agent sent it what it
+		// refuses, or its record failed): recorded on the agent line.
+		res.RoomExit = ee.Code
+	case roomErr != nil:
+		// No room ran: there is no record to append to.
 		return res, fmt.Errorf("the room: %w", roomErr)
 	}
 	if aerr := harness.AppendTranscriptLine(o.Room.Transcript, o.agentLine(res, proxy)); aerr != nil {
@@ -342,7 +357,7 @@ func (o *Options) agentLine(res *Result, p *Proxy) map[string]any {
 		"command": command, "version": res.Version, "env_names": envNames,
 		"allow_hosts": allow, "resolve": resolve, "binds": binds,
 		"connections": list, "connections_not_recorded": dropped,
-		"relay_connections": res.RelayConnections,
+		"relay_connections": res.RelayConnections, "room_exit": res.RoomExit,
 	}
 	if s := res.Sandbox; s != nil {
 		sb := map[string]any{"id": s.ID, "status": s.Status, "exit_code": s.ExitCode}

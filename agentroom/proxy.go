@@ -187,7 +187,12 @@ func (p *Proxy) handle(c net.Conn) {
 	}
 	if req.Method != http.MethodConnect {
 		if req.URL != nil {
-			rec.Host = req.URL.Hostname()
+			// Recorded as the agent named it (absolute form).
+			rec.Host = strings.ToValidUTF8(req.URL.Hostname(), "\uFFFD")
+			rec.Port, _ = strconv.Atoi(req.URL.Port())
+			if rec.Port == 0 && req.URL.Scheme == "http" {
+				rec.Port = 80
+			}
 		}
 		refuse(http.StatusMethodNotAllowed, ErrNotConnect, req.Method)
 		return
@@ -280,7 +285,8 @@ func (p *Proxy) dial(t HostPort) (net.Conn, string, pkgwalk.Rule, error) {
 		if err != nil {
 			return nil, "", ErrUnreachable, fmt.Errorf("lookup %s: %w", t.Host, err)
 		}
-		for _, a := range found {
+		for i, a := range found {
+			found[i] = a.Unmap()
 			// A public name that resolves to this host's loopback (or
 			// its link-local neighbours) would reach the sealed store
 			// and every local service: such answers are dropped.

@@ -1,0 +1,134 @@
+package agentroom
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/harness"
+	"github.com/cleanroom-dev/cleanroom/sandbox"
+	"github.com/cleanroom-dev/cleanroom/sandbox/sandboxinit"
+	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
+	"golang.org/x/sys/unix"
+)
+
+// The container's init (libcontainer re-executes this binary as "init")
+// is routed by sandboxinit's init function; Run keeps the main thread.
+func init() { sandboxinit.Run() }
+
+// The test binary plays the cleanroom binary: argv[1] selects a role.
+// Inside the sandbox it is bound at RelayPath, so "room relay" is the
+// relay an agent's configuration names, and "hostile" the scripted agent.
+const stageMarker = "agentroom-test-sealed-stage"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch {
+		case os.Args[1] == stageMarker:
+			os.Exit(harness.RunStage([]string{stageMarker}, os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		case len(os.Args) == 3 && os.Args[1] == RelayArgs[0] && os.Args[2] == RelayArgs[1]:
+			if err := Relay(os.Stdin, os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+			os.Exit(0)
+		case os.Args[1] == "hostile":
+			os.Exit(hostileMain(os.Args[2:]))
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// roomPackage is harness/testdata/room-package and its pin.
+const roomPackagePin = "bpkg-bf608ff8dd92dee2a27258aaed6d594ffcaea9b5975ae1728f5a772adaad86b4"
+
+func roomPackage(t testing.TB) string {
+	p, err := filepath.Abs(filepath.Join("..", "harness", "testdata", "room-package"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// needAgentRoom skips unless this machine can run both the sealed room
+// and the candidate sandbox (root, the namespaces, the cgroups).
+func needAgentRoom(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("room agent needs root (the candidate sandbox and the seal)")
+	}
+	if err := seal.SealedCommand("/bin/true", nil, nil).Run(); err != nil {
+		t.Skipf("cannot create mount+network namespaces here: %v", err)
+	}
+	if _, err := sandbox.CheckKernel(); err != nil {
+		t.Skipf("the candidate sandbox cannot run here: %v", err)
+	}
+}
+
+// stateDir is a sandbox state root of the test's own, unmounted at the end.
+func stateDir(tb testing.TB) string {
+	tb.Helper()
+	state := filepath.Join(tb.TempDir(), "state")
+	tb.Cleanup(func() {
+		// EINVAL: nothing is mounted there.
+		for unix.Unmount(state, unix.MNT_DETACH) == nil {
+		}
+	})
+	return state
+}
+
+// testOptions is a session on the room package with the test binary as
+// the relay and the room's stages.
+func testOptions(t *testing.T, command ...string) (Options, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self, err = filepath.EvalSymlinks(self); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	return Options{
+		Room: harness.ServeOptions{PackageDir: roomPackage(t), Expect: roomPackagePin,
+			Workspace: filepath.Join(base, "ws"), Transcript: filepath.Join(base, "transcript.jsonl"),
+			StageArgs: []string{stageMarker}},
+		Command: command, Relay: self, StateDir: stateDir(t), Timeout: 3 * time.Minute,
+		Stdout: &stdout, Stderr: &stderr,
+	}, &stdout, &stderr
+}
+
+// readTranscript reads the session's record through the strict reader.
+func readTranscript(t *testing.T, path string) *evidence.Object {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := harness.ReadTranscript(b)
+	if err != nil {
+		t.Fatalf("transcript: %v\n%s", err, b)
+	}
+	return doc
+}
+
+// loopback is the stand-in servers' address.
+var loopback = netip.MustParseAddr("127.0.0.1")
+
+func runSession(t *testing.T, o Options) *Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("Run: %v\nstderr:\n%s", err, o.Stderr)
+	}
+	return res
+}
