@@ -141,56 +141,45 @@ func (o *Options) sandboxConfig(args []string) sandbox.Config {
 	}
 }
 
-// Run starts the sealed room, then the agent in its sandbox with the
-// proxy and the relay listening in the sandbox's network namespace, waits
-// for the agent, ends the room and appends the agent line to the
-// transcript. A room that fails ends the agent.
+// Run checks the room (a preflight: the same sealed room on an empty
+// session, in a scratch directory), starts the agent in its sandbox with
+// the proxy and the relay listening in the sandbox's network namespace,
+// starts the room on the agent's first relay connection (the connection
+// itself is the room's stdin and stdout: no copy in between), waits for
+// the agent and the room, and appends the agent line to the transcript.
+// An agent that never connected gets a room session with no call, so
+// that the record exists either way.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
 	o.Stdout, o.Stderr = orDiscard(o.Stdout), orDiscard(o.Stderr)
-	res := &Result{Version: version(ctx, o)}
-
-	// The room's stdio are pipes (real descriptors: a room that ends on
-	// its own is seen at once, not when its stdin is next written).
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	actx, cancelAgent := context.WithCancel(ctx)
-	defer cancelAgent()
-	var relayMu sync.Mutex
-	var relayConn net.Conn
-	roomDone := make(chan error, 1)
-	go func() {
-		err := harness.Serve(ctx, o.Room, inR, outW, o.Stderr)
-		inR.Close()
-		outW.Close()
-		relayMu.Lock()
-		connected := relayConn != nil
-		relayMu.Unlock()
-		if err != nil && !connected {
-			// The room failed before the agent reached it (a refused
-			// package, no isolation): the agent has nothing to work with.
-			// Once connected, the room's end is the MCP session's end,
-			// whoever ended it, and the agent may still finish.
-			cancelAgent()
+	for _, p := range []string{o.Room.Workspace, o.Room.Transcript} {
+		// The room refuses these too, but only once the agent has
+		// started: an agent must not run for nothing.
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s exists (or cannot be checked: %v); the room creates it", ErrAgentOptions, p, err)
 		}
-		roomDone <- err
-	}()
+	}
+	if err := preflight(ctx, o); err != nil {
+		return nil, fmt.Errorf("the room: %w", err)
+	}
+	res := &Result{Version: version(ctx, o)}
 
 	proxy := &Proxy{Allow: o.Allow, Resolve: o.Resolve, Log: func(c Connection) {
 		fmt.Fprintf(o.Stderr, "cleanroom room agent: %s %s:%d out %d in %d %s\n", c.Outcome, c.Host, c.Port, c.BytesOut, c.BytesIn, c.Rule)
 	}}
 	var listeners []net.Listener
-	var pumps sync.WaitGroup
+	var mu sync.Mutex
+	var roomDone chan error // set on the first relay connection
+	startRoom := func(stdio *os.File) {
+		roomDone = make(chan error, 1)
+		go func() {
+			err := harness.Serve(ctx, o.Room, stdio, stdio, o.Stderr)
+			stdio.Close()
+			roomDone <- err
+		}()
+	}
 	cfg := o.sandboxConfig(o.command())
 	cfg.Vantage = func(listen sandbox.ListenFunc) error {
 		pl, err := listen("tcp", ProxyAddress)
@@ -210,53 +199,43 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				if err != nil {
 					return
 				}
-				relayMu.Lock()
+				mu.Lock()
 				res.RelayConnections++
-				first := relayConn == nil
+				first := roomDone == nil
+				var f *os.File
 				if first {
-					relayConn = c
+					f, err = c.(*net.UnixConn).File()
+					if err == nil {
+						startRoom(f)
+					}
 				}
-				relayMu.Unlock()
-				if !first {
-					// One room, one MCP session: a second connection
-					// (another client in the sandbox) gets nothing.
-					c.Close()
-					continue
-				}
-				pumps.Add(2)
-				go func() {
-					defer pumps.Done()
-					_, _ = io.Copy(inW, c)
-					// The agent closed its MCP connection: the room's
-					// stdin ends, and with it the session.
-					inW.Close()
-				}()
-				go func() {
-					defer pumps.Done()
-					_, _ = io.Copy(c, outR)
-					closeWrite(c)
-				}()
+				mu.Unlock()
+				// The room holds its own descriptor of a first connection;
+				// a later one (another client in the sandbox: one room, one
+				// MCP session) gets nothing.
+				c.Close()
 			}
 		}()
 		return nil
 	}
-	sres, execErr := sandbox.Exec(actx, cfg, sandbox.Stdio{Stdout: o.Stdout, Stderr: o.Stderr})
+	sres, execErr := sandbox.Exec(ctx, cfg, sandbox.Stdio{Stdout: o.Stdout, Stderr: o.Stderr})
 	res.Sandbox = sres
 	for _, l := range listeners {
 		l.Close()
 	}
 	proxy.Close()
-	// The agent is gone: the room's stdin ends (if the agent never
-	// connected, or left its connection open in a process now killed).
-	inW.Close()
-	roomErr := <-roomDone
-	relayMu.Lock()
-	if relayConn != nil {
-		relayConn.Close()
+	mu.Lock()
+	if roomDone == nil {
+		// The agent never reached the room: its session is recorded as
+		// one with no call (the room on an empty stdin).
+		roomDone = make(chan error, 1)
+		roomDone <- harness.Serve(ctx, o.Room, nil, io.Discard, o.Stderr)
 	}
-	relayMu.Unlock()
-	outR.Close()
-	pumps.Wait()
+	done := roomDone
+	mu.Unlock()
+	// Every process of the sandbox is gone, the relay with it: the room's
+	// stdin has ended, and the room ends its session.
+	roomErr := <-done
 	res.Connections, _ = proxy.Connections()
 	var ee *harness.ExitError
 	switch {
@@ -275,6 +254,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, fmt.Errorf("the agent's sandbox: %w", execErr)
 	}
 	return res, nil
+}
+
+// preflight runs the room as the session will, on an empty stdin, with a
+// workspace in a scratch directory that is removed afterwards: a package
+// the room refuses, or a machine that cannot seal it, is found before
+// the agent starts (and spends anything), by the room's own code.
+func preflight(ctx context.Context, o Options) error {
+	scratch, err := os.MkdirTemp("", "cleanroom-agent-preflight-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	pre := o.Room
+	pre.Workspace, pre.Transcript = filepath.Join(scratch, "ws"), ""
+	return harness.Serve(ctx, pre, nil, io.Discard, o.Stderr)
 }
 
 // command is what the sandbox runs: the agent command, after the HOME

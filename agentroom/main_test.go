@@ -40,6 +40,10 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		case os.Args[1] == "hostile":
 			os.Exit(hostileMain(os.Args[2:]))
+		case os.Args[1] == "bench-client":
+			os.Exit(benchClientMain(os.Args[2:]))
+		case os.Args[1] == "bench-serve":
+			os.Exit(benchServeMain(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())
@@ -85,7 +89,7 @@ func stateDir(tb testing.TB) string {
 
 // testOptions is a session on the room package with the test binary as
 // the relay and the room's stages.
-func testOptions(t *testing.T, command ...string) (Options, *bytes.Buffer, *bytes.Buffer) {
+func testOptions(t testing.TB, command ...string) (Options, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {

@@ -3,7 +3,10 @@ package agentroom
 import (
 	"fmt"
 	"io"
-	"net"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
 )
 
 // RelaySocket is the abstract unix socket, in the sandbox's network
@@ -27,19 +30,30 @@ var RelayArgs = []string{"room", "relay"}
 // Relay is the relay command run by the agent inside the sandbox as its
 // MCP server: it connects to RelaySocket and copies in to the room and
 // the room's answers to out, until the room closes its side. It reads and
-// writes bytes only; the room is what speaks (and gates) MCP.
+// writes bytes only; the room is what speaks (and gates) MCP. The socket
+// is used in blocking mode, each direction on its own thread: a
+// read_file's round trip crosses this process twice, and a wake-up
+// through the runtime's poller costs more than the copy.
 func Relay(in io.Reader, out io.Writer) error {
-	c, err := net.Dial("unix", RelaySocket)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("connecting to the room: %w", err)
 	}
+	// The abstract name: a leading NUL in the kernel's address.
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: RelaySocket}); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("connecting to the room: %w", err)
+	}
+	c := os.NewFile(uintptr(fd), "room")
 	defer c.Close()
 	go func() {
+		runtime.LockOSThread()
 		_, _ = io.Copy(c, in)
 		// The agent closed the server's stdin: the room's stdin ends too,
 		// and it ends the session.
-		closeWrite(c)
+		_ = unix.Shutdown(fd, unix.SHUT_WR)
 	}()
+	runtime.LockOSThread()
 	if _, err := io.Copy(out, c); err != nil {
 		return fmt.Errorf("relaying the room's answers: %w", err)
 	}
