@@ -100,6 +100,9 @@ type Proxy struct {
 	DialTimeout time.Duration
 	// Log, if set, is called with each connection as it ends.
 	Log func(Connection)
+	// lookup resolves a name (net.DefaultResolver's LookupNetIP if nil;
+	// the tests watch it).
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 
 	mu      sync.Mutex
 	conns   []Connection
@@ -281,7 +284,13 @@ func (p *Proxy) dial(t HostPort) (net.Conn, string, pkgwalk.Rule, error) {
 	} else if a, err := netip.ParseAddr(t.Host); err == nil {
 		addrs = []netip.Addr{a}
 	} else {
-		found, err := net.DefaultResolver.LookupNetIP(ctx, "ip", t.Host)
+		lookup := p.lookup
+		if lookup == nil {
+			lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+				return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+			}
+		}
+		found, err := lookup(ctx, t.Host)
 		if err != nil {
 			return nil, "", ErrUnreachable, fmt.Errorf("lookup %s: %w", t.Host, err)
 		}

@@ -1,0 +1,84 @@
+package agentroom
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/harness"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"github.com/cleanroom-dev/cleanroom/sandbox"
+)
+
+func TestOptionsRefused(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(o *Options)
+	}{
+		{"no command", func(o *Options) { o.Command = nil }},
+		{"no transcript", func(o *Options) { o.Room.Transcript = "" }},
+		{"relative relay", func(o *Options) { o.Relay = "cleanroom" }},
+		{"bind over the relay", func(o *Options) { o.Binds = []sandbox.Bind{{Source: "/usr", Destination: "/opt/cleanroom/x"}} }},
+		{"proxy variable", func(o *Options) { o.Env = []string{"https_proxy=http://elsewhere:1"} }},
+		{"HOME", func(o *Options) { o.Env = []string{"HOME=/root"} }},
+		{"existing workspace", func(o *Options) { o.Room.Workspace = t.TempDir() }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o, _, _ := testOptions(t, "/bin/true")
+			c.change(&o)
+			res, err := Run(context.Background(), o)
+			if !errors.Is(err, ErrAgentOptions) || res != nil {
+				t.Errorf("Run: %v, %v; want ErrAgentOptions", res, err)
+			}
+			if _, err := os.Stat(o.Room.Transcript); o.Room.Transcript != "" && !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a refused session left a transcript")
+			}
+		})
+	}
+}
+
+// TestRefusedPackage: the preflight finds a package the room refuses
+// before the agent runs; nothing is created.
+func TestRefusedPackage(t *testing.T) {
+	needAgentRoom(t)
+	o, _, stderr := testOptions(t, "/bin/sh", "-c", "exit 0")
+	o.Room.Expect = "bpkg-" + "0000000000000000000000000000000000000000000000000000000000000000"
+	res, err := Run(context.Background(), o)
+	var ee *harness.ExitError
+	if !errors.As(err, &ee) || ee.Code != 1 || res != nil {
+		t.Fatalf("Run: %+v, %v; want the room's refusal (exit 1) before the agent\n%s", res, err, stderr)
+	}
+	if !strings.Contains(stderr.String(), string(pkgwalk.ErrNotPinned)) {
+		t.Errorf("stderr does not name %q: %s", pkgwalk.ErrNotPinned, stderr)
+	}
+	for _, p := range []string{o.Room.Workspace, o.Room.Transcript} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists after a refused session", p)
+		}
+	}
+}
+
+// TestAgentNeverConnects: an agent that never reaches the room still
+// leaves a record — a session with no call, and the agent line.
+func TestAgentNeverConnects(t *testing.T) {
+	needAgentRoom(t)
+	o, _, _ := testOptions(t, "/bin/sh", "-c", "exit 3")
+	res := runSession(t, o)
+	if res.Sandbox.ExitCode != 3 || res.RelayConnections != 0 {
+		t.Errorf("sandbox %+v, relay connections %d", res.Sandbox, res.RelayConnections)
+	}
+	doc := readTranscript(t, o.Room.Transcript)
+	access, _ := doc.Get("access")
+	agent, ok := doc.Get("agent")
+	if c, _ := doc.Get("complete"); c != true || len(access.([]any)) != 0 || !ok {
+		t.Fatalf("transcript complete %v, access %v, agent line %v", c, access, ok)
+	}
+	sb, _ := agent.(*evidence.Object).Get("sandbox")
+	if code, _ := sb.(*evidence.Object).Get("exit_code"); code != float64(3) {
+		t.Errorf("agent line's exit code %v, want 3", code)
+	}
+}

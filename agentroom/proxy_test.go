@@ -1,0 +1,162 @@
+package agentroom
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestParseHostPort(t *testing.T) {
+	cases := []struct {
+		in   string
+		want HostPort
+		ok   bool
+	}{
+		{"api.example.com:443", HostPort{"api.example.com", 443}, true},
+		{"API.Example.COM:443", HostPort{"api.example.com", 443}, true},
+		{"[2001:db8::1]:8443", HostPort{"2001:db8::1", 8443}, true},
+		{"10.0.0.1:80", HostPort{"10.0.0.1", 80}, true},
+		{"api.example.com", HostPort{}, false},       // no port
+		{"api.example.com:0", HostPort{}, false},     // port 0
+		{"api.example.com:65536", HostPort{}, false}, // out of range
+		{"api.example.com.:443", HostPort{}, false},  // a second spelling of one name
+		{"*.example.com:443", HostPort{}, false},     // a wildcard is many hosts
+		{":443", HostPort{}, false},
+		{"user@host:443", HostPort{}, false},
+		{"host/path:443", HostPort{}, false},
+	}
+	for _, c := range cases {
+		got, err := ParseHostPort(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseHostPort(%q) = %+v, %v; want %+v, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+// TestProxyRefusals drives the proxy on the host's loopback (no sandbox):
+// each refusal is answered with its status and recorded with its rule,
+// and a name off the allowlist is never looked up.
+func TestProxyRefusals(t *testing.T) {
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				fmt.Fprintf(c, "echo %s", line)
+			}()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(up.Addr().String())
+	var mu sync.Mutex
+	var looked []string
+	p := &Proxy{
+		Allow:   []HostPort{{"mapped.test", mustPort(t, port)}, {"public.test", mustPort(t, port)}, {"loop.test", mustPort(t, port)}},
+		Resolve: map[string]netip.Addr{"mapped.test": loopback},
+		lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
+			mu.Lock()
+			looked = append(looked, host)
+			mu.Unlock()
+			switch host {
+			case "loop.test":
+				// DNS rebinding onto the host's own services.
+				return []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1"), netip.MustParseAddr("169.254.169.254")}, nil
+			}
+			return nil, fmt.Errorf("no such host %s", host)
+		},
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(l)
+	send := func(raw string) (int, string) {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, raw)
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		if resp.StatusCode != 200 {
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		io.WriteString(c, "ping\n")
+		b, _ := io.ReadAll(br)
+		return 200, string(b)
+	}
+	connect := func(target string) string { return "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n" }
+	cases := []struct {
+		name, raw string
+		status    int
+		rule      string
+	}{
+		{"allowed, mapped", connect("mapped.test:" + port), 200, ""},
+		{"allowed, mapped, case folded", connect("MAPPED.test:" + port), 200, ""},
+		{"other host", connect("other.test:" + port), 403, string(ErrNotAllowed)},
+		{"other port", connect("mapped.test:1"), 403, string(ErrNotAllowed)},
+		{"literal loopback", connect(up.Addr().String()), 403, string(ErrNotAllowed)},
+		{"resolves to loopback", connect("loop.test:" + port), 502, string(ErrAddressRefused)},
+		{"lookup fails", connect("public.test:" + port), 502, string(ErrUnreachable)},
+		{"plain HTTP", "GET http://mapped.test:" + port + "/ HTTP/1.1\r\nHost: mapped.test\r\n\r\n", 405, string(ErrNotConnect)},
+		{"not HTTP", "\x16\x03\x01garbage\r\n\r\n", 400, string(ErrBadRequest)},
+		{"no port", connect("mapped.test"), 400, string(ErrBadRequest)},
+	}
+	for _, c := range cases {
+		status, body := send(c.raw)
+		if status != c.status || (c.rule != "" && !strings.Contains(body, c.rule)) || (status == 200 && body != "echo ping\n") {
+			t.Errorf("%s: %d %q; want %d naming %q", c.name, status, body, c.status, c.rule)
+		}
+	}
+	l.Close()
+	p.Close()
+	conns, dropped := p.Connections()
+	if len(conns) != len(cases) || dropped != 0 {
+		t.Fatalf("%d connections recorded (%d dropped), want %d", len(conns), dropped, len(cases))
+	}
+	proxied := 0
+	for _, c := range conns {
+		if c.Outcome == "proxied" {
+			proxied++
+			// "ping\n" out, "echo ping\n" in.
+			if c.BytesOut != 5 || c.BytesIn != 10 || c.Address != up.Addr().String() || c.Host != "mapped.test" {
+				t.Errorf("proxied %+v", c)
+			}
+		}
+	}
+	if proxied != 2 {
+		t.Errorf("%d proxied, want 2", proxied)
+	}
+	// Only allowlisted names without a mapping were ever looked up.
+	if want := []string{"loop.test", "public.test"}; fmt.Sprint(looked) != fmt.Sprint(want) {
+		t.Errorf("looked up %v, want %v", looked, want)
+	}
+}
+
+func mustPort(t *testing.T, s string) uint16 {
+	hp, err := ParseHostPort("x:" + s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hp.Port
+}
