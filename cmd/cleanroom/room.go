@@ -389,7 +389,7 @@ func newRoomTranscriptCmd() *cobra.Command {
 		Long: `Read a transcript written by "room serve --transcript" (JSON Lines: start line,
 one line per tool call, end line; from "room drive", turn and retry lines
 while it runs and its drive line at the end; a resumed session's start and
-resume lines)
+resume lines; from "room agent", its agent line at the end)
 through the strict reader, check that its summaries agree with its calls, and
 print the TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document (TRVM-FORMATS §11.1). The text
 output is a summary; --json prints the whole document.`,
@@ -410,6 +410,21 @@ output is a summary; --json prints the whole document.`,
 					get("type"), get("blind_package_id"), get("seal_digest"), get("served_file_count"), count("files_read"),
 					count("refused_reads"), count("files_written"), count("access"), get("model"), get("turns"), get("stop"), get("complete"),
 					count("retries"), count("resumptions"))
+				if a, ok := get("agent").(*evidence.Object); ok {
+					// room agent's line: what ran and where it connected.
+					av := func(k string) any { v, _ := a.Get(k); return v }
+					conns, _ := av("connections").([]any)
+					refused := 0
+					for _, c := range conns {
+						if o, ok := c.(*evidence.Object); ok {
+							if oc, _ := o.Get("outcome"); oc == "refused" {
+								refused++
+							}
+						}
+					}
+					fmt.Fprintf(w, "agent %v, version %q, connections %d (refused %d), relay connections %v\n",
+						av("command"), av("version"), len(conns), refused, av("relay_connections"))
+				}
 			})
 		},
 	}
