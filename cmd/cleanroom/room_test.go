@@ -314,3 +314,76 @@ func TestRoomStageBinary(t *testing.T) {
 		t.Errorf("served by %s, want the command's own binary %s", exe, otherBin)
 	}
 }
+
+// TestRoomAgentCLI: room agent's usage errors (exit 2, naming the flag)
+// and a session whose agent exits non-zero (exit 1, the record written).
+func TestRoomAgentCLI(t *testing.T) {
+	bin := roomBinary(t)
+	pkg, _ := filepath.Abs(filepath.Join("..", "..", "harness", "testdata", "room-package"))
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(bin, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), stderr.String()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, stderr.String()
+	}
+	base := t.TempDir()
+	room := []string{"room", "agent", "--package", pkg, "--expect", roomPackagePin, "--workspace", filepath.Join(base, "ws")}
+	withT := append(append([]string{}, room...), "--transcript", filepath.Join(base, "t.jsonl"))
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no transcript", append(append([]string{}, room...), "--", "/bin/true"), "--transcript is required"},
+		{"no command", withT, "requires at least 1 arg"},
+		{"allow-host without port", append(append([]string{}, withT...), "--allow-host", "api.example.com", "--", "/bin/true"), "--allow-host"},
+		{"allow-host wildcard", append(append([]string{}, withT...), "--allow-host", "*.example.com:443", "--", "/bin/true"), "--allow-host"},
+		{"env not set", append(append([]string{}, withT...), "--env", "CLEANROOM_TEST_UNSET_VARIABLE", "--", "/bin/true"), "--env CLEANROOM_TEST_UNSET_VARIABLE"},
+		{"resolve without address", append(append([]string{}, withT...), "--resolve", "model.test=not-an-ip", "--", "/bin/true"), "--resolve"},
+		{"bind without destination", append(append([]string{}, withT...), "--bind-ro", "/usr", "--", "/bin/true"), "--bind-ro"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stderr := run(c.args...)
+			if code != 2 || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming %q", code, stderr, c.want)
+			}
+		})
+	}
+	t.Run("agent exits 4", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("room agent needs root")
+		}
+		if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
+			t.Skipf("cannot create mount+network namespaces here: %v", err)
+		}
+		code, stderr := run(append(append([]string{}, withT...), "--", "/bin/sh", "-c", "exit 4")...)
+		if code != 1 || !strings.Contains(stderr, "status 4") {
+			t.Fatalf("exit %d, stderr %q; want 1 naming the agent's status 4", code, stderr)
+		}
+		b, err := os.ReadFile(filepath.Join(base, "t.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := harness.ReadTranscript(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := doc.Get("agent"); !ok {
+			t.Errorf("no agent line in %s", b)
+		}
+		// The workspace and transcript exist now: a second session is
+		// refused before anything runs.
+		if code, stderr := run(append(append([]string{}, withT...), "--", "/bin/true")...); code != 2 || !strings.Contains(stderr, "exists") {
+			t.Errorf("second session: exit %d, stderr %q; want 2 naming the existing path", code, stderr)
+		}
+	})
+}
