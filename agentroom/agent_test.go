@@ -81,4 +81,21 @@ func TestAgentNeverConnects(t *testing.T) {
 	if code, _ := sb.(*evidence.Object).Get("exit_code"); code != float64(3) {
 		t.Errorf("agent line's exit code %v, want 3", code)
 	}
+	// The strict reader takes one agent line, after the end line, and no
+	// drive line beside it.
+	b, err := os.ReadFile(o.Room.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	agentLine := lines[len(lines)-2]
+	for name, tampered := range map[string]string{
+		"second agent line":     string(b) + agentLine,
+		"drive after the agent": string(b) + `{"event":"drive"}` + "\n",
+		"agent before the end":  strings.Join(lines[:len(lines)-3], "") + agentLine + lines[len(lines)-3],
+	} {
+		if _, err := harness.ReadTranscript([]byte(tampered)); !errors.Is(err, harness.ErrTranscript) {
+			t.Errorf("%s: ReadTranscript = %v, want %v", name, err, harness.ErrTranscript)
+		}
+	}
 }

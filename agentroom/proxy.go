@@ -59,8 +59,11 @@ func ParseHostPort(s string) (HostPort, error) {
 	}
 	h = strings.ToLower(h)
 	// A name is matched as written: a trailing dot or a wildcard would
-	// make two spellings of one entry, or one entry of many hosts.
-	if h == "" || strings.HasSuffix(h, ".") || strings.ContainsAny(h, "*/ \t%@") {
+	// make two spellings of one entry, or one entry of many hosts. Only a
+	// DNS name's or an address's characters, at most 253 of them: the
+	// name is recorded for every connection, and an agent must not grow
+	// the record with its own bytes.
+	if h == "" || len(h) > 253 || strings.HasSuffix(h, ".") || strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789.-_:") != "" {
 		return HostPort{}, fmt.Errorf("%q: host %q: want a plain host name or address", s, h)
 	}
 	return HostPort{Host: h, Port: uint16(port)}, nil
@@ -81,9 +84,22 @@ type Connection struct {
 	BytesIn  int64     `json:"bytes_in"`  // upstream → agent
 }
 
-// maxLogged bounds the connections kept for the transcript (one line;
-// each entry about 200 bytes encoded); past it only the count grows.
-const maxLogged = 10000
+// maxLogged bounds the connections kept for the transcript (one line,
+// under the strict reader's 8 MiB: an entry is at most about 1,000 bytes
+// encoded, a host name of 253 and a rule of maxRule); past it only the
+// count grows.
+const maxLogged = 4000
+
+// maxRule bounds a recorded refusal's text (a dial error names every
+// address tried).
+const maxRule = 512
+
+// maxActive bounds the connections open at once: each holds a descriptor
+// and a goroutine of this process, and the agent must not exhaust them.
+const maxActive = 256
+
+// ErrTooMany: the agent has maxActive connections open already.
+const ErrTooMany pkgwalk.Rule = "too many connections open"
 
 // Proxy is an HTTP CONNECT proxy that dials only allowlisted host names
 // and ports, resolved on the host. It serves the listeners Serve is given
@@ -105,6 +121,7 @@ type Proxy struct {
 	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 
 	mu      sync.Mutex
+	open    int
 	conns   []Connection
 	dropped int
 	wg      sync.WaitGroup
@@ -120,9 +137,22 @@ func (p *Proxy) Serve(l net.Listener) {
 		if err != nil {
 			return
 		}
+		p.mu.Lock()
+		full := p.open >= maxActive
+		if !full {
+			p.open++
+		}
+		p.mu.Unlock()
+		if full {
+			// Refused without reading: closing is the whole answer.
+			p.record(Connection{Start: time.Now().UTC(), Outcome: "refused", Rule: string(ErrTooMany)})
+			c.Close()
+			continue
+		}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
+			defer func() { p.mu.Lock(); p.open--; p.mu.Unlock() }()
 			p.handle(c)
 		}()
 	}
@@ -177,6 +207,13 @@ func (p *Proxy) handle(c net.Conn) {
 		if detail != "" {
 			rec.Rule += ": " + detail
 		}
+		if len(rec.Rule) > maxRule {
+			rec.Rule = rec.Rule[:maxRule]
+		}
+		rec.Rule = strings.ToValidUTF8(rec.Rule, "\uFFFD")
+		if len(rec.Rule) > maxRule {
+			rec.Rule = rec.Rule[:maxRule]
+		}
 		fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\ncleanroom proxy: %s\n", status, http.StatusText(status), rec.Rule)
 		p.record(rec)
 	}
@@ -191,7 +228,7 @@ func (p *Proxy) handle(c net.Conn) {
 	if req.Method != http.MethodConnect {
 		if req.URL != nil {
 			// Recorded as the agent named it (absolute form).
-			rec.Host = strings.ToValidUTF8(req.URL.Hostname(), "\uFFFD")
+			rec.Host = clip(req.URL.Hostname())
 			rec.Port, _ = strconv.Atoi(req.URL.Port())
 			if rec.Port == 0 && req.URL.Scheme == "http" {
 				rec.Port = 80
@@ -202,11 +239,7 @@ func (p *Proxy) handle(c net.Conn) {
 	}
 	target, err := ParseHostPort(req.RequestURI)
 	if err != nil {
-		rec.Host = req.RequestURI
-		if len(rec.Host) > 256 {
-			rec.Host = rec.Host[:256]
-		}
-		rec.Host = strings.ToValidUTF8(rec.Host, "\uFFFD")
+		rec.Host = clip(req.RequestURI)
 		refuse(http.StatusBadRequest, ErrBadRequest, "target")
 		return
 	}
@@ -244,6 +277,15 @@ func (p *Proxy) handle(c net.Conn) {
 	<-done
 	rec.BytesOut, rec.BytesIn = atomic.LoadInt64(&out), atomic.LoadInt64(&in)
 	p.record(rec)
+}
+
+// clip bounds a string the agent wrote (a malformed target, a URL's
+// host) before it is recorded: 128 bytes, valid UTF-8.
+func clip(s string) string {
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // bufferedOf returns what br has read beyond the request head.

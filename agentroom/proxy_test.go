@@ -31,6 +31,10 @@ func TestParseHostPort(t *testing.T) {
 		{":443", HostPort{}, false},
 		{"user@host:443", HostPort{}, false},
 		{"host/path:443", HostPort{}, false},
+		{"h\u00e9:443", HostPort{}, false}, // outside a DNS name's characters
+		{"h\n:443", HostPort{}, false},
+		{strings.Repeat("a", 254) + ":443", HostPort{}, false}, // longer than a DNS name
+		{strings.Repeat("a", 253) + ":443", HostPort{strings.Repeat("a", 253), 443}, true},
 	}
 	for _, c := range cases {
 		got, err := ParseHostPort(c.in)
@@ -159,4 +163,45 @@ func mustPort(t *testing.T, s string) uint16 {
 		t.Fatal(err)
 	}
 	return hp.Port
+}
+
+// TestProxyTooMany: past maxActive open connections, the next one is
+// closed unread and recorded as ErrTooMany.
+func TestProxyTooMany(t *testing.T) {
+	p := &Proxy{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(l)
+	var open []net.Conn
+	defer func() {
+		for _, c := range open {
+			c.Close()
+		}
+		l.Close()
+		p.Close()
+	}()
+	for range maxActive {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, c)
+	}
+	// The proxy accepts in order and none of those has sent its head:
+	// the next one is over the limit.
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, err := io.ReadAll(c)
+	if len(b) != 0 || err != nil {
+		t.Errorf("connection over the limit: read %q, %v; want closed unread", b, err)
+	}
+	conns, _ := p.Connections()
+	if len(conns) != 1 || conns[0].Rule != string(ErrTooMany) {
+		t.Errorf("recorded %+v, want one %q", conns, ErrTooMany)
+	}
 }

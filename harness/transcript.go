@@ -26,8 +26,9 @@ const TranscriptType = "TRVM-CLEAN-ROOM-TRANSCRIPT-v1"
 // refused_reads, files_written). The relay (room drive) appends "turn" and
 // "retry" lines while the session runs and a "drive" line with the model,
 // usage, turns and stop reason at its end; a resumed session adds a second
-// start line and the relay's "resume" line (relayRecord). Each line is
-// RFC 8785 JSON.
+// start line and the relay's "resume" line (relayRecord). room agent
+// appends an "agent" line instead (the command, its version, every proxied
+// connection). Each line is RFC 8785 JSON.
 type Transcript struct {
 	mu      sync.Mutex
 	f       *os.File
@@ -292,8 +293,9 @@ const MaxTranscriptBytes = 256 << 20
 // are null when no relay line was written (an external MCP client);
 // view_mountinfo (the kernel's line for the sealed view) and complete
 // (whether the room wrote its end line) go beyond the reference's fields,
-// as do retries (the relay's retry lines) and resumptions (its resume
-// lines).
+// as do retries (the relay's retry lines), resumptions (its resume
+// lines) and agent, the line room agent appends (package agentroom),
+// present only in such a session's record and always its last.
 //
 // A transcript is one session or more: a session resumed (room drive
 // --resume) appends a second start line (resumed: true), at once followed

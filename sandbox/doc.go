@@ -43,8 +43,12 @@
 // the probe proves: a TCP connection to the sealed address from inside
 // that namespace failed at the transport layer. Neither says anything
 // about AF_UNIX sockets reachable through bind mounts (none are bound: the
-// root holds only /usr, /lib*, /bin, /sbin, a generated /etc and the
-// workspace), nor about the host's own integrity.
+// root holds only /usr, /lib*, /bin, /sbin, a generated /etc, the
+// workspace and Config.Binds, read-only under /opt), nor about the
+// listeners a caller opens in the namespace through Config.Vantage after
+// the check (room agent's proxy on lo and its abstract relay socket: no
+// link, no route, only sockets whose other ends the caller owns), nor
+// about the host's own integrity.
 //
 // Descriptors: libcontainer marks every descriptor of the harness ≥ 3
 // close-on-exec before starting the container (CVE-2024-21626) and closes
