@@ -136,25 +136,12 @@ func BenchmarkRelayReadFile(b *testing.B) {
 func BenchmarkProxyThroughput(b *testing.B) {
 	const size = 10 << 20
 	payload := make([]byte, size)
-	up, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer up.Close()
-	go func() {
-		for {
-			c, err := up.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				// One request line, then the whole payload.
-				_, _ = bufio.NewReader(c).ReadString('\n')
-				_, _ = c.Write(payload)
-			}()
-		}
-	}()
+	up := serveLoopback(b, func(c net.Conn) {
+		defer c.Close()
+		// One request line, then the whole payload.
+		_, _ = bufio.NewReader(c).ReadString('\n')
+		_, _ = c.Write(payload)
+	})
 	_, port, _ := net.SplitHostPort(up.Addr().String())
 	target, err := ParseHostPort("upstream.cleanroom.test:" + port)
 	if err != nil {
@@ -184,7 +171,7 @@ func BenchmarkProxyThroughput(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			fetch(b, c, bufio.NewReader(c))
+			fetch(b, c, bufio.NewReaderSize(c, 64<<10))
 		}
 	})
 	b.Run("proxy", func(b *testing.B) {

@@ -220,21 +220,10 @@ func TestHostileAgent(t *testing.T) {
 	}))
 	defer model.Close()
 	var sealedHits atomic.Int64
-	sealed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sealed.Close()
-	go func() {
-		for {
-			c, err := sealed.Accept()
-			if err != nil {
-				return
-			}
-			sealedHits.Add(1)
-			c.Close()
-		}
-	}()
+	sealed := serveLoopback(t, func(c net.Conn) {
+		sealedHits.Add(1)
+		c.Close()
+	})
 	_, modelPort, _ := net.SplitHostPort(model.Listener.Addr().String())
 	_, sealedPort, _ := net.SplitHostPort(sealed.Addr().String())
 	secretDir := t.TempDir()

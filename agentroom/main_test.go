@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -121,6 +122,27 @@ func readTranscript(t *testing.T, path string) *evidence.Object {
 		t.Fatalf("transcript: %v\n%s", err, b)
 	}
 	return doc
+}
+
+// serveLoopback runs a TCP server on the host's loopback that hands each
+// connection to serve (which closes it) until the test ends.
+func serveLoopback(tb testing.TB, serve func(net.Conn)) net.Listener {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c)
+		}
+	}()
+	return l
 }
 
 // loopback is the stand-in servers' address.

@@ -48,24 +48,11 @@ func TestParseHostPort(t *testing.T) {
 // each refusal is answered with its status and recorded with its rule,
 // and a name off the allowlist is never looked up.
 func TestProxyRefusals(t *testing.T) {
-	up, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	go func() {
-		for {
-			c, err := up.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				line, _ := bufio.NewReader(c).ReadString('\n')
-				fmt.Fprintf(c, "echo %s", line)
-			}()
-		}
-	}()
+	up := serveLoopback(t, func(c net.Conn) {
+		defer c.Close()
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		fmt.Fprintf(c, "echo %s", line)
+	})
 	_, port, _ := net.SplitHostPort(up.Addr().String())
 	var mu sync.Mutex
 	var looked []string
