@@ -1,0 +1,86 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBindsRefused: a bind outside /opt (over what the isolation relies
+// on), through a symlink, or twice to one place is refused before anything
+// runs.
+func TestBindsRefused(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink("/usr", link); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]Bind{
+		"over /usr":       {{Source: dir, Destination: "/usr"}},
+		"over /etc":       {{Source: dir, Destination: "/etc/x"}},
+		"/opt itself":     {{Source: dir, Destination: "/opt"}},
+		"dot-dot":         {{Source: dir, Destination: "/opt/../etc"}},
+		"relative source": {{Source: "usr", Destination: "/opt/usr"}},
+		"symlink source":  {{Source: link, Destination: "/opt/usr"}},
+		"twice":           {{Source: dir, Destination: "/opt/a"}, {Source: dir, Destination: "/opt/a"}},
+	}
+	for name, binds := range cases {
+		_, err := Exec(context.Background(), Config{Args: []string{"/bin/true"}, Binds: binds}, Stdio{})
+		if !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want %v", name, err, ErrConfig)
+		}
+	}
+}
+
+// TestBindsAndVantage: a bound file is readable and read-only in the
+// container, and a listener opened through Vantage is in the checked
+// namespace: the command reaches it on its loopback, the host's
+// namespace does not have it.
+func TestBindsAndVantage(t *testing.T) {
+	needSandbox(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tool"), []byte("tool-bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var l net.Listener
+	got := make(chan string, 1)
+	cfg := Config{
+		Binds: []Bind{{Source: dir, Destination: "/opt/tools"}},
+		Vantage: func(listen ListenFunc) (err error) {
+			if l, err = listen("tcp", "127.0.0.1:7777"); err != nil {
+				return err
+			}
+			go func() {
+				c, err := l.Accept()
+				if err != nil {
+					got <- err.Error()
+					return
+				}
+				b := make([]byte, 5)
+				n, _ := c.Read(b)
+				got <- string(b[:n])
+				c.Close()
+			}()
+			return nil
+		},
+	}
+	res, out, stderr := runIn(t, cfg, `cat /opt/tools/tool; echo
+{ echo x > /opt/tools/tool; } 2>/dev/null && echo WRITABLE
+bash -c 'exec 3<>/dev/tcp/127.0.0.1/7777 && printf hello >&3'`)
+	defer l.Close()
+	if res.ExitCode != 0 || !strings.HasPrefix(out, "tool-bytes\n") || strings.Contains(out, "WRITABLE") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", res.ExitCode, out, stderr)
+	}
+	if g := <-got; g != "hello" {
+		t.Errorf("listener in the candidate's namespace got %q", g)
+	}
+	// The host's namespace has no such listener.
+	if c, err := net.Dial("tcp", "127.0.0.1:7777"); err == nil {
+		c.Close()
+		t.Errorf("the Vantage listener is reachable from the host's namespace")
+	}
+}
