@@ -172,10 +172,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var listeners []net.Listener
 	var mu sync.Mutex
 	var roomDone chan error // set on the first relay connection
+	// The room is not cancelled with ctx: it ends when the agent's sandbox
+	// has ended (its stdin, the relay's socket, is closed with it) and
+	// writes its end line; a SIGINT or SIGTERM is passed on to it by Serve.
+	roomCtx := context.WithoutCancel(ctx)
 	startRoom := func(stdio *os.File) {
 		roomDone = make(chan error, 1)
 		go func() {
-			err := harness.Serve(ctx, o.Room, stdio, stdio, o.Stderr)
+			err := harness.Serve(roomCtx, o.Room, stdio, stdio, o.Stderr)
 			stdio.Close()
 			roomDone <- err
 		}()
@@ -229,7 +233,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// The agent never reached the room: its session is recorded as
 		// one with no call (the room on an empty stdin).
 		roomDone = make(chan error, 1)
-		roomDone <- harness.Serve(ctx, o.Room, nil, io.Discard, o.Stderr)
+		roomDone <- harness.Serve(roomCtx, o.Room, nil, io.Discard, o.Stderr)
 	}
 	done := roomDone
 	mu.Unlock()

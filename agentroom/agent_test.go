@@ -3,10 +3,15 @@ package agentroom
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/cleanroom-dev/cleanroom/bench/mcpclient"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
@@ -97,5 +102,68 @@ func TestAgentNeverConnects(t *testing.T) {
 		if _, err := harness.ReadTranscript([]byte(tampered)); !errors.Is(err, harness.ErrTranscript) {
 			t.Errorf("%s: ReadTranscript = %v, want %v", name, err, harness.ErrTranscript)
 		}
+	}
+}
+
+// listAndWaitMain is an agent that reads a file through the relay and
+// then waits, its MCP session open, to be killed (an agent still thinking).
+func listAndWaitMain() int {
+	c, err := mcpclient.Start(exec.Command(RelayPath, RelayArgs...))
+	if err == nil {
+		err = c.Initialize(context.Background())
+	}
+	if err == nil {
+		_, err = c.CallTool(context.Background(), "read_file", map[string]any{"path": benchFile})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("read")
+	time.Sleep(time.Hour)
+	return 0
+}
+
+// signalWriter closes seen once a write holds want.
+type signalWriter struct {
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+// TestAgentInterrupted: cancelling a session (room agent's SIGINT) kills
+// the agent; the room's record is whole and the agent line appended.
+func TestAgentInterrupted(t *testing.T) {
+	needAgentRoom(t)
+	o, _, stderr := testOptions(t, RelayPath, "list-and-wait")
+	seen := &signalWriter{want: "read", seen: make(chan struct{})}
+	o.Stdout = seen
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-seen.seen:
+		case <-time.After(2 * time.Minute):
+		}
+		cancel()
+	}()
+	res, err := Run(ctx, o)
+	if !errors.Is(err, context.Canceled) || res == nil || res.Sandbox == nil || res.Sandbox.Status != sandbox.StatusSignaled {
+		t.Fatalf("Run: %+v, %v; want the agent killed and context.Canceled\n%s", res, err, stderr)
+	}
+	doc := readTranscript(t, o.Room.Transcript)
+	access, _ := doc.Get("access")
+	if c, _ := doc.Get("complete"); c != true || len(access.([]any)) != 1 {
+		t.Errorf("transcript complete %v, access %v; want complete with the one read_file", c, access)
+	}
+	if _, ok := doc.Get("agent"); !ok {
+		t.Errorf("no agent line")
 	}
 }

@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		case os.Args[1] == "hostile":
 			os.Exit(hostileMain(os.Args[2:]))
+		case os.Args[1] == "list-and-wait":
+			os.Exit(listAndWaitMain())
 		case os.Args[1] == "bench-client":
 			os.Exit(benchClientMain(os.Args[2:]))
 		case os.Args[1] == "bench-serve":
