@@ -239,6 +239,8 @@ func TestGeminiCLI(t *testing.T) {
 	o.Home = home
 	o.Env = []string{"GEMINI_API_KEY=stand-in-key", "GOOGLE_GEMINI_BASE_URL=https://" + name + ":" + port,
 		"NODE_EXTRA_CA_CERTS=/opt/testca/ca.pem"}
+	readableByCandidate(t, caDir)
+	readableByCandidate(t, filepath.Join(home, ".gemini"))
 	res := runSession(t, o)
 	defer func() {
 		if t.Failed() {

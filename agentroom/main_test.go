@@ -82,12 +82,31 @@ func needAgentRoom(t testing.TB) {
 func stateDir(tb testing.TB) string {
 	tb.Helper()
 	state := filepath.Join(tb.TempDir(), "state")
+	// The candidate's init (an unprivileged uid) passes through the state
+	// root's parents: t.TempDir makes them 0700.
+	readableByCandidate(tb, filepath.Dir(state))
 	tb.Cleanup(func() {
 		// EINVAL: nothing is mounted there.
 		for unix.Unmount(state, unix.MNT_DETACH) == nil {
 		}
 	})
 	return state
+}
+
+// readableByCandidate makes dir and its parents up to the system's
+// temporary directory readable and searchable by others (the candidate
+// runs as an unprivileged uid; t.TempDir makes them 0700).
+func readableByCandidate(tb testing.TB, dir string) {
+	tb.Helper()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.Chmod(p, fi.Mode().Perm()|0o055); err != nil {
+			tb.Fatal(err)
+		}
+	}
 }
 
 // testOptions is a session on the room package with the test binary as
