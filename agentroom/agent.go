@@ -153,7 +153,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	o.Stdout, o.Stderr = orDiscard(o.Stdout), orDiscard(o.Stderr)
+	// The agent's stderr, the room's diagnostics and the proxy's lines
+	// are written from several goroutines: one writer, one at a time.
+	o.Stdout, o.Stderr = orDiscard(o.Stdout), &lockedWriter{w: orDiscard(o.Stderr)}
 	for _, p := range []string{o.Room.Workspace, o.Room.Transcript} {
 		// The room refuses these too, but only once the agent has
 		// started: an agent must not run for nothing.
@@ -170,6 +172,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		fmt.Fprintf(o.Stderr, "cleanroom room agent: %s %s:%d out %d in %d %s\n", c.Outcome, c.Host, c.Port, c.BytesOut, c.BytesIn, c.Rule)
 	}}
 	var listeners []net.Listener
+	var serving sync.WaitGroup // the accept loops
 	var mu sync.Mutex
 	var roomDone chan error // set on the first relay connection
 	// The room is not cancelled with ctx: it ends when the agent's sandbox
@@ -196,8 +199,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return fmt.Errorf("relay listener: %w", err)
 		}
 		listeners = append(listeners, rl)
-		go proxy.Serve(pl)
+		serving.Add(2)
+		go func() { defer serving.Done(); proxy.Serve(pl) }()
 		go func() {
+			defer serving.Done()
 			for {
 				c, err := rl.Accept()
 				if err != nil {
@@ -227,6 +232,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for _, l := range listeners {
 		l.Close()
 	}
+	// No connection is accepted after this: the counts are final.
+	serving.Wait()
 	proxy.Close()
 	mu.Lock()
 	if roomDone == nil {
@@ -374,6 +381,18 @@ func (o *Options) agentLine(res *Result, p *Proxy) map[string]any {
 		line["sandbox"] = sb
 	}
 	return line
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func orDiscard(w io.Writer) io.Writer {
