@@ -10,9 +10,12 @@
 //   - the clean room, as its only MCP server: the agent's MCP
 //     configuration runs the relay (this program, bound read-only at
 //     RelayPath, with RelayArgs), which copies its stdio to the abstract
-//     unix socket RelaySocket; room agent hands the first connection to a
-//     room sealed outside the sandbox exactly as `room serve` seals it
-//     (harness.Serve), and closes any later one;
+//     unix socket RelaySocket; room agent starts a room sealed outside the
+//     sandbox exactly as `room serve` seals it (harness.Serve) with the
+//     first connection as its stdin and stdout, and closes any later one
+//     (the same room is first run on an empty session in a scratch
+//     directory, before the agent starts, so that a package it refuses
+//     costs no agent run);
 //   - an HTTP CONNECT proxy on the namespace's loopback (ProxyAddress,
 //     named in HTTPS_PROXY and its spellings), whose listener lives in the
 //     sandbox's namespace and whose dials leave from the host's: it
