@@ -22,6 +22,8 @@ build:
 
 test: lint
 	$(GO) test $(TESTFLAGS) $(PKGS)
+	# The SHA-NI assembly compiled out (purego): sha2x's fallback and rule.
+	$(GO) test $(TESTFLAGS) -short -count=1 -tags purego ./pkgwalk/internal/sha2x
 
 demo: build
 	./$(BIN) demo
@@ -41,6 +43,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags purego ./pkgwalk/...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
