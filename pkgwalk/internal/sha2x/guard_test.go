@@ -13,7 +13,9 @@ import (
 // would fault), then the environment switch, then the known-answer
 // self-check, which a block function off by one bit fails.
 func TestDecide(t *testing.T) {
-	mustNotRun1 := func(*[8]uint32, *byte, int) { t.Error("a block function ran although the rule said no before the self-check") }
+	mustNotRun1 := func(*[8]uint32, *byte, int) {
+		t.Error("a block function ran although the rule said no before the self-check")
+	}
 	mustNotRun2 := func(_, _ *[8]uint32, _, _ *byte, _ int) {
 		t.Error("a block function ran although the rule said no before the self-check")
 	}
