@@ -21,17 +21,12 @@ func TestJSString(t *testing.T) {
 		{`{"a":1}`, "[object Object]"},
 	}
 	for _, tt := range tests {
-		if got := evidence.JSString(mustReadDoc(t, tt.doc)); got != tt.want {
+		v, err := evidence.Read([]byte(tt.doc))
+		if err != nil {
+			t.Fatalf("Read(%q): %v", tt.doc, err)
+		}
+		if got := evidence.JSString(v); got != tt.want {
 			t.Errorf("JSString(%s) = %q, want %q", tt.doc, got, tt.want)
 		}
 	}
-}
-
-func mustReadDoc(t *testing.T, doc string) any {
-	t.Helper()
-	v, err := evidence.Read([]byte(doc))
-	if err != nil {
-		t.Fatalf("Read(%q): %v", doc, err)
-	}
-	return v
 }
