@@ -6,7 +6,7 @@ PKGS    := ./...
 # Tests that need root or namespaces probe and skip with a reason; CI runs as root.
 TESTFLAGS ?= -timeout 30m
 
-.PHONY: all build test demo bench lint fmt clean
+.PHONY: all build test demo bench lint fmt clean check-forks
 
 all: build
 
@@ -20,8 +20,10 @@ build:
 	  -ldflags "-X github.com/cleanroom-dev/cleanroom/harness.stageBuildID=$$id" \
 	  -o $(BIN) ./cmd/cleanroom
 
-test: lint
+# Then sha2x again with its SHA-NI assembly compiled out (purego).
+test: lint check-forks
 	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(GO) test $(TESTFLAGS) -short -count=1 -tags purego ./pkgwalk/internal/sha2x
 
 demo: build
 	./$(BIN) demo
@@ -41,6 +43,11 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags purego ./pkgwalk/...
+
+# third_party/go-sdk is upstream v1.8.0 plus exactly its patches/ (PATCHES.md).
+check-forks:
+	GO=$(GO) third_party/check-go-sdk.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

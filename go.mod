@@ -101,4 +101,3 @@ require (
 
 replace github.com/modelcontextprotocol/go-sdk => ./third_party/go-sdk
 
-replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema

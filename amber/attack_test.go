@@ -165,31 +165,6 @@ func TestCheckpointSignatureEncodingIsStrict(t *testing.T) {
 	}
 }
 
-// TestCheckpointOneSignature: a second signature line (another key's, or
-// the index key's twice) on the checkpoint is refused.
-func TestCheckpointOneSignature(t *testing.T) {
-	dir, _ := newTestIndex(t, 2)
-	orig, _ := os.ReadFile(filepath.Join(dir, IndexCheckpointFile))
-	vkey, _ := os.ReadFile(filepath.Join(dir, IndexPubFile))
-	otherK, _, _ := note.GenerateKey(nil, "witness.example")
-	other, _ := note.NewSigner(otherK)
-	n, err := note.Open(orig, note.VerifierList(mustVerifier(t, string(vkey))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cosigned, err := note.Sign(n, other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sigs, _ := strings.Cut(string(orig), "\n\n")
-	twice := string(orig) + sigs
-	for name, b := range map[string][]byte{"cosigned by another key": cosigned, "index signature twice": []byte(twice)} {
-		if _, err := OpenCheckpoint(b, string(vkey)); CheckOf(err) == "" {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-}
-
 func mustVerifier(t *testing.T, vkey string) note.Verifier {
 	t.Helper()
 	v, err := note.NewVerifier(strings.TrimSpace(vkey))

@@ -11,21 +11,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/evidence/schema"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 )
 
-func upstreamSchema(t *testing.T) *evidence.Schema {
+func upstreamSchema(t *testing.T) *schema.Schema {
 	t.Helper()
 	p := testshared.Path(t, "amber", "schemas", "manifest.schema.json")
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := evidence.CompileSchema("manifest.schema.json", b)
+	s, err := schema.Compile("manifest.schema.json", b)
 	if err != nil {
 		t.Fatal(err)
 	}

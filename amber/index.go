@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
@@ -161,6 +164,9 @@ func FormatCheckpoint(origin string, size int64, root tlog.Hash) string {
 // OpenCheckpoint verifies a signed checkpoint with the index key (vkey) and
 // then parses its body: exactly three lines, the origin equal to the key
 // name, a canonical decimal size, a 32-byte root. Verify, then parse.
+// Signature lines of other keys (witness cosignatures) are ignored, as C2SP
+// signed-note requires; every line must still be well formed, and exactly
+// one, valid, by the index key.
 func OpenCheckpoint(signed []byte, vkey string) (*Checkpoint, error) {
 	if len(signed) > maxCheckpoint {
 		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: over %d bytes", ErrCheckpoint, maxCheckpoint)}
@@ -168,6 +174,11 @@ func OpenCheckpoint(signed []byte, vkey string) (*Checkpoint, error) {
 	v, err := note.NewVerifier(strings.TrimSpace(vkey))
 	if err != nil {
 		return nil, &CheckError{Check: CheckCheckpointSignature, File: IndexPubFile, Err: err}
+	}
+	// The signature lines first, by the grammar (a malformed line is a
+	// form error, not an unverified note).
+	if err := checkSignatureLines(signed, v); err != nil {
+		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: %w", ErrCheckpoint, err)}
 	}
 	n, err := note.Open(signed, note.VerifierList(v))
 	if err != nil {
@@ -179,16 +190,10 @@ func OpenCheckpoint(signed []byte, vkey string) (*Checkpoint, error) {
 	fail := func(f string, a ...any) (*Checkpoint, error) {
 		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: "+f, append([]any{ErrCheckpoint}, a...)...)}
 	}
-	// One checkpoint, one spelling: note.Open decodes signatures leniently
-	// (non-zero base64 padding bits), skips repeated lines and keeps lines
-	// of unknown keys, so other bytes would verify as the same checkpoint,
-	// which is compared and embedded byte for byte. cleanroom writes one
-	// signature line, strictly.
-	if sigLines := bytes.Count(signed[bytes.LastIndex(signed, []byte("\n\n"))+2:], []byte("\n")); sigLines != 1 || len(n.Sigs) != 1 {
-		return fail("want exactly one signature line, by the index key; found %d", sigLines)
-	}
-	if _, err := base64.StdEncoding.Strict().DecodeString(n.Sigs[0].Base64); err != nil {
-		return fail("signature is not strict base64: %v", err)
+	if len(n.Sigs) != 1 {
+		// checkSignatureLines allows one line by the index key; note.Open
+		// verified it. Anything else is a bug, refused all the same.
+		return fail("want exactly one signature by the index key; found %d", len(n.Sigs))
 	}
 	// Three lines and the final newline; extension lines are not written
 	// by cleanroom and so are refused.
@@ -209,6 +214,64 @@ func OpenCheckpoint(signed []byte, vkey string) (*Checkpoint, error) {
 	cp := &Checkpoint{Origin: lines[0], Size: size, Signed: signed}
 	copy(cp.Root[:], rb)
 	return cp, nil
+}
+
+// maxSignatureLines bounds the signature lines of a checkpoint (C2SP
+// signed-note: verifiers MUST accept at least 16; x/mod/sumdb/note stops at
+// 100).
+const maxSignatureLines = 100
+
+// checkSignatureLines checks the signature block of a signed checkpoint
+// against C2SP signed-note, strictly, and that exactly one line claims the
+// index key v (its name and key ID). Lines of other keys (witness
+// cosignatures, c2sp.org/tlog-cosignature) are left alone: the spec says a
+// verifier MUST ignore signatures from unknown keys, even ones sharing the
+// name or the ID (not both) of a known key. The index key's own line is
+// verified by note.Open afterwards.
+func checkSignatureLines(signed []byte, v note.Verifier) error {
+	split := bytes.LastIndex(signed, []byte("\n\n"))
+	if split < 0 {
+		return errors.New("no blank line between the text and the signatures")
+	}
+	block := signed[split+2:]
+	if len(block) == 0 {
+		return errors.New("no signature lines after the last blank line")
+	}
+	if block[len(block)-1] != '\n' {
+		return errors.New("the signature lines do not end in a newline")
+	}
+	lines := strings.Split(string(block[:len(block)-1]), "\n")
+	if len(lines) > maxSignatureLines {
+		return fmt.Errorf("%d signature lines, over %d", len(lines), maxSignatureLines)
+	}
+	claims := 0
+	for i, line := range lines {
+		rest, ok := strings.CutPrefix(line, "— ")
+		if !ok {
+			return fmt.Errorf("signature line %d does not start with an em dash and a space", i+1)
+		}
+		name, b64, ok := strings.Cut(rest, " ")
+		if !ok || name == "" || !utf8.ValidString(name) || strings.IndexFunc(name, unicode.IsSpace) >= 0 || strings.Contains(name, "+") {
+			return fmt.Errorf("signature line %d: key name %q is empty or holds a space or '+'", i+1, name)
+		}
+		// Strict base64 (zero padding bits, no spaces): one key's
+		// signature has one spelling, so the same checkpoint is not
+		// several byte strings. A key ID and at least one signature byte.
+		sig, err := base64.StdEncoding.Strict().DecodeString(b64)
+		if err != nil || len(sig) < 5 {
+			return fmt.Errorf("signature line %d (%s): not strict base64 of a key ID and a signature", i+1, name)
+		}
+		if name == v.Name() && binary.BigEndian.Uint32(sig) == v.KeyHash() {
+			claims++
+		}
+	}
+	// note.Open keeps the first of several lines by one key and skips the
+	// rest; two lines claiming the index key would be two spellings of the
+	// checkpoint (or a forged line riding along a real one): refused.
+	if claims > 1 {
+		return fmt.Errorf("%d signature lines claim the index key %s; want one", claims, v.Name())
+	}
+	return nil
 }
 
 // Index is a loaded and verified index.

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/evidence/schema"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
@@ -71,8 +71,8 @@ type VerifyReport struct {
 // VerifyOptions tune Verify.
 type VerifyOptions struct {
 	// Schema, when set, is applied to the manifest as well (the upstream
-	// manifest.schema.json compiled with evidence.CompileSchema).
-	Schema *evidence.Schema
+	// manifest.schema.json compiled with schema.Compile).
+	Schema *schema.Schema
 	// SkipOracle verifies a case without its sealed oracle.pack (a host
 	// that only receives base.bundle and the manifest).
 	SkipOracle bool
@@ -109,7 +109,7 @@ func VerifySignedManifest(dir string, pub ssh.PublicKey) (*Manifest, string, err
 	return verifyManifest(dir, pub, nil, &VerifyReport{})
 }
 
-func verifyManifest(dir string, pub ssh.PublicKey, schema *evidence.Schema, rep *VerifyReport) (*Manifest, string, error) {
+func verifyManifest(dir string, pub ssh.PublicKey, schema *schema.Schema, rep *VerifyReport) (*Manifest, string, error) {
 	mpath := filepath.Join(dir, ManifestFile)
 	fail := func(check, file string, err error) (*Manifest, string, error) {
 		return nil, "", &CheckError{Check: check, File: file, Err: err}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/evidence/schema"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -18,8 +19,8 @@ const (
 // is validated against Recipe and every observation document against
 // Observation before anything is scored.
 type Schemas struct {
-	Recipe      *evidence.Schema
-	Observation *evidence.Schema
+	Recipe      *schema.Schema
+	Observation *schema.Schema
 	// sha256 of the bytes each was compiled from, by file name.
 	digests map[string]string
 }
@@ -47,7 +48,7 @@ func LoadPackageSchemas(pkgDir string) (*Schemas, error) {
 	return LoadSchemas(filepath.Join(pkgDir, "experiment"))
 }
 
-func loadSchema(dir, name string, digests map[string]string) (*evidence.Schema, error) {
+func loadSchema(dir, name string, digests map[string]string) (*schema.Schema, error) {
 	p := filepath.Join(dir, name)
 	// The project's one bounded reader of a regular file: a FIFO or an
 	// oversized file in the package is refused, not read.
@@ -56,7 +57,7 @@ func loadSchema(dir, name string, digests map[string]string) (*evidence.Schema, 
 		return nil, fmt.Errorf("reading schema: %w", err)
 	}
 	digests[name] = pkgwalk.SHA256Hex(b)
-	s, err := evidence.CompileSchema(name, b)
+	s, err := schema.Compile(name, b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}

@@ -28,6 +28,6 @@ func CopyFallbacks() int64 { return copyFallbacks.Load() }
 // duration of the test (on only where the CPU has it).
 func UsePairReader(t testing.TB, on bool) {
 	was := pairReader
-	pairReader = on && sha2x.Available
+	pairReader = func() bool { return on && sha2x.Available() }
 	t.Cleanup(func() { pairReader = was })
 }

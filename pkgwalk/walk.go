@@ -101,8 +101,10 @@ type WalkOptions struct {
 // refused with ErrTooLarge rather than exhausting memory.
 const MaxKeptFile = 1 << 30
 
-// pairReader: walk workers hash two files at a time (pairs.go) where the
-// CPU can; tests turn it off to run the one-file reader here too.
+// pairReader: walk workers hash two files at a time (pairs.go) where
+// sha2x runs its assembly (decided at the first walk: CPU, build tag,
+// CLEANROOM_SHA2X, self-check); tests turn it off to run the one-file
+// reader here too.
 var pairReader = sha2x.Available
 
 // openFlags and resolveFlags are how every entry is opened: relative to the
@@ -230,7 +232,7 @@ func walkFrom(ctx context.Context, d *os.File, prefix, root string, opts WalkOpt
 		go func() {
 			defer wg.Done()
 			buf := make([]byte, 256<<10)
-			if pairReader && !opts.structural {
+			if !opts.structural && pairReader() {
 				// Two files at a time on this core (pairs.go).
 				w.pairs(buf)
 				return

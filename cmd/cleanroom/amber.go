@@ -7,6 +7,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/evidence/schema"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
@@ -192,7 +193,7 @@ then the oracle's sha256 and form. The failing check is named.`,
 				if err != nil {
 					return usageErr(err)
 				}
-				if opts.Schema, err = evidence.CompileSchema(schemaPath, b); err != nil {
+				if opts.Schema, err = schema.Compile(schemaPath, b); err != nil {
 					return usageErr(err)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/evidence/schema"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
@@ -74,20 +75,20 @@ Exit status: 0 every file accepted, 1 any file refused, 2 unusable arguments
 (no file, an unreadable file or schema, a schema that does not compile).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var schema *evidence.Schema
+			var sch *schema.Schema
 			if schemaPath != "" {
 				b, err := evidence.ReadFileBytes(schemaPath)
 				if err != nil {
 					return usageErr(fmt.Errorf("schema: %w", err))
 				}
-				if schema, err = evidence.CompileSchema(schemaPath, b); err != nil {
+				if sch, err = schema.Compile(schemaPath, b); err != nil {
 					return usageErr(err)
 				}
 			}
 			lines := make([]checkLine, 0, len(args))
 			refused, unreadable := 0, 0
 			for _, path := range args {
-				l := checkFile(path, schema)
+				l := checkFile(path, sch)
 				switch l.Verdict {
 				case "refused":
 					refused++
@@ -116,14 +117,14 @@ Exit status: 0 every file accepted, 1 any file refused, 2 unusable arguments
 	return c
 }
 
-func checkFile(path string, schema *evidence.Schema) checkLine {
+func checkFile(path string, sch *schema.Schema) checkLine {
 	l := checkLine{File: path}
 	b, err := evidence.ReadFileBytes(path)
 	if err == nil {
 		var v any
-		if v, err = evidence.Read(b); err == nil && schema != nil {
-			l.Schema = schema.Name()
-			err = schema.Validate(v)
+		if v, err = evidence.Read(b); err == nil && sch != nil {
+			l.Schema = sch.Name()
+			err = sch.Validate(v)
 		}
 	}
 	var re *evidence.Error

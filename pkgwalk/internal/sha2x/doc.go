@@ -10,6 +10,23 @@
 // crypto/sha256's (Sum restores the state into a crypto/sha256 hash through
 // its documented binary marshalling and writes the tail). Every result is
 // checked against crypto/sha256 by the tests, on random lengths and on the
-// NIST vectors. Available is false on CPUs without SHA-NI and on other
-// architectures; callers then use crypto/sha256 directly.
+// NIST vectors.
+//
+// The guard rails are those of Go's own SHA-NI code. The assembly runs only
+// when Available reports true, which it decides once, at first use:
+//
+//   - the CPU must report SHA-NI, SSSE3 and SSE4.1 (CPUID); on other CPUs
+//     and architectures the assembly is never executed;
+//   - the build tag purego compiles the assembly out altogether;
+//   - the environment variable CLEANROOM_SHA2X=off turns it off at run
+//     time (any other value, or none, leaves it on);
+//   - a known-answer self-check hashes two fixed inputs with both assembly
+//     block functions and compares the digests with constants: on a
+//     mismatch (a miscompiled build, a faulty CPU or emulator) the package
+//     falls back.
+//
+// When Available is false, Blocks and Blocks2 still give the right state:
+// they run crypto/sha256's block function instead, through the same
+// marshalling. Callers that want speed (the package walk) check Available
+// and otherwise hash one stream at a time with crypto/sha256 directly.
 package sha2x

@@ -6,11 +6,20 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"encoding/binary"
+	"encoding/hex"
+	"hash"
+	"os"
+	"strings"
+	"sync"
 )
 
 // BlockSize is the SHA-256 block size: Blocks and Blocks2 hash whole
 // blocks only.
 const BlockSize = 64
+
+// EnvVar names the environment variable that turns the assembly off:
+// CLEANROOM_SHA2X=off.
+const EnvVar = "CLEANROOM_SHA2X"
 
 // State is a SHA-256 chaining state (h0..h7) and the number of bytes
 // hashed into it so far.
@@ -27,6 +36,77 @@ func New() State {
 // Len returns the number of bytes hashed into s.
 func (s *State) Len() uint64 { return s.n }
 
+var (
+	decideOnce sync.Once
+	useAsm     bool
+	why        string
+)
+
+// Available reports whether Blocks and Blocks2 run the SHA-NI assembly
+// (see the package documentation for when they do). It is decided once,
+// at the first call, and stays fixed for the life of the process.
+func Available() bool {
+	decideOnce.Do(func() { useAsm, why = decide(cpuHasSHA, os.Getenv(EnvVar), blocks1, blocks2) })
+	return useAsm
+}
+
+// Implementation names the block function in use, and if it is not the
+// assembly, why not (for diagnostics and benchmark notes).
+func Implementation() string {
+	if Available() {
+		return "sha-ni"
+	}
+	return "crypto/sha256 (" + why + ")"
+}
+
+type (
+	blocks1Func func(s *[8]uint32, p *byte, n int)
+	blocks2Func func(s, t *[8]uint32, p, q *byte, n int)
+)
+
+// decide is Available's rule, apart from the process state so the tests
+// can give it a CPU, an environment and block functions.
+func decide(cpu bool, env string, b1 blocks1Func, b2 blocks2Func) (bool, string) {
+	switch {
+	case !cpu:
+		// Checked first: without the extensions the self-check itself
+		// would fault.
+		return false, "no SHA-NI on this CPU or in this build"
+	case strings.EqualFold(strings.TrimSpace(env), "off"):
+		return false, EnvVar + "=off"
+	case !selfCheck(b1, b2):
+		// A build or CPU that computes a wrong digest must not name
+		// package files by it: the digests are what the evidence binds.
+		return false, "known-answer self-check failed"
+	}
+	return true, ""
+}
+
+// The known answers: SHA-256 of the bytes 0x00..0xff, and of 200 'a's,
+// computed with sha256sum, not with this package or crypto/sha256.
+const (
+	katP = "40aff2e9d2d8922e47afd4648e6967497158785fbd1da870e7110266bf944880"
+	katQ = "c2a908d98f5df987ade41b5fce213067efbcc21ef2240212a41e54b5e7c28ae5"
+)
+
+// selfCheck hashes the two known-answer inputs with b2 (three blocks of
+// each, interleaved) and b1 (the fourth block of the first), and compares
+// the digests with the constants.
+func selfCheck(b1 blocks1Func, b2 blocks2Func) bool {
+	p := make([]byte, 256)
+	for i := range p {
+		p[i] = byte(i)
+	}
+	q := []byte(strings.Repeat("a", 200))
+	s, t := New(), New()
+	b2(&s.h, &t.h, &p[0], &q[0], 3)
+	s.n, t.n = 3*BlockSize, 3*BlockSize
+	b1(&s.h, &p[3*BlockSize], 1)
+	s.n += BlockSize
+	gp, gq := Sum(&s, nil), Sum(&t, q[3*BlockSize:])
+	return hex.EncodeToString(gp[:]) == katP && hex.EncodeToString(gq[:]) == katQ
+}
+
 // Blocks hashes p, whose length must be a multiple of BlockSize, into s.
 func Blocks(s *State, p []byte) {
 	n := len(p) / BlockSize
@@ -36,7 +116,11 @@ func Blocks(s *State, p []byte) {
 	if n == 0 {
 		return
 	}
-	blocks1(&s.h, &p[0], n)
+	if Available() {
+		blocks1(&s.h, &p[0], n)
+	} else {
+		generic(s, p)
+	}
 	s.n += uint64(len(p))
 }
 
@@ -50,14 +134,33 @@ func Blocks2(s, t *State, p, q []byte) {
 	if n == 0 {
 		return
 	}
-	blocks2(&s.h, &t.h, &p[0], &q[0], n)
+	if Available() {
+		blocks2(&s.h, &t.h, &p[0], &q[0], n)
+	} else {
+		generic(s, p)
+		generic(t, q)
+	}
 	s.n += uint64(len(p))
 	t.n += uint64(len(q))
 }
 
-// Sum returns the SHA-256 of everything hashed into s followed by tail
-// (shorter than a block or not: it is written through crypto/sha256).
-func Sum(s *State, tail []byte) [sha256.Size]byte {
+// generic is the fallback block function: crypto/sha256's, reached
+// through its marshalled state (s.n is a multiple of BlockSize, so the
+// restored hash holds no partial block and Write runs whole blocks).
+func generic(s *State, p []byte) {
+	h := restore(s)
+	h.Write(p)
+	b, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		panic("sha2x: crypto/sha256 cannot marshal its state: " + err.Error())
+	}
+	for i := range s.h {
+		s.h[i] = binary.BigEndian.Uint32(b[4+4*i:])
+	}
+}
+
+// restore returns a crypto/sha256 hash in state s.
+func restore(s *State) hash.Hash {
 	// crypto/sha256's marshalled state: "sha\x03", h0..h7 big-endian, the
 	// 64-byte partial block, the length; s holds no partial block.
 	b := make([]byte, 0, 4+32+BlockSize+8)
@@ -72,6 +175,13 @@ func Sum(s *State, tail []byte) [sha256.Size]byte {
 		// The format is crypto/sha256's own; failing here is a bug.
 		panic("sha2x: crypto/sha256 refused its marshalled state: " + err.Error())
 	}
+	return h
+}
+
+// Sum returns the SHA-256 of everything hashed into s followed by tail
+// (shorter than a block or not: it is written through crypto/sha256).
+func Sum(s *State, tail []byte) [sha256.Size]byte {
+	h := restore(s)
 	h.Write(tail)
 	var out [sha256.Size]byte
 	h.Sum(out[:0])

@@ -1,9 +1,12 @@
+//go:build amd64 && !purego
+
 package sha2x
 
-// Available reports whether this CPU has the SHA extensions (CPUID leaf 7,
+// cpuHasSHA reports whether this CPU has the SHA extensions (CPUID leaf 7,
 // EBX bit 29) and SSE4.1 (PBLENDW) and SSSE3 (PSHUFB, PALIGNR), which the
-// block functions use.
-var Available = func() bool {
+// block functions use. Without them the assembly would fault (SIGILL), so
+// it is never run, not even by the self-check.
+var cpuHasSHA = func() bool {
 	maxLeaf, _, _, _ := cpuid(0, 0)
 	if maxLeaf < 7 {
 		return false

@@ -10,9 +10,26 @@ import (
 )
 
 func need(t testing.TB) {
-	if !sha2x.Available {
-		t.Skip("this CPU has no SHA extensions (or is not amd64): sha2x is not used here")
+	if !sha2x.Available() {
+		t.Skipf("sha2x runs %s here", sha2x.Implementation())
 	}
+}
+
+// implementations runs f once with the assembly (where this process uses
+// it) and once with the crypto/sha256 fallback, which runs on every
+// machine, SHA-NI or not.
+func implementations(t *testing.T, f func(t *testing.T)) {
+	t.Run("sha-ni", func(t *testing.T) {
+		need(t)
+		f(t)
+	})
+	t.Run("fallback", func(t *testing.T) {
+		sha2x.ForceFallback(t)
+		if sha2x.Available() {
+			t.Fatal("ForceFallback left the assembly on")
+		}
+		f(t)
+	})
 }
 
 // hashPair hashes p and q the way the package walk does: whole blocks of
@@ -31,15 +48,22 @@ func hashPair(p, q []byte) (a, b [32]byte) {
 // Every pair of lengths around the block and padding boundaries, and
 // longer random ones, gives crypto/sha256's digest for both streams.
 func TestAgainstCryptoSHA256(t *testing.T) {
-	need(t)
+	implementations(t, againstCryptoSHA256)
+}
+
+func againstCryptoSHA256(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	buf := make([]byte, 1<<20+300)
 	for i := range buf {
 		buf[i] = byte(rng.Uint32())
 	}
 	lengths := []int{0, 1, 3, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 4096 + 17, 65536, 1<<20 + 5}
-	for i := 0; i < 20; i++ {
-		lengths = append(lengths, rng.IntN(200_000))
+	if !testing.Short() {
+		// -short (the purego run in make test, whose crypto/sha256 is
+		// pure Go too) keeps the boundary lengths only.
+		for i := 0; i < 20; i++ {
+			lengths = append(lengths, rng.IntN(200_000))
+		}
 	}
 	for _, lp := range lengths {
 		for _, lq := range lengths {
@@ -59,7 +83,10 @@ func TestAgainstCryptoSHA256(t *testing.T) {
 
 // The FIPS 180-2 example digests, written out (not computed).
 func TestKnownVectors(t *testing.T) {
-	need(t)
+	implementations(t, knownVectors)
+}
+
+func knownVectors(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
 		{"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
@@ -81,7 +108,10 @@ func TestKnownVectors(t *testing.T) {
 // Blocks2 panics on unequal or partial inputs rather than hashing a
 // prefix silently.
 func TestBlocks2Misuse(t *testing.T) {
-	need(t)
+	implementations(t, blocks2Misuse)
+}
+
+func blocks2Misuse(t *testing.T) {
 	for _, c := range []struct{ p, q int }{{64, 128}, {63, 63}, {100, 100}} {
 		func() {
 			defer func() {
@@ -134,13 +164,14 @@ func FuzzAgainstCryptoSHA256(f *testing.F) {
 	f.Add(make([]byte, 64), make([]byte, 128+63))
 	f.Add([]byte("The quick brown fox jumps over the lazy dog"), make([]byte, 1000))
 	f.Fuzz(func(t *testing.T, p, q []byte) {
-		need(t)
-		a, b := hashPair(p, q)
-		if want := sha256.Sum256(p); a != want {
-			t.Fatalf("len %d: %x, crypto/sha256 %x", len(p), a, want)
-		}
-		if want := sha256.Sum256(q); b != want {
-			t.Fatalf("len %d: %x, crypto/sha256 %x", len(q), b, want)
-		}
+		implementations(t, func(t *testing.T) {
+			a, b := hashPair(p, q)
+			if want := sha256.Sum256(p); a != want {
+				t.Fatalf("len %d: %x, crypto/sha256 %x", len(p), a, want)
+			}
+			if want := sha256.Sum256(q); b != want {
+				t.Fatalf("len %d: %x, crypto/sha256 %x", len(q), b, want)
+			}
+		})
 	})
 }

@@ -1,4 +1,4 @@
-package evidence_test
+package schema_test
 
 import (
 	"errors"
@@ -8,15 +8,15 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/evidence/schema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// The draft metaschemas and the x-sorted vocabulary are built on the first
-// CompileSchema instead of at start-up (third_party/jsonschema/PATCHES.md).
-// This test runs in a fresh process where it is the only test, so that its
-// goroutines race to be that first use: every one must still get a schema
-// refused by the metaschema, which is nil until the drafts are loaded.
+// The x-sorted vocabulary is built on the first Compile instead of at
+// start-up. This test runs in a fresh process where it is the only test,
+// so that its goroutines race to be that first use: every one must still
+// get a schema refused by the metaschema (the draft's, or the vocabulary's
+// for x-sorted).
 func TestFirstCompileConcurrent(t *testing.T) {
 	if os.Getenv("CLEANROOM_FIRST_COMPILE") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestFirstCompileConcurrent$", "-test.count=1", "-test.v")
@@ -38,9 +38,9 @@ func TestFirstCompileConcurrent(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			if i%2 == 0 {
-				_, errs[i] = evidence.CompileSchema("bad", []byte(`{"minLength":-1}`))
+				_, errs[i] = schema.Compile("bad", []byte(`{"minLength":-1}`))
 			} else {
-				_, errs[i] = evidence.CompileSchema("sorted", []byte(`{"type":"array","x-sorted":"yes"}`))
+				_, errs[i] = schema.Compile("sorted", []byte(`{"type":"array","x-sorted":"yes"}`))
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package evidence
+package schema
 
 import (
 	"cmp"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
@@ -24,46 +25,6 @@ type Schema struct {
 	base string // the root resource's URL without fragment
 }
 
-// SchemaError is a refusal by a schema: every leaf cause, sorted by
-// instance pointer, then keyword pointer, then message, so the same document
-// always yields the same report.
-type SchemaError struct {
-	Schema string        `json:"schema"`
-	Causes []SchemaCause `json:"causes"`
-}
-
-// SchemaCause is one violated keyword: where in the instance (RFC 6901
-// pointer, "" for the whole document), which keyword (a pointer into the
-// schema document, or an absolute URL#pointer when the keyword lives in
-// another resource) and a message.
-type SchemaCause struct {
-	InstancePointer string `json:"instance_pointer"`
-	KeywordPointer  string `json:"keyword_pointer"`
-	Message         string `json:"message"`
-}
-
-func (e *SchemaError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "schema %s: %d problem", e.Schema, len(e.Causes))
-	if len(e.Causes) != 1 {
-		b.WriteByte('s')
-	}
-	for i, c := range e.Causes {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString("; ")
-		}
-		b.WriteString(c.String())
-	}
-	return b.String()
-}
-
-// String renders one cause as `at "/ptr" [keyword]: message`.
-func (c SchemaCause) String() string {
-	return fmt.Sprintf("at %q [%s]: %s", c.InstancePointer, c.KeywordPointer, c.Message)
-}
-
 // xSortedVocabURL identifies the x-sorted extension vocabulary. It is never
 // fetched: vocabularies are registered in process.
 const xSortedVocabURL = "https://cleanroom.invalid/vocab/x-sorted"
@@ -73,8 +34,7 @@ const xSortedVocabURL = "https://cleanroom.invalid/vocab/x-sorted"
 const schemaBaseURL = "https://schema.cleanroom.invalid/"
 
 var (
-	// Built on the first CompileSchema, not at start-up: every start of the
-	// binary (each sealed stage is one) would pay for it otherwise.
+	// Built on the first Compile, not at start-up.
 	xSortedVocab = sync.OnceValues(newXSortedVocab)
 	printer      = message.NewPrinter(language.English)
 )
@@ -97,7 +57,7 @@ func newXSortedVocab() (*jsonschema.Vocabulary, error) {
 	return &jsonschema.Vocabulary{URL: xSortedVocabURL, Schema: sch, Compile: compileXSorted}, nil
 }
 
-// CompileSchema reads doc with the strict reader (a schema is evidence too:
+// Compile reads doc with the strict reader (a schema is evidence too:
 // a duplicate keyword would make two validators enforce different rules)
 // and compiles it. name identifies the schema in errors; a schema without
 // $id is placed at a URL derived from name.
@@ -105,8 +65,8 @@ func newXSortedVocab() (*jsonschema.Vocabulary, error) {
 // No loader is installed: a $ref to anything but the schema itself or the
 // built-in draft metaschemas fails to compile, so a schema can never make
 // cleanroom read a file or the network.
-func CompileSchema(name string, doc []byte) (*Schema, error) {
-	v, err := Read(doc)
+func Compile(name string, doc []byte) (*Schema, error) {
+	v, err := evidence.Read(doc)
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
@@ -123,7 +83,7 @@ func CompileSchema(name string, doc []byte) (*Schema, error) {
 	c.RegisterVocabulary(vocab)
 	// Numbers stay float64, the value JSON.parse reads; the library compares
 	// them through their shortest decimal form, which is exact for a double.
-	if err := c.AddResource(loc, Plain(v)); err != nil {
+	if err := c.AddResource(loc, evidence.Plain(v)); err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
 	sch, err := c.Compile(loc)
@@ -134,13 +94,13 @@ func CompileSchema(name string, doc []byte) (*Schema, error) {
 	return &Schema{name: name, sch: sch, base: base}, nil
 }
 
-// Name returns the name given to CompileSchema.
+// Name returns the name given to Compile.
 func (s *Schema) Name() string { return s.name }
 
-// Validate checks v, a value returned by [Read] (or the same shape in plain
-// Go maps and slices), and returns nil or a *SchemaError.
+// Validate checks v, a value returned by [evidence.Read] (or the same shape in plain
+// Go maps and slices), and returns nil or an *[evidence.SchemaError].
 func (s *Schema) Validate(v any) error {
-	err := s.sch.Validate(Plain(v))
+	err := s.sch.Validate(evidence.Plain(v))
 	if err == nil {
 		return nil
 	}
@@ -148,9 +108,9 @@ func (s *Schema) Validate(v any) error {
 	if !errors.As(err, &ve) {
 		return fmt.Errorf("schema %s: %w", s.name, err)
 	}
-	se := &SchemaError{Schema: s.name}
+	se := &evidence.SchemaError{Schema: s.name}
 	s.collect(ve, &se.Causes)
-	slices.SortFunc(se.Causes, func(a, b SchemaCause) int {
+	slices.SortFunc(se.Causes, func(a, b evidence.SchemaCause) int {
 		return cmp.Or(
 			strings.Compare(a.InstancePointer, b.InstancePointer),
 			strings.Compare(a.KeywordPointer, b.KeywordPointer),
@@ -162,14 +122,14 @@ func (s *Schema) Validate(v any) error {
 
 // collect appends the leaf causes of e: the keywords that actually failed,
 // not the $ref/allOf/schema nodes that merely contain them.
-func (s *Schema) collect(e *jsonschema.ValidationError, out *[]SchemaCause) {
+func (s *Schema) collect(e *jsonschema.ValidationError, out *[]evidence.SchemaCause) {
 	if len(e.Causes) > 0 {
 		for _, c := range e.Causes {
 			s.collect(c, out)
 		}
 		return
 	}
-	*out = append(*out, SchemaCause{
+	*out = append(*out, evidence.SchemaCause{
 		InstancePointer: pointerOf(e.InstanceLocation),
 		KeywordPointer:  s.keywordPointer(e),
 		Message:         e.ErrorKind.LocalizedString(printer),
@@ -229,8 +189,8 @@ func (xSorted) Validate(ctx *jsonschema.ValidatorContext, v any) {
 		return
 	}
 	for i := 1; i < len(arr); i++ {
-		prev, cur := JSString(arr[i-1]), JSString(arr[i])
-		if CompareUTF16(cur, prev) < 0 {
+		prev, cur := evidence.JSString(arr[i-1]), evidence.JSString(arr[i])
+		if evidence.CompareUTF16(cur, prev) < 0 {
 			ctx.AddError(&notSorted{Index: i, Prev: prev, Cur: cur})
 			return
 		}
@@ -247,35 +207,4 @@ func (*notSorted) KeywordPath() []string { return []string{"x-sorted"} }
 
 func (k *notSorted) LocalizedString(p *message.Printer) string {
 	return p.Sprintf("items are not sorted: item %d %q sorts before item %d %q", k.Index, k.Cur, k.Index-1, k.Prev)
-}
-
-// JSString is JavaScript's String(v) for a value [Read] returns (or a plain
-// map/slice of them): numbers as Number::toString, arrays joined with ","
-// (null elements as ""), objects "[object Object]". It is the sort key of
-// x-sorted and of JavaScript's default Array.prototype.sort.
-func JSString(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		if x {
-			return "true"
-		}
-		return "false"
-	case string:
-		return x
-	case float64:
-		return string(AppendNumber(nil, x))
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			if e != nil {
-				parts[i] = JSString(e)
-			}
-		}
-		return strings.Join(parts, ",")
-	case map[string]any, *Object:
-		return "[object Object]"
-	}
-	return fmt.Sprint(v)
 }

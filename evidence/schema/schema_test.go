@@ -1,4 +1,4 @@
-package evidence_test
+package schema_test
 
 import (
 	"errors"
@@ -8,15 +8,16 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/evidence/schema"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-func mustSchema(t *testing.T, name, doc string) *evidence.Schema {
+func mustSchema(t *testing.T, name, doc string) *schema.Schema {
 	t.Helper()
-	s, err := evidence.CompileSchema(name, []byte(doc))
+	s, err := schema.Compile(name, []byte(doc))
 	if err != nil {
-		t.Fatalf("CompileSchema(%s): %v", name, err)
+		t.Fatalf("Compile(%s): %v", name, err)
 	}
 	return s
 }
@@ -39,7 +40,7 @@ func schemaErr(t *testing.T, err error) *evidence.SchemaError {
 	return se
 }
 
-func TestCompileSchemaRefusesWhatReadRefuses(t *testing.T) {
+func TestCompileRefusesWhatReadRefuses(t *testing.T) {
 	tests := []struct {
 		name string
 		doc  string
@@ -52,22 +53,22 @@ func TestCompileSchemaRefusesWhatReadRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := evidence.CompileSchema(tt.name, []byte(tt.doc))
+			_, err := schema.Compile(tt.name, []byte(tt.doc))
 			if !errors.Is(err, tt.want) {
-				t.Fatalf("CompileSchema: got %v, want class %s", err, tt.want)
+				t.Fatalf("Compile: got %v, want class %s", err, tt.want)
 			}
 		})
 	}
 }
 
-func TestCompileSchemaRefusesExternalRefs(t *testing.T) {
+func TestCompileRefusesExternalRefs(t *testing.T) {
 	dir := t.TempDir()
 	other := filepath.Join(dir, "other.json")
 	if err := os.WriteFile(other, []byte(`{"type":"string"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, ref := range []string{"file://" + other, other, "https://example.com/s.json"} {
-		_, err := evidence.CompileSchema("ext", []byte(`{"$ref":"`+ref+`"}`))
+		_, err := schema.Compile("ext", []byte(`{"$ref":"`+ref+`"}`))
 		// The refusal is the loader's: no URL loader is registered, so
 		// nothing was read (a compile error of another kind would not show
 		// that).
@@ -78,7 +79,7 @@ func TestCompileSchemaRefusesExternalRefs(t *testing.T) {
 	}
 }
 
-func TestCompileSchemaRefusesInvalidSchema(t *testing.T) {
+func TestCompileRefusesInvalidSchema(t *testing.T) {
 	tests := []struct{ doc, keyword string }{
 		{`{"type":"strung"}`, "/type"},
 		{`{"minLength":-1}`, "/minLength"},
@@ -86,15 +87,15 @@ func TestCompileSchemaRefusesInvalidSchema(t *testing.T) {
 		{`{"pattern":"("}`, "/pattern"},
 	}
 	for _, tt := range tests {
-		_, err := evidence.CompileSchema("bad", []byte(tt.doc))
+		_, err := schema.Compile("bad", []byte(tt.doc))
 		// Refused by the metaschema, at the keyword that breaks it.
 		var ve *jsonschema.SchemaValidationError
 		if !errors.As(err, &ve) {
-			t.Errorf("CompileSchema(%s): %v, want a *jsonschema.SchemaValidationError", tt.doc, err)
+			t.Errorf("Compile(%s): %v, want a *jsonschema.SchemaValidationError", tt.doc, err)
 			continue
 		}
 		if !strings.Contains(err.Error(), "'"+tt.keyword+"'") {
-			t.Errorf("CompileSchema(%s): %v does not name %s", tt.doc, err, tt.keyword)
+			t.Errorf("Compile(%s): %v does not name %s", tt.doc, err, tt.keyword)
 		}
 	}
 }
@@ -262,11 +263,11 @@ func TestTRVMSchemas(t *testing.T) {
 	for _, world := range []string{"world", "world-rev2"} {
 		t.Run(world, func(t *testing.T) {
 			exp := []string{"trvm", world, "docs", "spec", "proof-wire", "experiment"}
-			obsSchema, err := evidence.CompileSchema("holdout-observation-v1", readShared(t, append(exp, "holdout-observation-v1.schema.json")...))
+			obsSchema, err := schema.Compile("holdout-observation-v1", readShared(t, append(exp, "holdout-observation-v1.schema.json")...))
 			if err != nil {
 				t.Fatal(err)
 			}
-			recipeSchema, err := evidence.CompileSchema("holdout-recipe-v1", readShared(t, append(exp, "holdout-recipe-v1.schema.json")...))
+			recipeSchema, err := schema.Compile("holdout-recipe-v1", readShared(t, append(exp, "holdout-recipe-v1.schema.json")...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -385,7 +386,7 @@ func TestTRVMSchemas(t *testing.T) {
 
 func TestAMBERManifestSchemaCompiles(t *testing.T) {
 	b := readShared(t, "amber", "schemas", "manifest.schema.json")
-	s, err := evidence.CompileSchema("manifest.schema.json", b)
+	s, err := schema.Compile("manifest.schema.json", b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,26 +394,5 @@ func TestAMBERManifestSchemaCompiles(t *testing.T) {
 	se := schemaErr(t, s.Validate(evidence.NewObject()))
 	if len(se.Causes) == 0 || se.Causes[0].InstancePointer != "" {
 		t.Errorf("causes %+v", se.Causes)
-	}
-}
-
-func TestJSString(t *testing.T) {
-	// Expected values are what node prints for String(JSON.parse(doc)).
-	tests := []struct{ doc, want string }{
-		{`null`, "null"},
-		{`true`, "true"},
-		{`"a\u0000b"`, "a\x00b"},
-		{`-0`, "0"},
-		{`1e21`, "1e+21"},
-		{`0.000001`, "0.000001"},
-		{`1e-7`, "1e-7"},
-		{`[1,null,[2,"x"],{}]`, "1,,2,x,[object Object]"},
-		{`[]`, ""},
-		{`{"a":1}`, "[object Object]"},
-	}
-	for _, tt := range tests {
-		if got := evidence.JSString(mustRead(t, tt.doc)); got != tt.want {
-			t.Errorf("JSString(%s) = %q, want %q", tt.doc, got, tt.want)
-		}
 	}
 }
