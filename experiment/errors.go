@@ -135,6 +135,15 @@ const (
 	// ErrHoldoutCommitment: the holdout does not match the release's
 	// commitment.
 	ErrHoldoutCommitment RunRule = "holdout does not match the release commitment"
+	// ErrRunUnknown: --run names no run whose receipts are in the state
+	// root.
+	ErrRunUnknown RunRule = "no such run in the state root"
+	// ErrRunAmbiguous: --run names a state several runs' histories share
+	// (identical content is one identity, TRVM-FORMATS §5.2).
+	ErrRunAmbiguous RunRule = "run_id names a state several runs share"
+	// ErrRunNotArchived: the run's receipts exist but its record was never
+	// archived beside them, so it cannot be verified as a whole.
+	ErrRunNotArchived RunRule = "run record not archived"
 	// ErrLocked: another operator holds the state root's lock.
 	ErrLocked RunRule = "state root locked by another process"
 )

@@ -276,7 +276,12 @@ func createExclusive(dir, name string, data []byte, file string) (existed bool, 
 	if readErr == nil && string(have) == string(data) {
 		return true, nil
 	}
-	return false, problem(ErrReceiptExists, file, "%s already exists with other bytes; evidence is never rewritten (remove nothing by hand without reading it)", name)
+	return false, receiptExists(name, file)
+}
+
+// receiptExists is the refusal to rewrite evidence at name.
+func receiptExists(name, file string) *RunProblem {
+	return problem(ErrReceiptExists, file, "%s already exists with other bytes; evidence is never rewritten (remove nothing by hand without reading it)", name)
 }
 
 // replaceAtomic replaces dir/name with data (durable.Replace): a crash
@@ -341,7 +346,8 @@ func (w *World) eachLeftover(fn func(d *os.File, rel string)) {
 	var runs []string
 	visit(ReceiptsDirName, func(e os.DirEntry) {
 		if e.IsDir() && runIDRE().MatchString(e.Name()) {
-			runs = append(runs, path.Join(ReceiptsDirName, e.Name(), "observations"))
+			// The run's archived record is written here, its observations below.
+			runs = append(runs, path.Join(ReceiptsDirName, e.Name()), path.Join(ReceiptsDirName, e.Name(), "observations"))
 		}
 	})
 	for _, r := range runs {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -302,16 +303,18 @@ SHA-256 of the one before; a finding is classified once.`,
 	}
 	var unclassified, quiet bool
 	list := &cobra.Command{
-		Use:   "list [--unclassified] [-q]",
+		Use:   "list [--unclassified] [-q] [--run brun-…]",
 		Short: "List every finding with its class and the run that opened it",
 		Long: `list prints every finding of the register: its id, path, the two
 implementations, its class and ruling (or UNCLASSIFIED_FINDING), and the
 run that opened it (the run_id it was measured under). --unclassified keeps
 only the findings nobody has classified yet; -q prints only their ids, one
-per line (for scripts).`,
+per line (for scripts).
+--run keeps the findings one run opened (cleanroom run list): those measured
+under a state on its history.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w, err := openWorld(cmd)
+			w, _, sel, err := selectRun(cmd, experiment.VerifyOptions{})
 			if err != nil {
 				return err
 			}
@@ -324,13 +327,13 @@ per line (for scripts).`,
 				return refusedErr(err)
 			}
 			fs := all
+			if sel != nil && sel.Summary != nil {
+				// A finding belongs to the run whose history holds the state
+				// it was opened at.
+				fs = slices.DeleteFunc(slices.Clone(fs), func(f *holdout.FindingRecord) bool { return !sel.Summary.Contains(f.RunID) })
+			}
 			if unclassified {
-				fs = nil
-				for _, f := range all {
-					if f.Class == "" {
-						fs = append(fs, f)
-					}
-				}
+				fs = slices.DeleteFunc(slices.Clone(fs), func(f *holdout.FindingRecord) bool { return f.Class != "" })
 			}
 			if quiet {
 				for _, f := range fs {
@@ -361,6 +364,7 @@ per line (for scripts).`,
 	}
 	list.Flags().BoolVar(&unclassified, "unclassified", false, "only the findings not yet classified")
 	list.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the finding ids, one per line")
+	runFlag(list)
 	var class, ruling string
 	classify := &cobra.Command{
 		Use:   "classify ID --class C --ruling TEXT",
