@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/spf13/cobra"
@@ -31,7 +32,55 @@ command needs (the missing piece is named).`,
 		root.AddCommand(c())
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagError{err}) })
+	// The completion group is added now, not when the command runs, so
+	// the conventions below apply to it as to every other group.
+	root.InitDefaultCompletionCmd()
+	applyConventions(root)
 	return root
+}
+
+// applyConventions gives every command of the tree the same argument
+// handling. A group refuses a word that names none of its commands, at
+// every level, naming the closest ones (cobra does this only at the root
+// and otherwise prints the group's help and exits 0, so a typo looks like
+// success); a group given nothing prints its help. A command given the
+// wrong number of arguments says so with its usage line.
+func applyConventions(c *cobra.Command) {
+	c.SuggestionsMinimumDistance = 2
+	if c.HasSubCommands() {
+		if !c.Runnable() {
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+		c.Args = unknownSubcommand
+	} else if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				msg := err.Error()
+				if strings.HasPrefix(msg, "unknown command") {
+					// cobra.NoArgs calls an argument an unknown command.
+					msg = fmt.Sprintf("takes none, got %q", strings.Join(args, " "))
+				}
+				return usageErr(fmt.Errorf("wrong arguments: %s\nusage: %s", msg, cmd.UseLine()))
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		applyConventions(sub)
+	}
+}
+
+// unknownSubcommand refuses any argument of a command group: a group runs
+// only its commands.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if sugg := cmd.SuggestionsFor(args[0]); len(sugg) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", strings.Join(sugg, `" or "`))
+	}
+	return usageErr(fmt.Errorf("%s (%s --help lists its commands)", msg, cmd.CommandPath()))
 }
 
 // flagError marks a command line whose flags did not parse: what it asked

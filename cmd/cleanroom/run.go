@@ -39,7 +39,10 @@ func newRunCmd() *cobra.Command {
 		Long: `A run is the record governance/blind-run.json (TRVM-BLIND-IMPLEMENTATION-RUN-v3)
 of a world: the package at docs/spec/proof-wire/ and the state root
 governance/ (blind-run.json, receipts/, holdout/). --world selects the world
-root (default: the current directory); the state root is never selectable.
+root; without it the world is found as git finds a repository: the current
+directory or the nearest one above it (on the same filesystem) that holds
+docs/spec/proof-wire/ or governance/blind-run.json. The state root is never
+selectable.
 
 States: PINNED → CANDIDATE_FROZEN → REVEALED → COMPLETE, and ABORTED from any
 non-terminal state. The reveal is refused before the candidate is frozen.
@@ -58,7 +61,7 @@ the first transition where they differ.
 Exit status: 0 success, 1 refused (the run or the input broke a rule; every
 problem is named), 2 unusable arguments.`,
 	}
-	c.PersistentFlags().String("world", ".", "world root (holding docs/spec/proof-wire/ and governance/)")
+	c.PersistentFlags().String("world", "", "world root (holding docs/spec/proof-wire/ and governance/); default: the nearest directory from here upwards that holds docs/spec/proof-wire/ or governance/blind-run.json")
 	c.PersistentFlags().Duration("lock-timeout", 0, "how long a transition waits for another one holding the state root's lock")
 	c.AddCommand(newRunPinCmd(), newRunFreezeCmd(), newRunRevealCmd(), newRunAbortCmd(),
 		newRunVerifyCmd(), newRunStatusCmd(), newRunIDCmd(), newRunListCmd())
@@ -68,12 +71,27 @@ problem is named), 2 unusable arguments.`,
 	return c
 }
 
-// openWorld opens the --world of cmd.
+// openWorld opens the --world of cmd. Without --world it finds the world
+// holding the current directory as git finds a repository
+// (experiment.FindWorld), and says on stderr which one when it is not the
+// current directory itself, so an operator never acts on a world by
+// surprise.
 func openWorld(cmd *cobra.Command) (*experiment.World, error) {
 	dir, _ := cmd.Flags().GetString("world")
-	w, err := experiment.OpenWorld(dir)
+	if cmd.Flags().Changed("world") {
+		w, err := experiment.OpenWorld(dir)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		return w, nil
+	}
+	w, err := experiment.FindWorld(".")
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, usageErr(fmt.Errorf("%w (run it inside a world, or pass --world DIR)", err))
+	}
+	if here, herr := experiment.OpenWorld("."); herr == nil && here.Root != w.Root {
+		fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: world %s (the nearest directory above the current one holding %s/ or %s/%s; --world selects another)\n",
+			w.Root, experiment.PackageDirName, experiment.StateDirName, experiment.RecordFileName)
 	}
 	return w, nil
 }
