@@ -9,6 +9,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/spf13/cobra"
 )
 
@@ -159,5 +160,28 @@ func TestAmberCutoffBeforeCommitCLI(t *testing.T) {
 	b, err := os.ReadFile(p("case/manifest.yaml"))
 	if err != nil || !strings.Contains(string(b), amber.ProvenanceCutoffOverride+": pushed 2025-12-30 per the forge log") {
 		t.Errorf("the override is not recorded in the manifest: %v\n%s", err, b)
+	}
+}
+
+// The shell completes flag values: the finding classes, and directory names
+// for the flags that take a directory (cobra's directive
+// ShellCompDirectiveFilterDirs, which the generated scripts honour).
+func TestCompletionOfFlagValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "finding", "classify", "--class", ""}, append(append([]string{}, holdout.Classes...), ":4")},
+		{[]string{"run", "question", "add", "--class", "SPEC"}, []string{"SPEC_GAP", "SPEC_IMPLEMENTATION_CONFLICT", ":4"}},
+		{[]string{"run", "status", "--world", ""}, []string{":16"}},
+		{[]string{"run", "reveal", "--holdout", ""}, []string{":16"}},
+		{[]string{"amber", "case", "build", "--oracle", ""}, []string{":16"}},
+	} {
+		code, out, _ := runCLI(t, append([]string{"__complete"}, tc.args...)...)
+		for _, w := range tc.want {
+			if code != 0 || !strings.Contains(out, w+"\n") {
+				t.Errorf("completing %v: exit %d, want %q in\n%s", tc.args, code, w, out)
+			}
+		}
 	}
 }

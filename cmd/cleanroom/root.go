@@ -7,6 +7,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // commands lists the constructors of the top-level command groups; each
@@ -47,6 +48,8 @@ command needs (the missing piece is named).`,
 // wrong number of arguments says so with its usage line.
 func applyConventions(c *cobra.Command) {
 	c.SuggestionsMinimumDistance = 2
+	completeDirectories(c.Flags())
+	completeDirectories(c.PersistentFlags())
 	if c.HasSubCommands() {
 		if !c.Runnable() {
 			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
@@ -138,4 +141,23 @@ func printResult(cmd *cobra.Command, v any, human func(w io.Writer)) error {
 	}
 	human(w)
 	return nil
+}
+
+// completeDirectories makes the shell complete directory names for every
+// string flag whose usage says it takes a directory (and only a directory:
+// "a directory or a JSON array" completes files too).
+func completeDirectories(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Value.Type() != "string" || !strings.Contains(f.Usage, "director") || strings.Contains(f.Usage, " or a ") {
+			return
+		}
+		if _, done := f.Annotations[cobra.BashCompSubdirsInDir]; done {
+			return
+		}
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		// What cobra.Command.MarkFlagDirname records.
+		f.Annotations[cobra.BashCompSubdirsInDir] = []string{}
+	})
 }

@@ -570,6 +570,38 @@ the record broke a rule, 2 unusable arguments.`,
 // runFlag adds --run to a command that reads a run.
 func runFlag(c *cobra.Command) {
 	c.Flags().String("run", "", "the run to read, by the run_id of its latest state (cleanroom run list; default: the current record)")
+	_ = c.RegisterFlagCompletionFunc("run", func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		w := completionWorld(cmd)
+		if w == nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		runs, err := w.Runs()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var ids []cobra.Completion
+		for _, r := range runs {
+			ids = append(ids, cobra.CompletionWithDesc(r.RunID, string(r.Status)))
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// completionWorld is the world a completion reads (--world, or the one
+// holding the current directory), or nil: completing prints nothing else.
+func completionWorld(cmd *cobra.Command) *experiment.World {
+	dir, _ := cmd.Flags().GetString("world")
+	var w *experiment.World
+	var err error
+	if cmd.Flags().Changed("world") {
+		w, err = experiment.OpenWorld(dir)
+	} else {
+		w, err = experiment.FindWorld(".")
+	}
+	if err != nil {
+		return nil
+	}
+	return w
 }
 
 // selectRun opens the --world and, when --run names a run, sets opt to

@@ -394,6 +394,24 @@ under a state on its history.`,
 		},
 	}
 	classify.Flags().StringVar(&class, "class", "", "one of the world's finding classes (the reference protocol's: "+strings.Join(holdout.Classes, ", ")+")")
+	// The shell completes the ids of the findings not yet classified.
+	classify.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		w := completionWorld(cmd)
+		if w == nil || len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		fs, err := holdout.OpenRegister(w.StateDir()).Findings()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var ids []cobra.Completion
+		for _, f := range fs {
+			if f.Class == "" {
+				ids = append(ids, cobra.CompletionWithDesc(f.ID, f.Path))
+			}
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
 	classify.Flags().StringVar(&ruling, "ruling", "", "the ruling, in words")
 	_ = classify.RegisterFlagCompletionFunc("class", completeClasses)
 	c.AddCommand(list, classify)
@@ -484,8 +502,9 @@ func resolveNum(o *evidence.Object, name string) any {
 // completeClasses completes --class with the finding classes of the world
 // --world names (its declared ones, or the reference protocol's six).
 func completeClasses(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-	w, err := openWorld(cmd)
-	if err != nil {
+	// completionWorld, not openWorld: a completion prints nothing else.
+	w := completionWorld(cmd)
+	if w == nil {
 		return holdout.Classes, cobra.ShellCompDirectiveNoFileComp
 	}
 	cs, err := holdout.WorldClasses(w)

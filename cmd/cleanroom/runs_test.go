@@ -38,7 +38,13 @@ func TestRunsAddressable(t *testing.T) {
 		"--binary", "implementer/tally-candidate", "--toolchain", "node", "--model", "scripted", "--tool-version", "test")
 	must(0, "run", "reveal", "--world", w)
 	out := must(1, "run", "complete", "--world", w, "--no-sandbox")
-	for _, id := range regexp.MustCompile(`find-[0-9a-f]{64}`).FindAllString(out, -1) {
+	ids := regexp.MustCompile(`find-[0-9a-f]{64}`).FindAllString(out, -1)
+	// The shell completes the unclassified finding ids (and, see
+	// TestCompletionOfFlagValues, the classes).
+	if code, comp, _ := runCLI(t, "__complete", "run", "finding", "classify", "--world", w, ""); code != 0 || len(ids) == 0 || !strings.Contains(comp, ids[0]+"\t") {
+		t.Errorf("finding ids %v are not completed: exit %d\n%s", ids, code, comp)
+	}
+	for _, id := range ids {
 		must(0, "run", "finding", "classify", "--world", w, id, "--class", "SPEC_GAP", "--ruling", "the grammar does not say")
 	}
 	out = must(0, "run", "complete", "--world", w, "--no-sandbox")
@@ -89,6 +95,11 @@ func TestRunsAddressable(t *testing.T) {
 		if id != want.id || st != want.status || len(sts.([]any)) != want.states {
 			t.Errorf("run %d: %v %v with %d states, want %s %s with %d", i, id, st, len(sts.([]any)), want.id, want.status, want.states)
 		}
+	}
+
+	// --run completes with the runs of the world.
+	if _, comp, _ := runCLI(t, "__complete", "run", "verify", "--world", w, "--run", ""); !strings.Contains(comp, complete[1]+"\tCOMPLETE") || !strings.Contains(comp, pinned[1]+"\tPINNED") {
+		t.Errorf("--run does not complete the runs:\n%s", comp)
 	}
 
 	// Both runs verify and report by --run; the default is the current one.
