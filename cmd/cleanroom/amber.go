@@ -231,10 +231,12 @@ then the oracle's sha256 and form. The failing check is named.`,
 				return err
 			}
 			if verr != nil {
+				// The report went to stdout; the refusal goes to stderr too.
+				ferr := fmt.Errorf("case %s: check %s failed: %w", args[0], res.Failed, verr)
 				if amber.IsRefusal(verr) {
-					return refusedErr(nil)
+					return refusedErr(ferr)
 				}
-				return usageErr(nil)
+				return usageErr(ferr)
 			}
 			return nil
 		},

@@ -118,7 +118,7 @@ Exit 0 when comparable, 1 when not.`,
 				return err
 			}
 			if !c.Comparable {
-				return refusedErr(nil)
+				return refusedErr(errors.New("the two records are not comparable (the fields marked differ)"))
 			}
 			return nil
 		},

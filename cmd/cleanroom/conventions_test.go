@@ -10,7 +10,9 @@ import (
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 // groups lists the command path (without "cleanroom") of every command
@@ -181,6 +183,36 @@ func TestCompletionOfFlagValues(t *testing.T) {
 		for _, w := range tc.want {
 			if code != 0 || !strings.Contains(out, w+"\n") {
 				t.Errorf("completing %v: exit %d, want %q in\n%s", tc.args, code, w, out)
+			}
+		}
+	}
+}
+
+// The same fault gets the same exit code from every command: a FIFO, a
+// regular file, a dangling link or nothing at all where a directory is
+// required is input that cannot be read (exit 2), named once.
+func TestDirectoryInputFaultsExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	fifo, file, dangling, none := filepath.Join(dir, "fifo"), filepath.Join(dir, "file"), filepath.Join(dir, "dangling"), filepath.Join(dir, "none")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(none, dangling); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(testshared.RepoRoot(t), "testdata", "world", "docs", "spec", "proof-wire")
+	for _, in := range []string{fifo, file, dangling, none} {
+		for _, args := range [][]string{
+			{"holdout", "commitment", in, "--package", pkg},
+			{"holdout", "check", in, "--package", pkg},
+			{"release", "verify", pkg, "--holdout", in},
+		} {
+			code, out, errs := runCLI(t, args...)
+			if code != 2 || !strings.Contains(errs, "cleanroom: ") || strings.Count(out+errs, in) != 1 {
+				t.Errorf("%v: exit %d (want 2, the path named once)\n%s%s", args, code, out, errs)
 			}
 		}
 	}

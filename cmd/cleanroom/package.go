@@ -133,7 +133,6 @@ func packageFailure(cmd *cobra.Command, subject string, err error) error {
 				evidence.Member{Name: "subject", Value: subject},
 				evidence.Member{Name: "refused", Value: err.Error()},
 			), nil)
-			return refusedErr(nil)
 		}
 		return refusedErr(err)
 	default:
@@ -149,7 +148,7 @@ func packageFailure(cmd *cobra.Command, subject string, err error) error {
 			evidence.Member{Name: "subject", Value: subject},
 			evidence.Member{Name: "problems", Value: list},
 		), nil)
-		return refusedErr(nil)
+		return refusedErr(fmt.Errorf("%s: refused, %d problem(s)", subject, len(probs)))
 	}
 	w := cmd.ErrOrStderr()
 	fmt.Fprintf(w, "cleanroom: %s: refused, %d problem(s):\n", subject, len(probs))

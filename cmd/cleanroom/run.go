@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
@@ -121,11 +119,7 @@ func ruleFailure(err error) error {
 	}
 	// A file that is not a regular file, or a directory that is not one,
 	// is input that cannot be read, as a missing one is: not a refusal.
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
-		errors.Is(err, evidence.ErrNotRegular) || errors.Is(err, syscall.ENOTDIR) {
-		return usageErr(err)
-	}
-	return refusedErr(err)
+	return inputFailure(err)
 }
 
 // signFlag adds --sign-key to a transition and returns a loader.

@@ -1,8 +1,54 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
 	"github.com/cleanroom-dev/cleanroom/evidence"
 )
+
+// unreadableInput reports whether err means an input could not be read at
+// all — missing (a dangling link included), not a regular file (a FIFO, a
+// device, a directory given as a file), not a directory, not permitted, a
+// symbolic link where a reader that follows none opened it (ELOOP) — as
+// opposed to input that was read and broke a rule. Every command maps
+// the first to exit 2 through this one test, so the same fault gets the
+// same exit code whichever command meets it.
+func unreadableInput(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
+		errors.Is(err, evidence.ErrNotRegular) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP)
+}
+
+// inputDir refuses an input that must be a directory and is not one, or
+// is not there (exit 2, as every unreadable input): a missing holdout read
+// as "absent" would otherwise be checked as no holdout at all.
+func inputDir(what, dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		// The path is named once, by what.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return usageErr(fmt.Errorf("%s: %w", what, err))
+	}
+	if !fi.IsDir() {
+		return usageErr(fmt.Errorf("%s: not a directory", what))
+	}
+	return nil
+}
+
+// inputFailure ends a command whose input could not be used: unreadable
+// input exits 2, input read and refused exits 1.
+func inputFailure(err error) error {
+	if unreadableInput(err) {
+		return usageErr(err)
+	}
+	return refusedErr(err)
+}
 
 // shortHex abbreviates a digest for one-line output.
 func shortHex(h string) string {
