@@ -67,6 +67,7 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 				return isolationErr(err)
 			}
 			o.Isolation = iso
+			o.Progress = progressLine(cmd)
 			res, err := amber.Run(cmd.Context(), o)
 			if err != nil {
 				return amberErr(err)

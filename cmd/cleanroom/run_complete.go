@@ -237,6 +237,7 @@ func runMeasurement(cmd *cobra.Command, runner func() (adapter.RunOptions, error
 	if err != nil {
 		return err
 	}
+	opt.Progress = progressLine(cmd)
 	m, t, res, err := do(w, opt)
 	var ee *exitError
 	if errors.As(err, &ee) {

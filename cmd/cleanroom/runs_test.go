@@ -47,7 +47,17 @@ func TestRunsAddressable(t *testing.T) {
 	for _, id := range ids {
 		must(0, "run", "finding", "classify", "--world", w, id, "--class", "SPEC_GAP", "--ruling", "the grammar does not say")
 	}
-	out = must(0, "run", "complete", "--world", w, "--no-sandbox")
+	code, out, errs := runCLI(t, "run", "complete", "--world", w, "--no-sandbox")
+	if code != 0 {
+		t.Fatalf("complete: exit %d\n%s%s", code, out, errs)
+	}
+	// Each adapter's start and end, with its time, on stderr only.
+	for _, re := range []string{`(?m)^cleanroom: adapter candidate \[candidate\]: started$`, `(?m)^cleanroom: adapter candidate \[candidate\]: MEASURED in [0-9.]+m?s$`,
+		`(?m)^cleanroom: adapter javascript \[reference\]: MEASURED in [0-9.]+m?s$`} {
+		if !regexp.MustCompile(re).MatchString(errs) || strings.Contains(out, "adapter candidate [candidate]: started") {
+			t.Errorf("no progress line %s on stderr:\n%s", re, errs)
+		}
+	}
 	complete := regexp.MustCompile(`COMPLETE (brun-[0-9a-f]{64})`).FindStringSubmatch(out)
 	if complete == nil {
 		t.Fatalf("complete:\n%s", out)

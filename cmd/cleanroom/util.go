@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/spf13/cobra"
 )
 
 // unreadableInput reports whether err means an input could not be read at
@@ -20,6 +21,14 @@ import (
 func unreadableInput(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
 		errors.Is(err, evidence.ErrNotRegular) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP)
+}
+
+// progressLine returns a progress reporter writing one stderr line per call
+// ("cleanroom: " and the line), so an operator sees each long step start
+// and end; stdout keeps only the result (--json stays one document).
+func progressLine(cmd *cobra.Command) func(string) {
+	w := cmd.ErrOrStderr()
+	return func(line string) { fmt.Fprintf(w, "cleanroom: %s\n", line) }
 }
 
 // inputDir refuses an input that must be a directory and is not one, or
