@@ -23,8 +23,11 @@ build:
 test: lint
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
+# The demo's artifacts go to demo-out/ in this directory (replaced on each
+# run, ignored by git), never to the temporary directory, where each run
+# would leave a new cleanroom-demo-* behind.
 demo: build
-	./$(BIN) demo
+	rm -rf demo-out && ./$(BIN) demo --out demo-out
 
 # Man pages from the command tree (generated, not committed): man/*.1
 .PHONY: man
@@ -46,4 +49,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin
+	rm -rf bin demo-out man
