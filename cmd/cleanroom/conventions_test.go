@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 )
 
@@ -214,6 +216,72 @@ func TestDirectoryInputFaultsExitTwo(t *testing.T) {
 			if code != 2 || !strings.Contains(errs, "cleanroom: ") || strings.Count(out+errs, in) != 1 {
 				t.Errorf("%v: exit %d (want 2, the path named once)\n%s%s", args, code, out, errs)
 			}
+		}
+	}
+}
+
+// Every document the help texts and the README cite ships in this
+// repository: each docs/….md path exists, and each section of
+// docs/formats.md cited by number has its heading, so nothing dangles for a
+// user who has only the repository.
+func TestCitedDocumentsShip(t *testing.T) {
+	root := testshared.RepoRoot(t)
+	var texts []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		texts = append(texts, c.Short, c.Long)
+		c.Flags().VisitAll(func(f *pflag.Flag) { texts = append(texts, f.Usage) })
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRootCmd())
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts = append(texts, string(readme))
+	// Sources too: a text printed at run time (run pin's note) cites as well.
+	srcs, _ := filepath.Glob(filepath.Join(root, "cmd", "cleanroom", "*.go"))
+	for _, p := range srcs {
+		if !strings.HasSuffix(p, "_test.go") {
+			b, _ := os.ReadFile(p)
+			texts = append(texts, string(b))
+		}
+	}
+	all := strings.Join(texts, "\n")
+	formats, err := os.ReadFile(filepath.Join(root, "docs", "formats.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	headings := regexp.MustCompile(`(?m)^#+ (?:(\d+(?:\.\d+)?)\.? |(Distribution §[0-9.]+):)`)
+	have := map[string]bool{}
+	for _, m := range headings.FindAllStringSubmatch(string(formats), -1) {
+		have[m[1]+m[2]] = true
+	}
+	cited := 0
+	for _, m := range regexp.MustCompile(`docs/formats\.md §(\d+(?:\.\d+)?)`).FindAllStringSubmatch(all, -1) {
+		cited++
+		if !have[m[1]] {
+			t.Errorf("formats.md §%s is cited and has no heading", m[1])
+		}
+	}
+	for _, m := range regexp.MustCompile(`Distribution §[0-9]+(?:\.[0-9]+)?`).FindAllString(all, -1) {
+		if !have[m] {
+			t.Errorf("%s is cited and docs/formats.md has no section for it", m)
+		}
+	}
+	if cited < 4 {
+		t.Errorf("only %d citations of docs/formats.md found: the test reads the wrong texts", cited)
+	}
+	for _, m := range regexp.MustCompile(`docs/[A-Za-z0-9_/-]+\.(?:md|png)`).FindAllString(all, -1) {
+		if _, err := os.Stat(filepath.Join(root, m)); err != nil {
+			t.Errorf("%s is cited and does not exist", m)
+		}
+	}
+	for _, gone := range []string{"TRVM-FORMATS §", "DESIGN.md", "AMBER-FORMATS"} {
+		if strings.Contains(all, gone) {
+			t.Errorf("%q is cited: a document the repository does not ship", gone)
 		}
 	}
 }

@@ -426,7 +426,7 @@ func newHoldoutCommitmentCmd() *cobra.Command {
 		Use:   "commitment DIR --package PKGDIR",
 		Short: "Print the holdout_commitment and holdout_entries of a holdout directory",
 		Long: `commitment computes the path-list digest of every file under DIR with each
-path made relative to the package root --package (TRVM-FORMATS §3.5: for the
+path made relative to the package root --package (docs/formats.md §3.5: for the
 reference layout every path reads ../../../governance/holdout/<file>), and the
 number of INDEX.json entries. The tree must hold exactly entries + 1 files.
 The same digest is what release issue records and reveal checks.`,

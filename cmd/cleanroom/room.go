@@ -391,7 +391,7 @@ one line per tool call, end line; from "room drive", turn and retry lines
 while it runs and its drive line at the end; a resumed session's start and
 resume lines)
 through the strict reader, check that its summaries agree with its calls, and
-print the TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document (TRVM-FORMATS §11.1). The text
+print the TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document (docs/formats.md §11.1). The text
 output is a summary; --json prints the whole document.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -188,7 +188,7 @@ func printTransition(cmd *cobra.Command, t *experiment.Transition, extra func(w 
 		}
 		switch {
 		case len(t.Earlier) > 0:
-			fmt.Fprintf(w, "             run_id hashes the record's content (TRVM-FORMATS §5.2): identical content is the\n"+
+			fmt.Fprintf(w, "             run_id hashes the record's content (docs/formats.md §5.2): identical content is the\n"+
 				"             same state, so this receipt is shared with that history, never rewritten. The earlier\n"+
 				"             run stays addressable: cleanroom run verify --run %s\n", t.Earlier[0].RunID)
 			if t.Status == experiment.StatusPinned {
@@ -365,7 +365,7 @@ func newRunVerifyCmd() *cobra.Command {
 	var signer string
 	c := &cobra.Command{
 		Use:   "verify",
-		Short: "Verify the run (TRVM-FORMATS §5.7), printing each check",
+		Short: "Verify the run (docs/formats.md §5.7), printing each check",
 		Long: `verify checks the world's run as it is now: SPEC-RELEASE readable, the record's
 bytes through the strict reader, its closed shape, type and status, run_id
 recomputed, the release archived, the instrument members and digest, every
@@ -632,7 +632,7 @@ by the run_id of its latest state; give that to --run of status, verify,
 report and finding list.
 
 A state marked "shared" is on more than one run's history: run_id hashes the
-record's content (TRVM-FORMATS §5.2), so a later pin (or freeze, …) of
+record's content (docs/formats.md §5.2), so a later pin (or freeze, …) of
 identical content reaches the same state and its receipt is not written
 twice. Receipts are listed as they are; run verify --run checks a run.`,
 		Args: cobra.NoArgs,
