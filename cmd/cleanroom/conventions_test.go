@@ -285,3 +285,40 @@ func TestCitedDocumentsShip(t *testing.T) {
 		}
 	}
 }
+
+// Human output spells values for people, never as Go prints them.
+func TestPlainValues(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{nil, "none"}, {"x", "x"}, {float64(1000000), "1000000"}, {0.5, "0.5"}, {true, "true"}, {3, "3"},
+		{[]any{"a", float64(2)}, `["a",2]`},
+	} {
+		if got := plainValue(tc.v); got != tc.want {
+			t.Errorf("plainValue(%#v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+	if got := plainMap(map[string]float64{"tests_pass": 1, "a": 0.25}); got != "a=0.25, tests_pass=1" {
+		t.Errorf("plainMap = %q", got)
+	}
+	if got := plainMap(map[string]int{}); got != "none" {
+		t.Errorf("plainMap of nothing = %q", got)
+	}
+}
+
+// A flag value the parser refuses is named in words, not in strconv's.
+func TestFlagValueErrorsInWords(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "question", "add", "--revision", "abc"}, `invalid argument "abc" for "--revision" flag: not an integer`},
+		{[]string{"release", "issue", "x", "--spec-revision", "99999999999999999999"}, `invalid argument "99999999999999999999" for "--spec-revision" flag: out of range`},
+	} {
+		code, _, errs := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "strconv") {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errs)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"io"
 	"strings"
 
@@ -32,7 +34,7 @@ command needs (the missing piece is named).`,
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagError{err}) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagError{plainFlagError(err)}) })
 	// The completion group is added now, not when the command runs, so
 	// the conventions below apply to it as to every other group.
 	root.InitDefaultCompletionCmd()
@@ -84,6 +86,27 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 		msg += fmt.Sprintf("; did you mean %q?", strings.Join(sugg, `" or "`))
 	}
 	return usageErr(fmt.Errorf("%s (%s --help lists its commands)", msg, cmd.CommandPath()))
+}
+
+// strconvDetail is the Go parser's wording pflag passes through in a flag
+// value error ("strconv.ParseInt: parsing \"abc\": invalid syntax").
+var strconvDetail = regexp.MustCompile(`strconv\.Parse(Int|Uint|Float|Bool): parsing "(?:[^"\\]|\\.)*": (invalid syntax|value out of range)$`)
+
+// plainFlagError says what is wrong with a flag value in words instead of
+// the parser's ("not an integer", not "strconv.ParseInt: … invalid
+// syntax").
+func plainFlagError(err error) error {
+	m := strconvDetail.FindStringSubmatchIndex(err.Error())
+	if m == nil {
+		return err
+	}
+	msg := err.Error()
+	kind := map[string]string{"Int": "an integer", "Uint": "a non-negative integer", "Float": "a number", "Bool": "true or false"}[msg[m[2]:m[3]]]
+	what := "not " + kind
+	if msg[m[4]:m[5]] == "value out of range" {
+		what = "out of range"
+	}
+	return errors.New(msg[:m[0]] + what)
 }
 
 // flagError marks a command line whose flags did not parse: what it asked

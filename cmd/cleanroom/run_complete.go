@@ -486,7 +486,7 @@ any. Entries are immutable, digest-linked files in governance/questions/.`,
 					fmt.Fprintln(o, "no questions")
 				}
 				for _, e := range es {
-					fmt.Fprintf(o, "%s  rev %v  [%s]\n  Q: %s\n  why: %s\n  ruling: %s\n", e.File, resolveNum(e.Value, "frozen_spec_revision"), e.Str("classification"), e.Str("question"), e.Str("why_insufficient"), e.Str("ruling"))
+					fmt.Fprintf(o, "%s  rev %s  [%s]\n  Q: %s\n  why: %s\n  ruling: %s\n", e.File, plainValue(resolveNum(e.Value, "frozen_spec_revision")), e.Str("classification"), e.Str("question"), e.Str("why_insufficient"), e.Str("ruling"))
 				}
 			})
 		},

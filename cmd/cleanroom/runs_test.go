@@ -127,6 +127,11 @@ func TestRunsAddressable(t *testing.T) {
 			t.Errorf("status --run %s shows %d receipts, want %d:\n%s", r.id, strings.Count(st, "receipt "), r.states, st)
 		}
 	}
+	for _, o := range []string{first, second, list} {
+		if strings.Contains(o, "<nil>") || strings.Contains(o, "map[") {
+			t.Errorf("a Go value in human output:\n%s", o)
+		}
+	}
 	if out := must(0, "run", "report", "--world", w, "--run", complete[1]); !strings.Contains(out, "RESULT") {
 		t.Errorf("the COMPLETE run's report has no RESULT:\n%s", out)
 	}

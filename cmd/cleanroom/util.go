@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
@@ -21,6 +25,42 @@ import (
 func unreadableInput(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
 		errors.Is(err, evidence.ErrNotRegular) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP)
+}
+
+// plainValue renders a decoded JSON value for people: no Go spellings
+// ("<nil>", "map[…]", "1e+06") in human output. nil and an absent member are
+// "none"; numbers are written in full.
+func plainValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "none"
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	case int:
+		return strconv.Itoa(x)
+	default:
+		b, err := evidence.Stringify(x, "")
+		if err != nil {
+			return fmt.Sprintf("%v", x)
+		}
+		return strings.TrimSpace(string(b))
+	}
+}
+
+// plainMap renders a map as "k=v, k=v" in key order, or "none".
+func plainMap[V any](m map[string]V) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+plainValue(any(m[k])))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // progressLine returns a progress reporter writing one stderr line per call
