@@ -3,8 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
