@@ -3,6 +3,7 @@ package experiment
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 )
 
@@ -178,6 +179,11 @@ func problemText(file, pointer, rule, detail string, err error) string {
 	}
 	if err != nil {
 		b.WriteString(": ")
+		// The file is named once: a path error about it says only what
+		// went wrong, not the (absolute) path again.
+		if pe, ok := err.(*fs.PathError); ok && file != "" {
+			err = pe.Err
+		}
 		b.WriteString(err.Error())
 	}
 	return b.String()
