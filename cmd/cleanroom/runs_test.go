@@ -20,15 +20,7 @@ func TestRunsAddressable(t *testing.T) {
 	if _, err := adapter.ResolveInterpreter("node"); err != nil {
 		t.Skipf("node is not installed: %v", err)
 	}
-	w := runWorld(t)
-	must := func(want int, args ...string) string {
-		t.Helper()
-		code, out, errs := runCLI(t, args...)
-		if code != want {
-			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
-		}
-		return out + errs
-	}
+	w, must := runWorld(t), mustExit(t)
 	pin := []string{"run", "pin", "--world", w, "--reference", filepath.Join(w, "governance/reference-adapter.json")}
 	first := must(0, pin...)
 	if strings.Contains(first, "same state as earlier run") {
