@@ -453,9 +453,10 @@ func newRunStatusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show the run's witnessed history as a timeline",
-		Long: `status prints the receipt chain of the current run, oldest first: the state,
-when its receipt was written, the receipt's sha256, and who was frozen with
-what (the subjects each step admitted). Only receipts the chain walk reaches
+		Long: `status prints the receipt chain of the current run (--run: an earlier one,
+see run list), oldest first: the state, when its receipt was written, the
+receipt's sha256, and who was frozen with what (the subjects each step
+admitted). Only receipts the chain walk reaches
 are shown; a problem with the run is printed below the timeline.`,
 		Args: cobra.NoArgs,
 	}
