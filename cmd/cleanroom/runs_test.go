@@ -44,8 +44,8 @@ func TestRunsAddressable(t *testing.T) {
 		t.Fatalf("complete: exit %d\n%s%s", code, out, errs)
 	}
 	// Each adapter's start and end, with its time, on stderr only.
-	for _, re := range []string{`(?m)^cleanroom: adapter candidate \[candidate\]: started$`, `(?m)^cleanroom: adapter candidate \[candidate\]: MEASURED in [0-9.]+m?s$`,
-		`(?m)^cleanroom: adapter javascript \[reference\]: MEASURED in [0-9.]+m?s$`} {
+	for _, re := range []string{`(?m)^cleanroom: run complete: adapter candidate \[candidate\]: started$`, `(?m)^cleanroom: run complete: adapter candidate \[candidate\]: MEASURED in [0-9.]+m?s$`,
+		`(?m)^cleanroom: run complete: adapter javascript \[reference\]: MEASURED in [0-9.]+m?s$`} {
 		if !regexp.MustCompile(re).MatchString(errs) || strings.Contains(out, "adapter candidate [candidate]: started") {
 			t.Errorf("no progress line %s on stderr:\n%s", re, errs)
 		}

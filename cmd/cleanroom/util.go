@@ -63,12 +63,13 @@ func plainMap[V any](m map[string]V) string {
 	return strings.Join(parts, ", ")
 }
 
-// progressLine returns a progress reporter writing one stderr line per call
-// ("cleanroom: " and the line), so an operator sees each long step start
-// and end; stdout keeps only the result (--json stays one document).
+// progressLine returns a progress reporter writing one stderr line per call,
+// prefixed with the command ("cleanroom: run complete: " and the line), so
+// an operator sees each long step start and end; stdout keeps only the
+// result (--json stays one document).
 func progressLine(cmd *cobra.Command) func(string) {
-	w := cmd.ErrOrStderr()
-	return func(line string) { fmt.Fprintf(w, "cleanroom: %s\n", line) }
+	w, name := cmd.ErrOrStderr(), cmd.CommandPath()
+	return func(line string) { fmt.Fprintf(w, "%s: %s\n", strings.Replace(name, " ", ": ", 1), line) }
 }
 
 // inputDir refuses an input that must be a directory and is not one, or
