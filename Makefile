@@ -25,8 +25,11 @@ test: lint check-forks
 	$(GO) test $(TESTFLAGS) $(PKGS)
 	$(GO) test $(TESTFLAGS) -short -count=1 -tags purego ./pkgwalk/internal/sha2x
 
+# The demo's artifacts go to demo-out/ in this directory (replaced on each
+# run, ignored by git), never to the temporary directory, where each run
+# would leave a new cleanroom-demo-* behind.
 demo: build
-	./$(BIN) demo
+	rm -rf demo-out && ./$(BIN) demo --out demo-out
 
 # Man pages from the command tree (generated, not committed): man/*.1
 .PHONY: man
@@ -53,4 +56,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin
+	rm -rf bin demo-out man

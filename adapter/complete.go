@@ -34,6 +34,9 @@ type RunOptions struct {
 	Scratch string
 	// Transition carries the receipt signer, if any.
 	Transition experiment.TransitionOptions
+	// Progress, when set, is told as each adapter starts and ends (one
+	// line each, no newline), for an operator watching stderr.
+	Progress func(line string)
 }
 
 // RunMeasurement is everything one measurement of a run produced.
@@ -102,11 +105,19 @@ func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunM
 	}
 	var docs []holdout.Document
 	for _, a := range rec.Adapters {
+		progress := func(string, ...any) {}
+		if opt.Progress != nil {
+			progress = func(f string, x ...any) { opt.Progress(fmt.Sprintf(f, x...)) }
+		}
+		progress("adapter %s [%s]: started", a.Implementation, a.Role)
+		start := time.Now()
 		sm, err := Execute(ctx, w, a, Options{Revealed: revealed, Runner: opt.Runner, Schemas: ins.Schemas, Challenges: m.Holdout.Challenges, Scorer: ins.Scorer,
 			ExpectRelease: rec.SpecReleaseID, Timeout: opt.Timeout, Memory: opt.Memory, ScratchDir: opt.Scratch})
 		if err != nil {
+			progress("adapter %s [%s]: stopped after %s: %v", a.Implementation, a.Role, time.Since(start).Round(time.Millisecond), err)
 			return m, err
 		}
+		progress("adapter %s [%s]: %s in %s", a.Implementation, a.Role, sm.State, time.Since(start).Round(time.Millisecond))
 		m.Subjects = append(m.Subjects, sm)
 		if sm.State == Measured {
 			docs = append(docs, holdout.Document{Implementation: a.Implementation, Value: sm.Doc})

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +47,18 @@ var (
 	ErrOutputExists    = errors.New("output case directory already exists")
 	ErrNotCommit       = errors.New("cutoff does not name a commit")
 	ErrAllowlistFormat = errors.New("allowlist entry is not HOST:PORT")
+	// ErrCutoffBeforeCommit: cutoff_utc is earlier than the cutoff commit's
+	// committer date — the case would claim a cutoff its own base state
+	// postdates. Committer dates are no mapping evidence (Distribution
+	// §3.2), so a producer who knows better overrides it explicitly and the
+	// override is recorded in the manifest's provenance.
+	ErrCutoffBeforeCommit = errors.New("cutoff_utc is earlier than the cutoff commit's committer date")
+)
+
+// Provenance keys recording an explicit override of ErrCutoffBeforeCommit.
+const (
+	ProvenanceCutoffCommitterUTC = "cutoff_commit_committer_utc"
+	ProvenanceCutoffOverride     = "cutoff_before_committer_date_override"
 )
 
 // BuildOptions are the inputs of a case build. The flags of `cleanroom
@@ -76,7 +90,11 @@ type BuildOptions struct {
 	LeakProcedure        string
 	LeakDate             string // default: the build date
 	LeakResult           string // default: "passed"
-	Now                  func() time.Time
+	// CutoffOverride, when non-empty, is the producer's reason for a
+	// cutoff_utc earlier than the cutoff commit's committer date; it and
+	// the committer date are recorded in the manifest's provenance.
+	CutoffOverride string
+	Now            func() time.Time
 }
 
 // Defaults written when the producer gives no value (documented in the
@@ -205,6 +223,10 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 	if err != nil {
 		return nil, err
 	}
+	committed, err := cutoffAfterCommit(ctx, o, commit)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := os.Lstat(o.Out); err == nil {
 		return nil, fmt.Errorf("%s: %w", o.Out, ErrOutputExists)
 	}
@@ -256,6 +278,11 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 	prov := o.Provenance
 	if len(prov) == 0 {
 		prov = map[string]any{"source_type": "git_repository", "object_format": objFormat}
+	}
+	if o.CutoffOverride != "" && committed != "" {
+		prov = maps.Clone(prov)
+		prov[ProvenanceCutoffCommitterUTC] = committed
+		prov[ProvenanceCutoffOverride] = o.CutoffOverride
 	}
 	allow := append([]string{}, o.Allow...)
 	isolation := FullIsolation
@@ -388,6 +415,35 @@ func checkSource(ctx context.Context, repo, cutoff string) (commit, objFormat st
 		return "", "", fmt.Errorf("%q: %w", cutoff, ErrNotCommit)
 	}
 	return strings.TrimSpace(string(out)), objFormat, nil
+}
+
+// cutoffAfterCommit refuses a cutoff_utc earlier than the committer date
+// of the cutoff commit (ErrCutoffBeforeCommit) unless o.CutoffOverride
+// gives the reason. It returns the committer date (UTC, RFC 3339) when the
+// override was needed, "" otherwise.
+func cutoffAfterCommit(ctx context.Context, o BuildOptions, commit string) (string, error) {
+	out, err := git(ctx, o.Repo, false, "show", "-s", "--format=%ct", commit)
+	if err != nil {
+		return "", fmt.Errorf("reading the committer date of %s: %w", commit, err)
+	}
+	secs, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("committer date of %s: git printed %q, not seconds since the epoch", commit, strings.TrimSpace(string(out)))
+	}
+	committed := time.Unix(secs, 0).UTC()
+	cutoff, err := time.Parse(time.RFC3339Nano, o.CutoffUTC)
+	if err != nil {
+		return "", fmt.Errorf("%w: cutoff %q is not a calendar instant", ErrBuildArgument, o.CutoffUTC)
+	}
+	if !cutoff.Before(committed) {
+		return "", nil
+	}
+	stamp := committed.Format(time.RFC3339)
+	if o.CutoffOverride == "" {
+		return "", fmt.Errorf("%w: cutoff_utc %s, commit %s committed %s (give the reason with --cutoff-before-commit-date REASON to build it anyway; the override is recorded in the manifest's provenance)",
+			ErrCutoffBeforeCommit, o.CutoffUTC, commit, stamp)
+	}
+	return stamp, nil
 }
 
 // lfsPointerPrefix starts every Git LFS pointer file.

@@ -220,6 +220,8 @@ func TestBuildRefusals(t *testing.T) {
 		{"offset cutoff", func(t *testing.T, o *BuildOptions) { o.CutoffUTC = "2026-01-15T00:00:00+08:00" }, ErrBuildArgument},
 		{"impossible cutoff", func(t *testing.T, o *BuildOptions) { o.CutoffUTC = "2026-13-45T00:00:00Z" }, ErrBuildArgument},
 		{"allowlist entry", func(t *testing.T, o *BuildOptions) { o.Allow = []string{"https://example.org"} }, ErrAllowlistFormat},
+		// The test repository's commits are dated 2026-01-01T00:00:00Z.
+		{"cutoff before the commit's committer date", func(t *testing.T, o *BuildOptions) { o.CutoffUTC = "2025-12-31T23:59:59Z" }, ErrCutoffBeforeCommit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := buildOpts(t, newTestRepo(t, 2), s)
@@ -238,6 +240,45 @@ func TestBuildRefusals(t *testing.T) {
 				t.Errorf("staging directories left: %v", left)
 			}
 		})
+	}
+}
+
+// An explicit override builds the case and records the reason and the
+// committer date in the manifest's provenance; a cutoff at the committer
+// date itself needs none.
+func TestBuildCutoffOverrideRecorded(t *testing.T) {
+	needGit(t)
+	_, s := newSigner(t)
+	o := buildOpts(t, newTestRepo(t, 2), s)
+	o.CutoffUTC = "2025-12-31T00:00:00Z"
+	o.CutoffOverride = "the forge push log shows the commit was pushed on 2025-12-30"
+	c, err := Build(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Manifest.Provenance[ProvenanceCutoffOverride]; got != o.CutoffOverride {
+		t.Errorf("provenance %s = %v, want the reason", ProvenanceCutoffOverride, got)
+	}
+	if got := c.Manifest.Provenance[ProvenanceCutoffCommitterUTC]; got != "2026-01-01T00:00:00Z" {
+		t.Errorf("provenance %s = %v, want 2026-01-01T00:00:00Z", ProvenanceCutoffCommitterUTC, got)
+	}
+	// The recorded override survives the strict reader a receiver applies.
+	b, err := os.ReadFile(filepath.Join(c.Dir, ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadManifest(ManifestFile, b); err != nil {
+		t.Fatalf("the manifest with an override does not read back: %v", err)
+	}
+
+	o = buildOpts(t, newTestRepo(t, 2), s)
+	o.CutoffUTC = "2026-01-01T00:00:00Z"
+	c, err = Build(context.Background(), o)
+	if err != nil {
+		t.Fatalf("a cutoff at the committer date is refused: %v", err)
+	}
+	if _, ok := c.Manifest.Provenance[ProvenanceCutoffOverride]; ok {
+		t.Errorf("no override was needed, yet one is recorded: %v", c.Manifest.Provenance)
 	}
 }
 

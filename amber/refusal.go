@@ -15,7 +15,7 @@ import (
 // that is not a date, an origin with a space): unusable arguments (exit 2).
 var refusals = []error{
 	ErrShallowSource, ErrPartialSource, ErrSubmodule, ErrLFS, ErrPinBytes, ErrCutoffRef,
-	ErrNotCommit, ErrAllowlistFormat, ErrMismatch,
+	ErrNotCommit, ErrAllowlistFormat, ErrMismatch, ErrCutoffBeforeCommit,
 	ErrManifestField, ErrYAMLSyntax, ErrYAMLTooLarge, ErrYAMLMultiDoc, ErrYAMLDuplicateKey,
 	ErrYAMLAlias, ErrYAMLTag, ErrYAMLKey, ErrYAMLNotMapping, ErrYAMLUnknownField,
 	ErrPackFileType, ErrPackName, ErrPackTooLarge, ErrPackChanged, ErrPackEntry,

@@ -93,6 +93,26 @@ type RunOptions struct {
 	Timeout   time.Duration
 	Isolation Isolation
 	Now       func() time.Time
+	// Progress, when set, is told each long step as it starts and ends
+	// (one line each, no newline), for an operator watching stderr.
+	Progress func(line string)
+}
+
+// progress reports a step to o.Progress, if set.
+func (o *RunOptions) progress(format string, a ...any) {
+	if o.Progress != nil {
+		o.Progress(fmt.Sprintf(format, a...))
+	}
+}
+
+// step reports a step's start and returns the function that reports its
+// end with the time it took.
+func (o *RunOptions) step(what string) func(outcome string) {
+	o.progress("%s…", what)
+	start := time.Now()
+	return func(outcome string) {
+		o.progress("%s: %s (%s)", what, outcome, time.Since(start).Round(time.Millisecond))
+	}
 }
 
 // RunResult is a finished run.
@@ -141,10 +161,13 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if o.CaseDir, err = filepath.Abs(o.CaseDir); err != nil {
 		return nil, err
 	}
+	done := o.step("verifying the case " + o.CaseDir)
 	rep, err := VerifyCase(ctx, o.CaseDir, o.Producer, VerifyOptions{})
 	if err != nil {
+		done("refused")
 		return nil, err
 	}
+	done("verified")
 	m, msha := rep.Manifest, rep.ManifestSHA256
 	ix, err := LoadIndex(o.IndexDir, o.IndexVKey)
 	if err != nil {
@@ -199,9 +222,12 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 
 	ws := filepath.Join(o.Out, "workspace")
+	done = o.step("checking out base.bundle into " + ws)
 	if err := checkoutBundle(ctx, filepath.Join(o.CaseDir, BundleFile), m.Artifacts.BaseBundleSHA256, m.CutoffCommit, ws); err != nil {
+		done("failed")
 		return finish(StateInvalidInfrastructure, "workspace checkout failed: "+err.Error())
 	}
+	done("done")
 	before, err := snapshot(ws)
 	if err != nil {
 		return finish(StateInvalidInfrastructure, "workspace snapshot failed: "+err.Error())
@@ -214,7 +240,16 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	spec := ContainerSpec{Args: o.Args, Env: o.Env, Workspace: ws, Allow: m.Eligibility.EgressAllowlist,
 		Sealed: &o.Sealed, Control: o.Control, Timeout: o.Timeout}
 	rec.StartedUTC = utc(o.now())
+	done = o.step("running the candidate in the sandbox")
 	out, runErr := o.Isolation.Run(ctx, spec, stdout, stderr)
+	switch {
+	case out != nil && out.PreStart != "":
+		done("never started: " + out.PreStart)
+	case runErr != nil:
+		done("the sandbox failed")
+	case out != nil:
+		done(fmt.Sprintf("%s (exit %d)", out.Status, out.ExitCode))
+	}
 	// The record names these files by sha256: they must be on disk before
 	// it is, or a crash leaves a record whose artifacts do not hash.
 	for _, f := range []*os.File{stdout, stderr} {
@@ -255,7 +290,13 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		arts = append(arts, Artifact{Path: f, SHA256: sum})
 	}
 	rec.Artifacts = arts
+	done = o.step("evaluating the oracle")
 	scores, oracleOut, err := evaluate(ctx, o, ws)
+	if err != nil {
+		done("failed")
+	} else {
+		done("scored")
+	}
 	if oracleOut != nil {
 		if werr := durable.Create(o.Out, "oracle.stdout", oracleOut, 0o600); werr == nil {
 			rec.Artifacts = append(rec.Artifacts, Artifact{Path: "oracle.stdout", SHA256: pkgwalk.SHA256Hex(oracleOut)})

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,9 +66,18 @@ func TestRunChecksOutTheVerifiedBundle(t *testing.T) {
 			}
 			return time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
 		}}
+	var progress []string
+	o.Progress = func(line string) { progress = append(progress, line) }
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The operator saw each step start and end, the failing one as failed.
+	got := strings.Join(progress, "\n")
+	for _, re := range []string{`(?m)^verifying the case .*…$`, `(?m)^verifying the case .*: verified \([0-9.]+m?s\)$`, `(?m)^checking out base\.bundle into .*: failed \([0-9.]+m?s\)$`} {
+		if !regexp.MustCompile(re).MatchString(got) {
+			t.Errorf("progress lacks %s:\n%s", re, got)
+		}
 	}
 	if !swapped {
 		t.Fatal("the bundle was never swapped: the test proves nothing")

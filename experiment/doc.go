@@ -51,9 +51,13 @@
 // Complete are its only writers. Each writes an immutable receipt
 // (TRVM-BLIND-RUN-RECEIPT-v2) before the record, and Verify (verifyRun,
 // §5.7) believes a status only when a chain of receipts walks back from it
-// to PINNED. Records, receipts and RESULTs are read through the strict
-// evidence reader with closed shapes; a record with two readings is refused
-// before any other check.
+// to PINNED. Each transition also archives the record it writes at
+// governance/receipts/<run_id>/blind-run.json, believed only when its content
+// recomputes that run_id, so every run stays addressable after the record
+// names another (Runs, SelectRun); identical content is one identity, and
+// runs that repeat a state share its receipt. Records, receipts and RESULTs
+// are read through the strict evidence reader with closed shapes; a record
+// with two readings is refused before any other check.
 //
 // It refuses: a reveal before the freeze; a freeze without source files,
 // binary and environment; a pin while a run is in flight, of a package with

@@ -3,6 +3,7 @@ package experiment
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 )
 
@@ -135,6 +136,15 @@ const (
 	// ErrHoldoutCommitment: the holdout does not match the release's
 	// commitment.
 	ErrHoldoutCommitment RunRule = "holdout does not match the release commitment"
+	// ErrRunUnknown: --run names no run whose receipts are in the state
+	// root.
+	ErrRunUnknown RunRule = "no such run in the state root"
+	// ErrRunAmbiguous: --run names a state several runs' histories share
+	// (identical content is one identity, TRVM-FORMATS §5.2).
+	ErrRunAmbiguous RunRule = "run_id names a state several runs share"
+	// ErrRunNotArchived: the run's receipts exist but its record was never
+	// archived beside them, so it cannot be verified as a whole.
+	ErrRunNotArchived RunRule = "run record not archived"
 	// ErrLocked: another operator holds the state root's lock.
 	ErrLocked RunRule = "state root locked by another process"
 )
@@ -169,6 +179,11 @@ func problemText(file, pointer, rule, detail string, err error) string {
 	}
 	if err != nil {
 		b.WriteString(": ")
+		// The file is named once: a path error about it says only what
+		// went wrong, not the (absolute) path again.
+		if pe, ok := err.(*fs.PathError); ok && file != "" {
+			err = pe.Err
+		}
 		b.WriteString(err.Error())
 	}
 	return b.String()

@@ -38,8 +38,16 @@ type Transition struct {
 	ReceiptSHA256 string  `json:"receipt_sha256"`
 	Signature     string  `json:"signature,omitempty"` // world-relative path of the .sig
 	// Reused: the receipt already existed with exactly these bytes (a
-	// transition retried after a crash between receipt and record).
+	// transition retried after a crash between receipt and record, or one
+	// identical to an earlier run's last transition).
 	Reused bool `json:"reused,omitempty"`
+	// Earlier lists the runs whose histories already passed through this
+	// exact state: run_id is content-derived (TRVM-FORMATS §5.2), so the
+	// same content is the same state, and its receipt is shared.
+	Earlier []EarlierRun `json:"earlier_runs,omitempty"`
+	// Record archived at governance/receipts/<run_id>/blind-run.json
+	// (world-relative), so this state stays addressable after later runs.
+	ArchivedRecord string `json:"archived_record"`
 	// Superseded is the terminal run a pin replaced, if any (printed, never
 	// persisted: pinning is a human act).
 	Superseded string `json:"superseded,omitempty"`
@@ -156,6 +164,26 @@ func (w *World) commit(prev *Record, next *Record, note string, opt TransitionOp
 		Receipt: w.stateRel(path.Join(ReceiptsDirName, name)), ReceiptSHA256: pkgwalk.SHA256Hex(body)}
 	if prev != nil {
 		t.PreviousRunID = prev.RunID
+	}
+	if have, _, err := w.readStateFile(path.Join(ReceiptsDirName, name)); err == nil {
+		// Refused before anything is written: a refused transition changes
+		// nothing in the state root.
+		if !bytes.Equal(have, body) {
+			return nil, receiptExists(name, t.Receipt)
+		}
+		// The state already has a receipt: say whose history it is on.
+		t.Earlier = w.earlierRuns(next.RunID, next.Status)
+	}
+	// The whole record, archived beside the receipts (create-exclusive:
+	// identical content is identical bytes), so any run stays addressable
+	// once the record names another one.
+	archDir := path.Join(ReceiptsDirName, next.RunID)
+	if err := mkdirDurable(filepath.Join(w.ReceiptsDir(), next.RunID)); err != nil {
+		return nil, err
+	}
+	t.ArchivedRecord = w.stateRel(path.Join(archDir, RecordFileName))
+	if _, err := createExclusive(filepath.Join(w.ReceiptsDir(), next.RunID), RecordFileName, rec, t.ArchivedRecord); err != nil {
+		return nil, err
 	}
 	existed, err := createExclusive(w.ReceiptsDir(), name, body, t.Receipt)
 	if err != nil {

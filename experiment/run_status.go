@@ -20,12 +20,14 @@ type TimelineEntry struct {
 }
 
 // Timeline verifies the run (without walking the package, which a status
-// display does not need; replay re-scores a COMPLETE run's RESULT, nil
-// leaves it unchecked and reported) and returns its witnessed history. The report says
-// whether the history is trustworthy: entries come only from receipts the
-// chain walk reached.
-func Timeline(ctx context.Context, w *World, replay ReplayFunc) (*RunReport, []TimelineEntry, error) {
-	rep, err := Verify(ctx, w, VerifyOptions{SkipPackage: true, Replay: replay})
+// display does not need; opt.Replay re-scores a COMPLETE run's RESULT, nil
+// leaves it unchecked and reported; opt.RecordBytes selects another run
+// than the current one, see SelectedRun.VerifyOptions) and returns its
+// witnessed history. The report says whether the history is trustworthy:
+// entries come only from receipts the chain walk reached.
+func Timeline(ctx context.Context, w *World, opt VerifyOptions) (*RunReport, []TimelineEntry, error) {
+	opt.SkipPackage = true
+	rep, err := Verify(ctx, w, opt)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -122,6 +122,9 @@ type VerifyOptions struct {
 	// RecordBytes, when non-nil, are verified instead of the record on disk
 	// (a transition checking the exact bytes it is about to write).
 	RecordBytes []byte
+	// RecordFile names where RecordBytes were read, world-relative, for
+	// problems (default governance/blind-run.json).
+	RecordFile string
 	// SkipChain skips the receipt chain (pin creates the first link; abort
 	// must work on a broken run, or a broken run is a trap).
 	SkipChain bool
@@ -276,6 +279,9 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	rep = &RunReport{World: w.Root}
 	defer func() { rep.Verified = rep.OK() }()
 	recFile := w.stateRel(RecordFileName)
+	if opt.RecordFile != "" {
+		recFile = opt.RecordFile
+	}
 
 	// SPEC-RELEASE readable.
 	rel, relErr := ReadRelease(filepath.Join(w.PackageDir(), ReleaseFile))

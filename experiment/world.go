@@ -82,6 +82,62 @@ func OpenWorld(dir string) (*World, error) {
 	return &World{Root: real}, nil
 }
 
+// ErrNoWorld: no directory from the start up to the filesystem's boundary
+// holds a world.
+var ErrNoWorld = errors.New("not inside a world")
+
+// FindWorld finds the world that holds dir, as git finds the repository
+// holding a directory: dir itself, then each parent, up to the root or the
+// first mount point crossed (a world never spans filesystems, and a
+// marker on another filesystem is someone else's). A world root is the
+// nearest directory holding the release package docs/spec/proof-wire/
+// (a directory, not a symbolic link) or a run record
+// governance/blind-run.json; a bare governance/ directory is not enough,
+// because an unrelated project's governance/ must never become the state
+// root a transition writes to. Without one, the error matches ErrNoWorld.
+func FindWorld(dir string) (*World, error) {
+	start, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("world %s: %w", dir, err)
+	}
+	if start, err = filepath.EvalSymlinks(start); err != nil {
+		return nil, fmt.Errorf("world %s: %w", dir, err)
+	}
+	var dev uint64
+	for cur, first := start, true; ; first = false {
+		var st unix.Stat_t
+		if err := unix.Stat(cur, &st); err != nil {
+			return nil, fmt.Errorf("world %s: %w", cur, err)
+		}
+		if !first && st.Dev != dev {
+			break
+		}
+		dev = st.Dev
+		if isWorldRoot(cur) {
+			return OpenWorld(cur)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			break
+		}
+		cur = parent
+	}
+	return nil, fmt.Errorf("%w: neither %s nor a directory above it holds %s/ or %s/%s", ErrNoWorld, start, PackageDirName, StateDirName, RecordFileName)
+}
+
+// isWorldRoot reports whether dir holds the release package directory or a
+// run record, neither reached through a symbolic link.
+func isWorldRoot(dir string) bool {
+	if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(PackageDirName))); err == nil && fi.IsDir() {
+		return true
+	}
+	if gi, err := os.Lstat(filepath.Join(dir, StateDirName)); err != nil || !gi.IsDir() {
+		return false
+	}
+	fi, err := os.Lstat(filepath.Join(dir, StateDirName, RecordFileName))
+	return err == nil && fi.Mode().IsRegular()
+}
+
 // PackageDir is the release package root.
 func (w *World) PackageDir() string { return filepath.Join(w.Root, filepath.FromSlash(PackageDirName)) }
 
@@ -276,7 +332,12 @@ func createExclusive(dir, name string, data []byte, file string) (existed bool, 
 	if readErr == nil && string(have) == string(data) {
 		return true, nil
 	}
-	return false, problem(ErrReceiptExists, file, "%s already exists with other bytes; evidence is never rewritten (remove nothing by hand without reading it)", name)
+	return false, receiptExists(name, file)
+}
+
+// receiptExists is the refusal to rewrite evidence at name.
+func receiptExists(name, file string) *RunProblem {
+	return problem(ErrReceiptExists, file, "%s already exists with other bytes; evidence is never rewritten (remove nothing by hand without reading it)", name)
 }
 
 // replaceAtomic replaces dir/name with data (durable.Replace): a crash
@@ -341,7 +402,8 @@ func (w *World) eachLeftover(fn func(d *os.File, rel string)) {
 	var runs []string
 	visit(ReceiptsDirName, func(e os.DirEntry) {
 		if e.IsDir() && runIDRE().MatchString(e.Name()) {
-			runs = append(runs, path.Join(ReceiptsDirName, e.Name(), "observations"))
+			// The run's archived record is written here, its observations below.
+			runs = append(runs, path.Join(ReceiptsDirName, e.Name()), path.Join(ReceiptsDirName, e.Name(), "observations"))
 		}
 	})
 	for _, r := range runs {

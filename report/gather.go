@@ -34,6 +34,9 @@ type Options struct {
 	Transcript string
 	// Now is the time stamped on the report (default time.Now).
 	Now func() time.Time
+	// Run selects the run to report (World.SelectRun); nil reports the
+	// current record's run.
+	Run *experiment.SelectedRun
 }
 
 // Report is everything a run report shows, gathered from the world.
@@ -258,14 +261,20 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 		now = opt.Now
 	}
 	r := &Report{World: w.Root, Generated: now().UTC()}
-	rec, err := w.ReadRecord()
-	if err != nil {
-		return nil, fmt.Errorf("reading the run record: %w", err)
+	vopt := experiment.VerifyOptions{Replay: holdout.Replay, Evidence: adapter.VerifyEvidence}
+	var rec *experiment.Record
+	if opt.Run != nil {
+		rec, vopt = opt.Run.Record, opt.Run.VerifyOptions(vopt)
+	} else {
+		var err error
+		if rec, err = w.ReadRecord(); err != nil {
+			return nil, fmt.Errorf("reading the run record: %w", err)
+		}
 	}
 	r.RunID, r.Status = rec.RunID, string(rec.Status)
 	r.SpecReleaseID, r.BlindPackageID, r.InstrumentDigest = rec.SpecReleaseID, rec.BlindPackageID, rec.InstrumentDigest
 
-	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay, Evidence: adapter.VerifyEvidence})
+	rep, err := experiment.Verify(ctx, w, vopt)
 	if err != nil {
 		return nil, fmt.Errorf("verifying the run: %w", err)
 	}

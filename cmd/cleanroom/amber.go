@@ -94,7 +94,13 @@ func newAmberCaseBuildCmd() *cobra.Command {
 bundle is made with git from one temporary ref at the cutoff commit (no tags,
 no notes); a shallow or partial-clone source, a submodule or LFS content
 reachable from the cutoff, and a spec or protocol file with CRLF, a BOM or
-invalid UTF-8 are refused. Without --allow the case is full_isolation.`,
+invalid UTF-8 are refused. Without --allow the case is full_isolation.
+
+A --cutoff-utc earlier than the cutoff commit's committer date is refused
+(the base state would postdate its own cutoff) unless
+--cutoff-before-commit-date REASON overrides it; the reason and the
+committer date are then recorded in the manifest's provenance
+(cutoff_before_committer_date_override, cutoff_commit_committer_utc).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := sign.LoadSigner(keyPath)
@@ -162,6 +168,7 @@ invalid UTF-8 are refused. Without --allow the case is full_isolation.`,
 	f.StringVar(&o.LeakProcedure, "leak-check", "", "leak-check procedure")
 	f.StringVar(&o.LeakDate, "leak-check-date", "", "leak-check date (default: today, UTC)")
 	f.StringVar(&o.LeakResult, "leak-check-result", "", "leak-check result: passed or failed (default passed)")
+	f.StringVar(&o.CutoffOverride, "cutoff-before-commit-date", "", "REASON: build although --cutoff-utc is earlier than the cutoff commit's committer date (recorded in the manifest's provenance)")
 	for _, name := range []string{"repo", "cutoff-commit", "cutoff-utc", "oracle", "profile", "case-id", "spec", "protocol", "key", "out"} {
 		_ = c.MarkFlagRequired(name)
 	}
@@ -225,10 +232,12 @@ then the oracle's sha256 and form. The failing check is named.`,
 				return err
 			}
 			if verr != nil {
+				// The report went to stdout; the refusal goes to stderr too.
+				ferr := fmt.Errorf("case %s: check %s failed: %w", args[0], res.Failed, verr)
 				if amber.IsRefusal(verr) {
-					return refusedErr(nil)
+					return refusedErr(ferr)
 				}
-				return usageErr(nil)
+				return usageErr(ferr)
 			}
 			return nil
 		},

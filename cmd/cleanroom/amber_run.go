@@ -67,6 +67,7 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 				return isolationErr(err)
 			}
 			o.Isolation = iso
+			o.Progress = progressLine(cmd)
 			res, err := amber.Run(cmd.Context(), o)
 			if err != nil {
 				return amberErr(err)
@@ -75,7 +76,7 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 			if err := printResult(cmd, r, func(w io.Writer) {
 				fmt.Fprintf(w, "run of %s by %s/%s: %s\n", r.CaseID, r.Candidate.Provider, r.Candidate.Model, r.TerminalState)
 				fmt.Fprintf(w, "  reason         %s\n", r.Reason)
-				fmt.Fprintf(w, "  scores         %v\n", r.Scores)
+				fmt.Fprintf(w, "  scores         %s\n", plainMap(r.Scores))
 				fmt.Fprintf(w, "  index_version  %d (root %s)\n", r.IndexVersion, r.IndexRoot)
 				fmt.Fprintf(w, "  record         %s/%s (+ .sig)\n", res.Dir, amber.RecordFile)
 			}); err != nil {

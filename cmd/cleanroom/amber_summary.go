@@ -18,7 +18,7 @@ func newAmberSummaryCmd() *cobra.Command {
 	var pubPath, keyPath, indexDir, indexPub, out string
 	c := &cobra.Command{
 		Use:   "summary CASEDIR --pub PRODUCER.pub --key PRODUCER.key --index DIR [--out DIR]",
-		Short: "Write the signed redacted summary (exactly the closed field set of Distribution §5.1)",
+		Short: "Write the signed redacted summary (exactly the closed field set of Distribution §5.1, docs/formats.md)",
 		Long: `summary verifies the case's manifest signature and the index, checks that the
 index entry names the manifest's hashes, and writes summary.yaml and
 summary.yaml.sig (namespace amber-summary@cleanroom) into --out (default
@@ -118,7 +118,7 @@ Exit 0 when comparable, 1 when not.`,
 				return err
 			}
 			if !c.Comparable {
-				return refusedErr(nil)
+				return refusedErr(errors.New("the two records are not comparable (the fields marked differ)"))
 			}
 			return nil
 		},
@@ -129,7 +129,7 @@ func newAmberAdjudicateCmd() *cobra.Command {
 	var leak, retired, caseDir, pubPath string
 	c := &cobra.Command{
 		Use:   "adjudicate --retired DATE [--leak-date DATE | --case CASEDIR --pub KEY.pub] RECORD…",
-		Short: "Apply the leak window to run records (Distribution §6)",
+		Short: "Apply the leak window to run records (Distribution §6, docs/formats.md)",
 		Long: `adjudicate reports, per run record, the state after the leak window: runs
 finished before the leak date stay valid; valid runs from the leak date on are
 pending_adjudication. Without --leak-date, the case manifest's last leak check

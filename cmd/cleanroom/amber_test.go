@@ -38,6 +38,9 @@ func amberFixture(t *testing.T) (dir string) {
 	for _, args := range [][]string{{"add", "a.go"}, {"-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "--quiet", "-m", "a"}} {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = src
+		// Committed before the cutoffs the tests name: a cutoff earlier
+		// than its commit's committer date is refused.
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}

@@ -188,7 +188,8 @@ func TestManPages(t *testing.T) {
 		want []string
 	}{
 		{"cleanroom.1", []string{".TH \"CLEANROOM\" \"1\" \"Jan 2026\"", "cleanroom-run(1)", "cleanroom-version(1)"}},
-		{"cleanroom-run-report.1", []string{"--html", "--replace", "self-contained"}},
+		{"cleanroom-run-report.1", []string{".TH \"CLEANROOM-RUN-REPORT\" \"1\"", "--html", "--replace", "self-contained"}},
+		{"cleanroom-run-pin.1", []string{".TH \"CLEANROOM-RUN-PIN\" \"1\" \"Jan 2026\""}},
 		{"cleanroom-completion-bash.1", []string{"bash"}},
 		{"cleanroom-world-init.1", []string{"--root-label", "empty directory"}},
 	}

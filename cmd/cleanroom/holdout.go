@@ -41,6 +41,9 @@ func loadChallenges(arg string) ([]*holdout.Challenge, error) {
 	}
 	if fi.IsDir() {
 		h, err := holdout.LoadDir(arg)
+		if unreadableInput(err) {
+			return nil, usageErr(err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -83,7 +86,6 @@ func refusedJSON(cmd *cobra.Command, err error) error {
 	}
 	if jsonOutput(cmd) {
 		_ = printResult(cmd, evidence.NewObject(evidence.Member{Name: "refused", Value: err.Error()}), nil)
-		return refusedErr(nil)
 	}
 	return refusedErr(err)
 }
@@ -129,7 +131,7 @@ total, pass, fail, unresolved, implementation, spec_release_id}, or
 				if errors.As(err, &re) {
 					if !jsonOutput(cmd) {
 						w := cmd.ErrOrStderr()
-						fmt.Fprintf(w, "REFUSED: %s (%d problems, nothing scored)\n", observations, len(re.Problems))
+						fmt.Fprintf(w, "cleanroom: %s: refused, %d problem(s), nothing scored:\n", observations, len(re.Problems))
 						for _, p := range re.Problems {
 							fmt.Fprintf(w, "  %s\n", p.Text)
 						}
@@ -142,8 +144,8 @@ total, pass, fail, unresolved, implementation, spec_release_id}, or
 			if err := printResult(cmd, rep.JSON(), func(w io.Writer) { printScore(w, rep) }); err != nil {
 				return err
 			}
-			if rep.Verdict() != "PASS" {
-				return refusedErr(nil)
+			if v := rep.Verdict(); v != "PASS" {
+				return refusedErr(fmt.Errorf("%s: verdict %s", observations, v))
 			}
 			return nil
 		},
@@ -333,8 +335,8 @@ documents naming different releases are refused.`,
 			if err := printResult(cmd, r.JSON(), func(w io.Writer) { printInterop(w, r) }); err != nil {
 				return err
 			}
-			if r.Verdict() != "PASS" {
-				return refusedErr(nil)
+			if v := r.Verdict(); v != "PASS" {
+				return refusedErr(fmt.Errorf("interop %s: %d finding(s) between the documents", v, r.Findings))
 			}
 			return nil
 		},
@@ -374,10 +376,8 @@ the committed set.`,
 			}
 			// A directory that is not there is unusable input, not a
 			// holdout set refused.
-			if fi, err := os.Stat(args[0]); err != nil {
-				return usageErr(err)
-			} else if !fi.IsDir() {
-				return usageErr(fmt.Errorf("%s: not a directory", args[0]))
+			if err := inputDir(args[0], args[0]); err != nil {
+				return err
 			}
 			// With the package's SPEC-RELEASE.json the set must also be the
 			// one the release committed to.
@@ -390,12 +390,12 @@ the committed set.`,
 					return refusedErr(err)
 				}
 				if h, err = holdout.LoadCommitted(pkg, args[0], rel, s); err != nil {
-					return refusedErr(err)
+					return inputFailure(err)
 				}
 				committed = fmt.Sprintf("matches the release's holdout_commitment %s", rel.HoldoutCommitment)
 			} else {
 				if h, err = holdout.LoadDir(args[0]); err != nil {
-					return refusedErr(err)
+					return inputFailure(err)
 				}
 				if probs := holdout.ValidateChallenges(s, h.Challenges); len(probs) > 0 {
 					return refusedErr(&holdout.RefusedError{Problems: probs})
@@ -426,15 +426,21 @@ func newHoldoutCommitmentCmd() *cobra.Command {
 		Use:   "commitment DIR --package PKGDIR",
 		Short: "Print the holdout_commitment and holdout_entries of a holdout directory",
 		Long: `commitment computes the path-list digest of every file under DIR with each
-path made relative to the package root --package (TRVM-FORMATS §3.5: for the
+path made relative to the package root --package (docs/formats.md §3.5: for the
 reference layout every path reads ../../../governance/holdout/<file>), and the
 number of INDEX.json entries. The tree must hold exactly entries + 1 files.
 The same digest is what release issue records and reveal checks.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A directory that is not there (or a FIFO, a file, a dangling
+			// link) is unusable input, as for holdout check; it must never
+			// digest to a commitment of nothing.
+			if err := inputDir(args[0], args[0]); err != nil {
+				return err
+			}
 			c, n, err := holdout.Commitment(pkg, args[0])
 			if err != nil {
-				return refusedErr(err)
+				return inputFailure(err)
 			}
 			out := evidence.NewObject(
 				evidence.Member{Name: "holdout_commitment", Value: c},

@@ -73,8 +73,19 @@ func TestInputFilesMustBeRegular(t *testing.T) {
 				"--key", key, "--out", filepath.Join(dir, "case"), "--cutoff-rule-output", in}
 		}},
 	}
+	// A directory and a dangling symbolic link given as the file are the
+	// same fault as a FIFO: input that cannot be read, exit 2, from every
+	// command.
+	subdir := filepath.Join(dir, "adir")
+	dangling := filepath.Join(dir, "dangling")
+	if err := os.Mkdir(subdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "nothing-here"), dangling); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range cases {
-		for _, in := range []string{fifo, "/dev/zero"} {
+		for _, in := range []string{fifo, "/dev/zero", subdir, dangling} {
 			t.Run(c.name+" "+filepath.Base(in), func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
@@ -89,7 +100,16 @@ func TestInputFilesMustBeRegular(t *testing.T) {
 				if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 					t.Fatalf("%v: %v, want exit 2\n%s", c.args(in), err, out)
 				}
-				if !strings.Contains(string(out), in) || !strings.Contains(string(out), "not a regular file") {
+				rule := "not a regular file"
+				switch {
+				case in == dangling:
+					rule = "no such file or directory"
+				case in == subdir && c.name == "holdout score --challenges":
+					// --challenges takes a holdout directory too: this one
+					// has no INDEX.json to read.
+					rule = "INDEX.json: no such file or directory"
+				}
+				if !strings.Contains(string(out), in) || !strings.Contains(string(out), rule) {
 					t.Errorf("%v: the error does not name %s and the rule:\n%s", c.args(in), in, out)
 				}
 			})

@@ -54,7 +54,9 @@ stamped into the binary, or today.`,
 			}
 			root := cmd.Root()
 			root.DisableAutoGenTag = true // no generation time in the pages: they depend on the tree only
-			hdr := &doc.GenManHeader{Title: "CLEANROOM", Section: "1", Date: &date, Source: "cleanroom " + readBuildVersion().Version, Manual: "cleanroom manual"}
+			// No Title: each page is titled by its command
+			// (CLEANROOM-RUN-PIN), so man's header names the page read.
+			hdr := &doc.GenManHeader{Section: "1", Date: &date, Source: "cleanroom " + readBuildVersion().Version, Manual: "cleanroom manual"}
 			if err := doc.GenManTree(root, hdr, dir); err != nil {
 				return usageErr(fmt.Errorf("writing man pages into %s: %w", dir, err))
 			}

@@ -30,7 +30,7 @@ refuses, each by name, a symbolic link (even one pointing inside), FIFO,
 socket or device; a file with more than one link; a mount inside the package;
 a path segment outside [A-Za-z0-9._+-], "." / ".." or not NFC; two paths equal
 after ASCII case-folding; a directory no file lives in; a root that is a
-symlink or not a directory; and the leaks of TRVM-FORMATS §4.1. Every problem
+symlink or not a directory; and the leaks of docs/formats.md §4.1. Every problem
 of a tree is listed in one run.
 
 Exit codes: 0 ok, 1 refused (each problem listed with its path and rule),
@@ -133,7 +133,6 @@ func packageFailure(cmd *cobra.Command, subject string, err error) error {
 				evidence.Member{Name: "subject", Value: subject},
 				evidence.Member{Name: "refused", Value: err.Error()},
 			), nil)
-			return refusedErr(nil)
 		}
 		return refusedErr(err)
 	default:
@@ -149,7 +148,7 @@ func packageFailure(cmd *cobra.Command, subject string, err error) error {
 			evidence.Member{Name: "subject", Value: subject},
 			evidence.Member{Name: "problems", Value: list},
 		), nil)
-		return refusedErr(nil)
+		return refusedErr(fmt.Errorf("%s: refused, %d problem(s)", subject, len(probs)))
 	}
 	w := cmd.ErrOrStderr()
 	fmt.Fprintf(w, "cleanroom: %s: refused, %d problem(s):\n", subject, len(probs))

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -85,14 +84,7 @@ func namedHoldout(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return usageErr(fmt.Errorf("--holdout %s: %w", dir, err))
-	}
-	if !fi.IsDir() {
-		return usageErr(fmt.Errorf("--holdout %s: not a directory", dir))
-	}
-	return nil
+	return inputDir("--holdout "+dir, dir)
 }
 
 func printReport(w io.Writer, rep *experiment.ReleaseReport) {

@@ -26,6 +26,7 @@ func newRunReportCmd() *cobra.Command {
 timeline, the RESULT, every archived observation re-scored by the frozen
 scorer, the interop differences, the findings register and, with
 --transcript, the clean-room transcript — and renders it for people.
+--run reports an earlier run (cleanroom run list) instead of the current one.
 
 --html FILE writes one self-contained page (inline CSS, no script, a
 Content-Security-Policy that forbids every fetch); --md FILE writes the
@@ -44,12 +45,13 @@ file that exists.`,
 	c.Flags().StringVar(&mdFile, "md", "", "write the Markdown twin here (must not exist unless --replace)")
 	c.Flags().StringVar(&transcript, "transcript", "", "a clean-room transcript (room serve --transcript) to summarise")
 	c.Flags().BoolVar(&replace, "replace", false, "replace existing output files atomically")
+	runFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, err := openWorld(cmd)
+		w, _, sel, err := selectRun(cmd, experiment.VerifyOptions{})
 		if err != nil {
 			return err
 		}
-		rep, err := report.Gather(cmd.Context(), w, report.Options{Transcript: transcript})
+		rep, err := report.Gather(cmd.Context(), w, report.Options{Transcript: transcript, Run: sel})
 		if err != nil {
 			return ruleFailure(err)
 		}

@@ -325,7 +325,7 @@ on an error or was interrupted, or the room did not start.`,
 			})
 			if res != nil {
 				if perr := printResult(cmd, res, func(w io.Writer) {
-					fmt.Fprintf(w, "model %s: %d turns, stop %s, usage %v, %d retries, %d tool errors\n", res.Model, res.Turns, res.Stop, res.Usage, res.Retries, res.ToolErrors)
+					fmt.Fprintf(w, "model %s: %d turns, stop %s, usage %s, %d retries, %d tool errors\n", res.Model, res.Turns, res.Stop, plainMap(res.Usage), res.Retries, res.ToolErrors)
 				}); perr != nil {
 					return perr
 				}
@@ -391,7 +391,7 @@ one line per tool call, end line; from "room drive", turn and retry lines
 while it runs and its drive line at the end; a resumed session's start and
 resume lines; from "room agent", its agent line at the end)
 through the strict reader, check that its summaries agree with its calls, and
-print the TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document (TRVM-FORMATS §11.1). The text
+print the TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document (docs/formats.md §11.1). The text
 output is a summary; --json prints the whole document.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -404,9 +404,9 @@ output is a summary; --json prints the whole document.`,
 				return refusedErr(fmt.Errorf("%s: %w", args[0], err))
 			}
 			return printResult(cmd, doc, func(w io.Writer) {
-				get := func(k string) any { v, _ := doc.Get(k); return v }
-				count := func(k string) int { a, _ := get(k).([]any); return len(a) }
-				fmt.Fprintf(w, "%s\nblind_package_id %v\nseal_digest %v\nserved files %v, read %d, refused reads %d, written %d, calls %d\nmodel %v, turns %v, stop %v, complete %v, retries %d, resumptions %d\n",
+				get := func(k string) string { v, _ := doc.Get(k); return plainValue(v) }
+				count := func(k string) int { v, _ := doc.Get(k); a, _ := v.([]any); return len(a) }
+				fmt.Fprintf(w, "%s\nblind_package_id %s\nseal_digest %s\nserved files %s, read %d, refused reads %d, written %d, calls %d\nmodel %s, turns %s, stop %s, complete %s, retries %d, resumptions %d\n",
 					get("type"), get("blind_package_id"), get("seal_digest"), get("served_file_count"), count("files_read"),
 					count("refused_reads"), count("files_written"), count("access"), get("model"), get("turns"), get("stop"), get("complete"),
 					count("retries"), count("resumptions"))

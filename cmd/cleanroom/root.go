@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // commands lists the constructors of the top-level command groups; each
@@ -30,8 +34,79 @@ command needs (the missing piece is named).`,
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagError{err}) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagError{plainFlagError(err)}) })
+	// The completion group is added now, not when the command runs, so
+	// the conventions below apply to it as to every other group.
+	root.InitDefaultCompletionCmd()
+	applyConventions(root)
 	return root
+}
+
+// applyConventions gives every command of the tree the same argument
+// handling. A group refuses a word that names none of its commands, at
+// every level, naming the closest ones (cobra does this only at the root
+// and otherwise prints the group's help and exits 0, so a typo looks like
+// success); a group given nothing prints its help. A command given the
+// wrong number of arguments says so with its usage line.
+func applyConventions(c *cobra.Command) {
+	c.SuggestionsMinimumDistance = 2
+	completeDirectories(c.Flags())
+	completeDirectories(c.PersistentFlags())
+	if c.HasSubCommands() {
+		if !c.Runnable() {
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+		c.Args = unknownSubcommand
+	} else if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				msg := err.Error()
+				if strings.HasPrefix(msg, "unknown command") {
+					// cobra.NoArgs calls an argument an unknown command.
+					msg = fmt.Sprintf("takes none, got %q", strings.Join(args, " "))
+				}
+				return usageErr(fmt.Errorf("wrong arguments: %s\nusage: %s", msg, cmd.UseLine()))
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		applyConventions(sub)
+	}
+}
+
+// unknownSubcommand refuses any argument of a command group: a group runs
+// only its commands.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if sugg := cmd.SuggestionsFor(args[0]); len(sugg) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", strings.Join(sugg, `" or "`))
+	}
+	return usageErr(fmt.Errorf("%s (%s --help lists its commands)", msg, cmd.CommandPath()))
+}
+
+// strconvDetail is the Go parser's wording pflag passes through in a flag
+// value error ("strconv.ParseInt: parsing \"abc\": invalid syntax").
+var strconvDetail = regexp.MustCompile(`strconv\.Parse(Int|Uint|Float|Bool): parsing "(?:[^"\\]|\\.)*": (invalid syntax|value out of range)$`)
+
+// plainFlagError says what is wrong with a flag value in words instead of
+// the parser's ("not an integer", not "strconv.ParseInt: … invalid
+// syntax").
+func plainFlagError(err error) error {
+	m := strconvDetail.FindStringSubmatchIndex(err.Error())
+	if m == nil {
+		return err
+	}
+	msg := err.Error()
+	kind := map[string]string{"Int": "an integer", "Uint": "a non-negative integer", "Float": "a number", "Bool": "true or false"}[msg[m[2]:m[3]]]
+	what := "not " + kind
+	if msg[m[4]:m[5]] == "value out of range" {
+		what = "out of range"
+	}
+	return errors.New(msg[:m[0]] + what)
 }
 
 // flagError marks a command line whose flags did not parse: what it asked
@@ -89,4 +164,23 @@ func printResult(cmd *cobra.Command, v any, human func(w io.Writer)) error {
 	}
 	human(w)
 	return nil
+}
+
+// completeDirectories makes the shell complete directory names for every
+// string flag whose usage says it takes a directory (and only a directory:
+// "a directory or a JSON array" completes files too).
+func completeDirectories(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Value.Type() != "string" || !strings.Contains(f.Usage, "director") || strings.Contains(f.Usage, " or a ") {
+			return
+		}
+		if _, done := f.Annotations[cobra.BashCompSubdirsInDir]; done {
+			return
+		}
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		// What cobra.Command.MarkFlagDirname records.
+		f.Annotations[cobra.BashCompSubdirsInDir] = []string{}
+	})
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
@@ -35,37 +33,63 @@ var runEvidence experiment.EvidenceFunc
 func newRunCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run",
-		Short: "The run lifecycle: pin, freeze, reveal, abort; verify, status, id",
+		Short: "The run lifecycle: pin, freeze, reveal, abort; list, verify, status, id",
 		Long: `A run is the record governance/blind-run.json (TRVM-BLIND-IMPLEMENTATION-RUN-v3)
 of a world: the package at docs/spec/proof-wire/ and the state root
 governance/ (blind-run.json, receipts/, holdout/). --world selects the world
-root (default: the current directory); the state root is never selectable.
+root; without it the world is found as git finds a repository: the current
+directory or the nearest one above it (on the same filesystem) that holds
+docs/spec/proof-wire/ or governance/blind-run.json. The state root is never
+selectable.
 
 States: PINNED → CANDIDATE_FROZEN → REVEALED → COMPLETE, and ABORTED from any
 non-terminal state. The reveal is refused before the candidate is frozen.
 Every transition writes an immutable receipt
 governance/receipts/<run_id>.<STATUS>.json first, then the record, under an
-exclusive lock on the state root.
+exclusive lock on the state root; the record each transition writes is
+archived at governance/receipts/<run_id>/blind-run.json.
+
+Every run whose receipts are in the state root is addressable: run list
+shows them, and status, verify, report and finding list take --run with the
+run_id of a run's latest state (default: the current record). run_id hashes
+the record's content, so a pin of content identical to an earlier pin is the
+same PINNED state and shares its receipt; runs become distinct histories at
+the first transition where they differ.
 
 Exit status: 0 success, 1 refused (the run or the input broke a rule; every
 problem is named), 2 unusable arguments.`,
 	}
-	c.PersistentFlags().String("world", ".", "world root (holding docs/spec/proof-wire/ and governance/)")
+	c.PersistentFlags().String("world", "", "world root (holding docs/spec/proof-wire/ and governance/); default: the nearest directory from here upwards that holds docs/spec/proof-wire/ or governance/blind-run.json")
 	c.PersistentFlags().Duration("lock-timeout", 0, "how long a transition waits for another one holding the state root's lock")
 	c.AddCommand(newRunPinCmd(), newRunFreezeCmd(), newRunRevealCmd(), newRunAbortCmd(),
-		newRunVerifyCmd(), newRunStatusCmd(), newRunIDCmd())
+		newRunVerifyCmd(), newRunStatusCmd(), newRunIDCmd(), newRunListCmd())
 	for _, sub := range runSubcommands {
 		c.AddCommand(sub())
 	}
 	return c
 }
 
-// openWorld opens the --world of cmd.
+// openWorld opens the --world of cmd. Without --world it finds the world
+// holding the current directory as git finds a repository
+// (experiment.FindWorld), and says on stderr which one when it is not the
+// current directory itself, so an operator never acts on a world by
+// surprise.
 func openWorld(cmd *cobra.Command) (*experiment.World, error) {
 	dir, _ := cmd.Flags().GetString("world")
-	w, err := experiment.OpenWorld(dir)
+	if cmd.Flags().Changed("world") {
+		w, err := experiment.OpenWorld(dir)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		return w, nil
+	}
+	w, err := experiment.FindWorld(".")
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, usageErr(fmt.Errorf("%w (run it inside a world, or pass --world DIR)", err))
+	}
+	if here, herr := experiment.OpenWorld("."); herr == nil && here.Root != w.Root {
+		fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: world %s (the nearest directory above the current one holding %s/ or %s/%s; --world selects another)\n",
+			w.Root, experiment.PackageDirName, experiment.StateDirName, experiment.RecordFileName)
 	}
 	return w, nil
 }
@@ -95,11 +119,7 @@ func ruleFailure(err error) error {
 	}
 	// A file that is not a regular file, or a directory that is not one,
 	// is input that cannot be read, as a missing one is: not a refusal.
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
-		errors.Is(err, evidence.ErrNotRegular) || errors.Is(err, syscall.ENOTDIR) {
-		return usageErr(err)
-	}
-	return refusedErr(err)
+	return inputFailure(err)
 }
 
 // signFlag adds --sign-key to a transition and returns a loader.
@@ -163,8 +183,22 @@ func printTransition(cmd *cobra.Command, t *experiment.Transition, extra func(w 
 			fmt.Fprintf(w, "  previous   %s\n", t.PreviousRunID)
 		}
 		fmt.Fprintf(w, "  receipt    %s (sha256 %s)\n", t.Receipt, shortHex(t.ReceiptSHA256))
-		if t.Reused {
-			fmt.Fprintln(w, "             (already written with these exact bytes by an interrupted attempt)")
+		for _, e := range t.Earlier {
+			fmt.Fprintf(w, "  same state as earlier run %s, %s\n", e.RunID, e.Outcome)
+		}
+		switch {
+		case len(t.Earlier) > 0:
+			fmt.Fprintf(w, "             run_id hashes the record's content (docs/formats.md §5.2): identical content is the\n"+
+				"             same state, so this receipt is shared with that history, never rewritten. The earlier\n"+
+				"             run stays addressable: cleanroom run verify --run %s\n", t.Earlier[0].RunID)
+			if t.Status == experiment.StatusPinned {
+				fmt.Fprintln(w, "             This run becomes a history of its own at the freeze, when anything about the candidate\n"+
+					"             differs (label, files, binary, environment). A pin of identical content cannot get a new\n"+
+					"             run_id; to start from a distinct identity, pin different content (cleanroom release issue).")
+			}
+		case t.Reused:
+			fmt.Fprintln(w, "             (already written with these exact bytes: a transition retried after an interruption,\n"+
+				"             or identical to an earlier run's last one)")
 		}
 		if t.Signature != "" {
 			fmt.Fprintf(w, "  signature  %s\n", t.Signature)
@@ -331,7 +365,7 @@ func newRunVerifyCmd() *cobra.Command {
 	var signer string
 	c := &cobra.Command{
 		Use:   "verify",
-		Short: "Verify the run (TRVM-FORMATS §5.7), printing each check",
+		Short: "Verify the run (docs/formats.md §5.7), printing each check",
 		Long: `verify checks the world's run as it is now: SPEC-RELEASE readable, the record's
 bytes through the strict reader, its closed shape, type and status, run_id
 recomputed, the release archived, the instrument members and digest, every
@@ -341,16 +375,17 @@ chain back to PINNED, the blind package, for a COMPLETE run the RESULT
 replayed from the archive, and every observation and scored result the
 run's measurements archived in governance/evidence/, re-digested.
 --signer-key also requires a valid detached signature beside every receipt
-on the chain.`,
+on the chain. --run selects an earlier run (cleanroom run list); its
+archived record is checked the same way, against the tree as it is now.`,
 		Args: cobra.NoArgs,
 	}
 	c.Flags().StringVar(&signer, "signer-key", "", "OpenSSH public key whose receipt signatures are required")
+	runFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, err := openWorld(cmd)
+		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{Replay: runReplay, Evidence: runEvidence})
 		if err != nil {
 			return err
 		}
-		opt := experiment.VerifyOptions{Replay: runReplay, Evidence: runEvidence}
 		if signer != "" {
 			if opt.SignerKey, err = sign.LoadPublicKey(signer); err != nil {
 				return usageErr(err)
@@ -418,18 +453,20 @@ func newRunStatusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show the run's witnessed history as a timeline",
-		Long: `status prints the receipt chain of the current run, oldest first: the state,
-when its receipt was written, the receipt's sha256, and who was frozen with
-what (the subjects each step admitted). Only receipts the chain walk reaches
+		Long: `status prints the receipt chain of the current run (--run: an earlier one,
+see run list), oldest first: the state, when its receipt was written, the
+receipt's sha256, and who was frozen with what (the subjects each step
+admitted). Only receipts the chain walk reaches
 are shown; a problem with the run is printed below the timeline.`,
 		Args: cobra.NoArgs,
 	}
+	runFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, err := openWorld(cmd)
+		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{Replay: runReplay})
 		if err != nil {
 			return err
 		}
-		rep, entries, err := experiment.Timeline(cmd.Context(), w, runReplay)
+		rep, entries, err := experiment.Timeline(cmd.Context(), w, opt)
 		if err != nil {
 			return ruleFailure(err)
 		}
@@ -521,6 +558,126 @@ the record broke a rule, 2 unusable arguments.`,
 			return refusedErr(fmt.Errorf("%s: recorded run_id %s, computed %s", args[0], r.RunID, id))
 		}
 		return nil
+	}
+	return c
+}
+
+// runFlag adds --run to a command that reads a run.
+func runFlag(c *cobra.Command) {
+	c.Flags().String("run", "", "the run to read, by the run_id of its latest state (cleanroom run list; default: the current record)")
+	_ = c.RegisterFlagCompletionFunc("run", func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		w := completionWorld(cmd)
+		if w == nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		runs, err := w.Runs()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var ids []cobra.Completion
+		for _, r := range runs {
+			ids = append(ids, cobra.CompletionWithDesc(r.RunID, string(r.Status)))
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// completionWorld is the world a completion reads (--world, or the one
+// holding the current directory), or nil: completing prints nothing else.
+func completionWorld(cmd *cobra.Command) *experiment.World {
+	dir, _ := cmd.Flags().GetString("world")
+	var w *experiment.World
+	var err error
+	if cmd.Flags().Changed("world") {
+		w, err = experiment.OpenWorld(dir)
+	} else {
+		w, err = experiment.FindWorld(".")
+	}
+	if err != nil {
+		return nil
+	}
+	return w
+}
+
+// selectRun opens the --world and, when --run names a run, sets opt to
+// verify that run's record instead of the current one. sel is nil without
+// --run.
+func selectRun(cmd *cobra.Command, opt experiment.VerifyOptions) (*experiment.World, experiment.VerifyOptions, *experiment.SelectedRun, error) {
+	w, err := openWorld(cmd)
+	if err != nil {
+		return nil, opt, nil, err
+	}
+	id, _ := cmd.Flags().GetString("run")
+	if id == "" {
+		return w, opt, nil, nil
+	}
+	sel, err := w.SelectRun(id)
+	if err != nil {
+		// A --run that names no run (or several) is an unusable argument.
+		if errors.Is(err, experiment.ErrRunUnknown) || errors.Is(err, experiment.ErrRunAmbiguous) {
+			return nil, opt, nil, usageErr(err)
+		}
+		return nil, opt, nil, ruleFailure(err)
+	}
+	return w, sel.VerifyOptions(opt), sel, nil
+}
+
+func newRunListCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List every run of the world: its states, when each was witnessed, and its outcome",
+		Long: `list reads every receipt in governance/receipts/ and shows each run: its
+history from PINNED to the state it reached (the time each receipt was
+written), its outcome, and whether it is the current record. A run is named
+by the run_id of its latest state; give that to --run of status, verify,
+report and finding list.
+
+A state marked "shared" is on more than one run's history: run_id hashes the
+record's content (docs/formats.md §5.2), so a later pin (or freeze, …) of
+identical content reaches the same state and its receipt is not written
+twice. Receipts are listed as they are; run verify --run checks a run.`,
+		Args: cobra.NoArgs,
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		w, err := openWorld(cmd)
+		if err != nil {
+			return err
+		}
+		runs, err := w.Runs()
+		if err != nil {
+			return ruleFailure(err)
+		}
+		if runs == nil {
+			runs = []experiment.RunSummary{}
+		}
+		return printResult(cmd, map[string]any{"world": w.Root, "runs": runs}, func(o io.Writer) {
+			if len(runs) == 0 {
+				fmt.Fprintln(o, "no runs: nothing is pinned in this world (cleanroom run pin)")
+			}
+			for i, r := range runs {
+				if i > 0 {
+					fmt.Fprintln(o)
+				}
+				cur := ""
+				if r.Current {
+					cur = "  (current record)"
+				}
+				fmt.Fprintf(o, "%s %s%s\n  outcome  %s\n", r.RunID, r.Status, cur, r.Outcome)
+				for _, st := range r.States {
+					shared := ""
+					if st.Shared {
+						shared = "  (shared)"
+					}
+					fmt.Fprintf(o, "  %s  %-16s %s%s\n", st.Time.UTC().Format(time.RFC3339), st.Status, shortHex(st.RunID), shared)
+				}
+				if !r.RecordArchived {
+					fmt.Fprintln(o, "  its record was not archived (made before records were archived): --run cannot verify it")
+				}
+				for _, p := range r.Problems {
+					fmt.Fprintf(o, "  ✗ %s\n", p)
+				}
+			}
+		})
 	}
 	return c
 }

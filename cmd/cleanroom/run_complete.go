@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -236,6 +237,7 @@ func runMeasurement(cmd *cobra.Command, runner func() (adapter.RunOptions, error
 	if err != nil {
 		return err
 	}
+	opt.Progress = progressLine(cmd)
 	m, t, res, err := do(w, opt)
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -302,16 +304,18 @@ SHA-256 of the one before; a finding is classified once.`,
 	}
 	var unclassified, quiet bool
 	list := &cobra.Command{
-		Use:   "list [--unclassified] [-q]",
+		Use:   "list [--unclassified] [-q] [--run brun-…]",
 		Short: "List every finding with its class and the run that opened it",
 		Long: `list prints every finding of the register: its id, path, the two
 implementations, its class and ruling (or UNCLASSIFIED_FINDING), and the
 run that opened it (the run_id it was measured under). --unclassified keeps
 only the findings nobody has classified yet; -q prints only their ids, one
-per line (for scripts).`,
+per line (for scripts).
+--run keeps the findings one run opened (cleanroom run list): those measured
+under a state on its history.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w, err := openWorld(cmd)
+			w, _, sel, err := selectRun(cmd, experiment.VerifyOptions{})
 			if err != nil {
 				return err
 			}
@@ -324,13 +328,13 @@ per line (for scripts).`,
 				return refusedErr(err)
 			}
 			fs := all
+			if sel != nil && sel.Summary != nil {
+				// A finding belongs to the run whose history holds the state
+				// it was opened at.
+				fs = slices.DeleteFunc(slices.Clone(fs), func(f *holdout.FindingRecord) bool { return !sel.Summary.Contains(f.RunID) })
+			}
 			if unclassified {
-				fs = nil
-				for _, f := range all {
-					if f.Class == "" {
-						fs = append(fs, f)
-					}
-				}
+				fs = slices.DeleteFunc(slices.Clone(fs), func(f *holdout.FindingRecord) bool { return f.Class != "" })
 			}
 			if quiet {
 				for _, f := range fs {
@@ -361,6 +365,7 @@ per line (for scripts).`,
 	}
 	list.Flags().BoolVar(&unclassified, "unclassified", false, "only the findings not yet classified")
 	list.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the finding ids, one per line")
+	runFlag(list)
 	var class, ruling string
 	classify := &cobra.Command{
 		Use:   "classify ID --class C --ruling TEXT",
@@ -390,6 +395,24 @@ per line (for scripts).`,
 		},
 	}
 	classify.Flags().StringVar(&class, "class", "", "one of the world's finding classes (the reference protocol's: "+strings.Join(holdout.Classes, ", ")+")")
+	// The shell completes the ids of the findings not yet classified.
+	classify.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		w := completionWorld(cmd)
+		if w == nil || len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		fs, err := holdout.OpenRegister(w.StateDir()).Findings()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var ids []cobra.Completion
+		for _, f := range fs {
+			if f.Class == "" {
+				ids = append(ids, cobra.CompletionWithDesc(f.ID, f.Path))
+			}
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
 	classify.Flags().StringVar(&ruling, "ruling", "", "the ruling, in words")
 	_ = classify.RegisterFlagCompletionFunc("class", completeClasses)
 	c.AddCommand(list, classify)
@@ -463,7 +486,7 @@ any. Entries are immutable, digest-linked files in governance/questions/.`,
 					fmt.Fprintln(o, "no questions")
 				}
 				for _, e := range es {
-					fmt.Fprintf(o, "%s  rev %v  [%s]\n  Q: %s\n  why: %s\n  ruling: %s\n", e.File, resolveNum(e.Value, "frozen_spec_revision"), e.Str("classification"), e.Str("question"), e.Str("why_insufficient"), e.Str("ruling"))
+					fmt.Fprintf(o, "%s  rev %s  [%s]\n  Q: %s\n  why: %s\n  ruling: %s\n", e.File, plainValue(resolveNum(e.Value, "frozen_spec_revision")), e.Str("classification"), e.Str("question"), e.Str("why_insufficient"), e.Str("ruling"))
 				}
 			})
 		},
@@ -480,8 +503,9 @@ func resolveNum(o *evidence.Object, name string) any {
 // completeClasses completes --class with the finding classes of the world
 // --world names (its declared ones, or the reference protocol's six).
 func completeClasses(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-	w, err := openWorld(cmd)
-	if err != nil {
+	// completionWorld, not openWorld: a completion prints nothing else.
+	w := completionWorld(cmd)
+	if w == nil {
 		return holdout.Classes, cobra.ShellCompDirectiveNoFileComp
 	}
 	cs, err := holdout.WorldClasses(w)

@@ -145,7 +145,13 @@ func cliWorld(t *testing.T) (string, func(want int, args ...string) string) {
 	if err := os.CopyFS(w, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
 		t.Fatal(err)
 	}
-	return w, func(want int, args ...string) string {
+	return w, mustExit(t)
+}
+
+// mustExit returns a runner of command lines that fails the test unless
+// the exit code is want, and returns stdout and stderr together.
+func mustExit(t *testing.T) func(want int, args ...string) string {
+	return func(want int, args ...string) string {
 		t.Helper()
 		code, out, errs := runCLI(t, args...)
 		if code != want {
