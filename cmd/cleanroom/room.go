@@ -410,9 +410,16 @@ output is a summary; --json prints the whole document.`,
 					get("type"), get("blind_package_id"), get("seal_digest"), get("served_file_count"), count("files_read"),
 					count("refused_reads"), count("files_written"), count("access"), get("model"), get("turns"), get("stop"), get("complete"),
 					count("retries"), count("resumptions"))
-				if a, ok := get("agent").(*evidence.Object); ok {
+				if v, _ := doc.Get("agent"); v != nil {
+					a, _ := v.(*evidence.Object)
 					// room agent's line: what ran and where it connected.
-					av := func(k string) any { v, _ := a.Get(k); return v }
+					av := func(k string) any {
+						if a == nil {
+							return nil
+						}
+						v, _ := a.Get(k)
+						return v
+					}
 					conns, _ := av("connections").([]any)
 					refused := 0
 					for _, c := range conns {
@@ -422,8 +429,8 @@ output is a summary; --json prints the whole document.`,
 							}
 						}
 					}
-					fmt.Fprintf(w, "agent %v, version %q, connections %d (refused %d), relay connections %v\n",
-						av("command"), av("version"), len(conns), refused, av("relay_connections"))
+					fmt.Fprintf(w, "agent %s, version %q, connections %d (refused %d), relay connections %s\n",
+						plainValue(av("command")), plainValue(av("version")), len(conns), refused, plainValue(av("relay_connections")))
 				}
 			})
 		},
