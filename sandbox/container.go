@@ -182,21 +182,22 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%w: environment entry %q refused", ErrConfig, e)
 		}
 	}
-	for name, dir := range map[string]string{"workspace": c.Workspace, "package": c.Package} {
-		if dir == "" {
+	stateDir, err := filepath.Abs(c.StateDir)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStateRoot, c.StateDir, err)
+	}
+	// The paths to bind are the checked ones, with their parents' links
+	// resolved (checkHostDir).
+	for _, dir := range []*string{&c.Workspace, &c.Package} {
+		if *dir == "" {
 			continue
 		}
-		if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
-			return fmt.Errorf("%w: %s %q: want an absolute, clean path", ErrConfig, name, dir)
+		role := "workspace"
+		if dir == &c.Package {
+			role = "package"
 		}
-		fi, err := os.Lstat(dir)
-		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
-		}
-		// A symlink here would be followed by the bind mount: mount what
-		// was named, not what it points to at mount time.
-		if !fi.IsDir() {
-			return fmt.Errorf("%w: %s %q: not a directory (symlinks are refused)", ErrConfig, name, dir)
+		if *dir, err = checkHostDir(role, *dir, stateDir); err != nil {
+			return err
 		}
 	}
 	if c.Memory < 16<<20 {
@@ -239,11 +240,15 @@ func (c *Config) validate() error {
 }
 
 // Stdio connects the command's standard streams. A nil Stdin reads from
-// /dev/null; nil writers discard.
+// /dev/null; nil writers discard. Whatever they are (an *os.File too), the
+// candidate gets pipes this process copies (see streams): at most Limit
+// bytes of each output (0: DefaultOutputLimit), with terminal control
+// sequences neutralised when the writer is a terminal.
 type Stdio struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	Limit  int64
 }
 
 // Status values of a Result.
@@ -265,6 +270,15 @@ type Result struct {
 	// PackageSeal is the kernel's word on the sealed /package (with
 	// PackageEmit only).
 	PackageSeal *seal.Assertion `json:"package_seal,omitempty"`
+	// HostUID is the candidate's uid as the host sees it (read from
+	// /proc/PID/status of its first process before the command started):
+	// CandidateUID, never 0.
+	HostUID int `json:"host_uid"`
+	// Workspace lists what the post-run walk of the workspace found: set-id
+	// bits it stripped, FIFOs, sockets and devices the caller must refuse.
+	Workspace []WorkspaceFinding `json:"workspace_findings,omitempty"`
+	// Truncated names the output streams cut at Stdio.Limit.
+	Truncated []string `json:"truncated,omitempty"`
 }
 
 // Exec runs cfg.Args in a fresh candidate container and waits for it. The
@@ -348,6 +362,29 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	defer runtime.UnlockOSThread()
 	// libcontainer's state (state.json, exec.fifo) lives in the bundle's
 	// tmpfs too: one run, one directory, nothing shared between runs.
+	if cfg.Workspace != "" {
+		// The candidate is CandidateUID on the host: the workspace must be
+		// its to write.
+		if err := giveWorkspace(cfg.Workspace); err != nil {
+			return nil, err
+		}
+		// Runs after the container is destroyed (deferred before it):
+		// every process of the candidate is gone by then.
+		defer func() {
+			found, err := scrubWorkspace(cfg.Workspace)
+			res.Workspace = found
+			if err != nil {
+				fmt.Fprintf(orDiscard(stdio.Stderr), "cleanroom sandbox: %v\n", err)
+			}
+		}()
+	}
+	sio, err := newStreams(stdio)
+	if err != nil {
+		return nil, err
+	}
+	// After the container is destroyed: the copies end when its last
+	// process does.
+	defer func() { res.Truncated = sio.wait() }()
 	c, err := libcontainer.Create(filepath.Join(bundle, "state"), id, lc)
 	if err != nil {
 		return nil, fmt.Errorf("creating container: %w", err)
@@ -355,10 +392,14 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	defer c.Destroy()
 
 	p := processFor(spec)
-	p.Stdin, p.Stdout, p.Stderr = stdio.Stdin, orDiscard(stdio.Stdout), orDiscard(stdio.Stderr)
+	p.Stdout, p.Stderr = sio.stdout, sio.stderr
+	if sio.stdin != nil {
+		p.Stdin = sio.stdin // else nil: exec.Cmd opens /dev/null
+	}
 	// Start leaves the container's init waiting on exec.fifo: the
 	// command has not started yet while its namespace is compared.
 	err = c.Start(p)
+	sio.started()
 	// The container's init is in its cgroups (or Start failed).
 	stopPriming()
 	if code, msg, ok := commandStatus(err); ok {
@@ -376,12 +417,17 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	var killOnce sync.Once
 	kill := func() { killOnce.Do(func() { close(killed); _ = c.Signal(unix.SIGKILL) }) }
 	// The network namespace the candidate runs in must be the one checked
-	// (and probed): compare the namespace inodes.
+	// (and probed): compare the namespace inodes. Its uid, as the host
+	// sees it, must be the candidate's, never root.
 	if st, err := c.State(); err != nil {
 		kill()
 		_, _ = p.Wait()
 		return nil, fmt.Errorf("container state: %w", err)
 	} else if err := sameNetNS(ns, st.InitProcessPid); err != nil {
+		kill()
+		_, _ = p.Wait()
+		return res, err
+	} else if res.HostUID, err = hostUID(st.InitProcessPid); err != nil {
 		kill()
 		_, _ = p.Wait()
 		return res, err
@@ -568,6 +614,35 @@ func sameNetNS(ns netns.NsHandle, pid int) error {
 		return fmt.Errorf("%w: checked %d:%d, candidate in %d:%d", ErrNamespaceChanged, a.Dev, a.Ino, b.Dev, b.Ino)
 	}
 	return nil
+}
+
+// ErrHostRoot: the candidate's first process is not CandidateUID on the
+// host (the user namespace did not take).
+var ErrHostRoot = errors.New("candidate is not the sandbox's unprivileged uid on the host")
+
+// hostUID reads the real, effective, saved and file-system uids of pid
+// from the host's /proc and requires all four to be CandidateUID.
+func hostUID(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return -1, fmt.Errorf("%w: %w", ErrHostRoot, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "Uid:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		for _, v := range f {
+			if v != strconv.Itoa(CandidateUID) {
+				return -1, fmt.Errorf("%w: uids %s", ErrHostRoot, strings.Join(f, " "))
+			}
+		}
+		if len(f) == 4 {
+			return CandidateUID, nil
+		}
+	}
+	return -1, fmt.Errorf("%w: no Uid line in /proc/%d/status", ErrHostRoot, pid)
 }
 
 // oomKilled reads the kernel's OOM-kill counter of the container's memory

@@ -17,14 +17,16 @@ const bundleFSBytes = 4 << 20
 const bundleSource = "cleanroom-bundle"
 
 // mountBundle mounts a fresh tmpfs on the (empty) bundle directory, private
-// and root-only, so that everything a run creates on the host lives in
+// and reachable by root and the container's init only, so that everything a run creates on the host lives in
 // memory and disappears with one unmount instead of a removal file by file
 // (the state root may be on a journalled disk: /run is ext4 on some hosts,
 // and creating and removing the bundle there cost several milliseconds per
 // run). unmount detaches it; the caller then removes the empty directory.
 //
-// Security: mode 0700 keeps the bundle (exec.fifo, the rootfs) away from
-// other users as the state root's own 0700 does; nosuid,nodev,noexec because
+// Security: mode 0710, group CandidateUID, keeps the bundle (exec.fifo, the
+// rootfs, the package view) away from other users as the state root's own
+// 0710 does, and lets the container's init (host uid and gid CandidateUID)
+// pass through to its root; nosuid,nodev,noexec because
 // nothing in it is ever executed or opened as a device (the container's
 // root holds only mount points; its /usr, /bin… are separate read-only
 // binds); and a fixed size so that a run cannot fill the host's memory
@@ -33,7 +35,7 @@ const bundleSource = "cleanroom-bundle"
 // group), so neither it nor the package view mounted in it ever appears in
 // another mount namespace.
 func mountBundle(bundle string) (unmount func(), err error) {
-	opts := fmt.Sprintf("mode=0700,size=%d", bundleFSBytes)
+	opts := fmt.Sprintf("mode=0710,uid=0,gid=%d,size=%d", CandidateUID, bundleFSBytes)
 	if err := unix.Mount(bundleSource, bundle, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
 		return nil, fmt.Errorf("sandbox bundle tmpfs: %w", err)
 	}

@@ -42,6 +42,14 @@ var minimalEtc = map[string]string{
 	"resolv.conf":   "",
 }
 
+// The candidate's user namespace maps its uids and gids 0–65535 onto the
+// host's CandidateUID … CandidateUID+65535: the candidate's root is host
+// uid CandidateUID, never host root.
+const (
+	CandidateUID = 0x7ffe0000 // 2147352576
+	CandidateIDs = 65536
+)
+
 // Spec renders the configuration as an OCI runtime spec: the one
 // description both Exec (through libcontainer) and an OCI bundle use.
 // rootfs is the (empty, prepared) root directory, netnsPath the network
@@ -144,7 +152,10 @@ func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 			Namespaces: []specs.LinuxNamespace{
 				{Type: specs.MountNamespace}, {Type: specs.PIDNamespace}, {Type: specs.IPCNamespace},
 				{Type: specs.UTSNamespace}, {Type: specs.NetworkNamespace, Path: netnsPath},
+				{Type: specs.UserNamespace}, {Type: specs.CgroupNamespace},
 			},
+			UIDMappings:       []specs.LinuxIDMapping{{ContainerID: 0, HostID: CandidateUID, Size: CandidateIDs}},
+			GIDMappings:       []specs.LinuxIDMapping{{ContainerID: 0, HostID: CandidateUID, Size: CandidateIDs}},
 			CgroupsPath:       filepath.Join(cgroupParent, id),
 			Resources:         res,
 			MaskedPaths:       maskedPaths,

@@ -525,10 +525,28 @@ func TestCgroupLimitsApplied(t *testing.T) {
 func testStateDir(tb testing.TB) string {
 	tb.Helper()
 	state := filepath.Join(tb.TempDir(), "state")
+	searchable(tb, filepath.Dir(state))
 	tb.Cleanup(func() {
 		// EINVAL: nothing is mounted there (the host's / is private).
 		for unix.Unmount(state, unix.MNT_DETACH) == nil {
 		}
 	})
 	return state
+}
+
+// searchable makes dir and its parents up to the system's temporary
+// directory searchable by others (o+x; t.TempDir makes them 0700): the
+// candidate's init passes through the state root's parents, and the
+// candidate reads a plain --package bind as an unprivileged uid.
+func searchable(tb testing.TB, dir string) {
+	tb.Helper()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.Chmod(p, fi.Mode().Perm()|0o011); err != nil {
+			tb.Fatal(err)
+		}
+	}
 }

@@ -21,7 +21,8 @@ const runLockName = ".owner.lock"
 // a directory, or its private mount could not be established).
 var ErrStateRoot = errors.New("sandbox state root unusable")
 
-// openStateRoot creates the state root if needed (0700) and opens it as a
+// openStateRoot creates the state root if needed (0710, group
+// CandidateUID) and opens it as a
 // directory without following any symlink in its path, so that the path
 // mountinfo shows and the directory the descriptor holds are the same.
 func openStateRoot(dir string, create bool) (int, error) {
@@ -29,10 +30,11 @@ func openStateRoot(dir string, create bool) (int, error) {
 		return -1, fmt.Errorf("%w: %s: want an absolute, clean path", ErrStateRoot, dir)
 	}
 	if create {
-		// Parents too are 0700 (less the umask); the root itself is 0700
-		// whatever the umask (fchmod below). A symlink met here is
+		// Parents are 0711 (less the umask): the container's init passes
+		// through them; the root itself is 0710 whatever the umask
+		// (fchmod below). A symlink met here is
 		// refused by the openat2 below, before anything is put in it.
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := os.MkdirAll(dir, 0o711); err != nil {
 			return -1, fmt.Errorf("%w: %w", ErrStateRoot, err)
 		}
 	}
@@ -46,13 +48,44 @@ func openStateRoot(dir string, create bool) (int, error) {
 		return -1, fmt.Errorf("%w: %s: %w", ErrStateRoot, dir, err)
 	}
 	if create {
-		// Other users must not reach exec.fifo or a run's rootfs.
-		if err := unix.Fchmod(fd, 0o700); err != nil {
+		// Other users must not reach exec.fifo or a run's rootfs; the
+		// container's init, host uid CandidateUID in the candidate's user
+		// namespace, must pass through to reach its root: root-owned,
+		// group CandidateUID with search permission only (0710).
+		if err := unix.Fchown(fd, 0, CandidateUID); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("%w: %s: chown: %w", ErrStateRoot, dir, err)
+		}
+		if err := unix.Fchmod(fd, 0o710); err != nil {
 			unix.Close(fd)
 			return -1, fmt.Errorf("%w: %s: chmod: %w", ErrStateRoot, dir, err)
 		}
+		if err := searchableByCandidate(dir); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
 	}
 	return fd, nil
+}
+
+// searchableByCandidate refuses a state root whose parents the
+// container's init (host uid and gid CandidateUID, no capability over host
+// files) cannot pass through: libcontainer's init enters the run's root
+// by its host path.
+func searchableByCandidate(dir string) error {
+	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrStateRoot, p, err)
+		}
+		ok := st.Mode&0o001 != 0 || (st.Gid == CandidateUID && st.Mode&0o010 != 0) || (st.Uid == CandidateUID && st.Mode&0o100 != 0)
+		if !ok {
+			return fmt.Errorf("%w: %s (mode %#o) is not searchable by the candidate's uid %d: the container's init passes through it to reach the run's root (chmod o+x, or choose another --state-root)", ErrStateRoot, p, st.Mode&0o7777, CandidateUID)
+		}
+		if p == "/" {
+			return nil
+		}
+	}
 }
 
 // mountHolding returns the mount dir lies on: the last entry of table whose
