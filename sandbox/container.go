@@ -112,6 +112,8 @@ type Config struct {
 	// is not empty and Seal is set).
 	Seal    *netip.AddrPort
 	Control *netip.AddrPort
+	// packageView is the sealed view Exec made of PackageEmit.
+	packageView string
 	// StateDir holds one directory per run, on which the run mounts a
 	// private tmpfs for the container's root and state; default
 	// /run/cleanroom-sandbox.
@@ -341,7 +343,9 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 		if err != nil {
 			return res, err
 		}
-		cfg.Package, cfg.PackageEmit = view, nil
+		// The view lies in the state root: it is cleanroom's, not a host
+		// directory the path rules judge.
+		cfg.packageView, cfg.PackageEmit = view, nil
 	}
 	nsPath := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), int(ns))
 	spec, err := cfg.Spec(rootfs, nsPath, id)

@@ -41,6 +41,7 @@ func sharedPair(t *testing.T) (dir, peer string) {
 		t.Skip("mounting a tmpfs needs root")
 	}
 	base := t.TempDir()
+	searchable(t, base)
 	dir, peer = filepath.Join(base, "shared"), filepath.Join(base, "peer")
 	for _, d := range []string{dir, peer} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -134,10 +135,13 @@ func TestBundleTmpfs(t *testing.T) {
 			t.Errorf("propagation %q, want private", o)
 		}
 	}
-	if fi, err := os.Stat(bundle); err != nil {
+	// Root's, and the container's init (group CandidateUID) may only
+	// pass through it.
+	var st unix.Stat_t
+	if err := unix.Stat(bundle, &st); err != nil {
 		t.Fatal(err)
-	} else if perm := fi.Mode().Perm(); perm != 0o700 {
-		t.Errorf("mode %v, want 0700", perm)
+	} else if st.Mode&0o7777 != 0o710 || st.Uid != 0 || st.Gid != 2147352576 {
+		t.Errorf("mode %#o owner %d:%d, want 0710 0:2147352576", st.Mode&0o7777, st.Uid, st.Gid)
 	}
 	for i := range ends {
 		ends[i]()

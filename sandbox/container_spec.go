@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,8 +110,8 @@ func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 	for _, b := range cfg.Binds {
 		mounts = append(mounts, specs.Mount{Destination: b.Destination, Type: "bind", Source: b.Source, Options: []string{"rbind", "ro", rbindRO, "nosuid", "nodev"}})
 	}
-	if cfg.Package != "" {
-		mounts = append(mounts, specs.Mount{Destination: "/package", Type: "bind", Source: cfg.Package, Options: []string{"rbind", "ro", rbindRO, "nosuid", "nodev", "noexec"}})
+	if pkg := cmp.Or(cfg.packageView, cfg.Package); pkg != "" {
+		mounts = append(mounts, specs.Mount{Destination: "/package", Type: "bind", Source: pkg, Options: []string{"rbind", "ro", rbindRO, "nosuid", "nodev", "noexec"}})
 	}
 
 	memory := cfg.Memory

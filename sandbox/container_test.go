@@ -290,7 +290,7 @@ func TestConfigRefusals(t *testing.T) {
 		{"libcontainer env", Config{Args: []string{"/bin/true"}, Env: []string{"_LIBCONTAINER_INITPIPE=3"}}, `"_LIBCONTAINER_INITPIPE=3"`},
 		{"env without =", Config{Args: []string{"/bin/true"}, Env: []string{"PATH"}}, `environment entry "PATH"`},
 		{"relative workspace", Config{Args: []string{"/bin/true"}, Workspace: "ws"}, `workspace "ws"`},
-		{"missing package", Config{Args: []string{"/bin/true"}, Package: "/nonexistent/pkg"}, "package: "},
+		{"missing package", Config{Args: []string{"/bin/true"}, Package: "/nonexistent/pkg"}, `package "/nonexistent/pkg" refused (rule not_directory)`},
 		{"tiny memory", Config{Args: []string{"/bin/true"}, Memory: 1 << 20}, "memory 1048576 bytes"},
 		{"probe without control", Config{Args: []string{"/bin/true"}, Allow: []Endpoint{{Addr: netip.MustParseAddr("10.0.0.1"), Port: 80}}, Seal: ptr(netip.MustParseAddrPort("10.0.0.2:80"))}, "positive control"},
 	} {

@@ -31,6 +31,7 @@ type PathRefusal struct {
 	Path string
 	Rule string
 	Why  string
+	Err  error // the underlying error, if any (a failed lstat)
 }
 
 func (e *PathRefusal) Error() string {
@@ -39,6 +40,9 @@ func (e *PathRefusal) Error() string {
 
 // Is makes errors.Is(err, ErrHostPath) and errors.Is(err, ErrConfig) hold.
 func (e *PathRefusal) Is(target error) bool { return target == ErrHostPath || target == ErrConfig }
+
+// Unwrap returns the underlying error.
+func (e *PathRefusal) Unwrap() error { return e.Err }
 
 // systemTrees are refused as a workspace or package, with everything in
 // them and every ancestor of them (so / and /var too): binding one
@@ -68,12 +72,15 @@ func checkHostDir(role, dir, stateDir string) (string, error) {
 	refuse := func(p, rule, why string) (string, error) {
 		return "", &PathRefusal{Role: role, Path: p, Rule: rule, Why: why}
 	}
+	failed := func(p string, err error) (string, error) {
+		return "", &PathRefusal{Role: role, Path: p, Rule: RuleNotDir, Why: err.Error(), Err: err}
+	}
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
 		return refuse(dir, RuleNotDir, "want an absolute, clean path")
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return refuse(dir, RuleNotDir, err.Error())
+		return failed(dir, err)
 	}
 	// A symlink here would be followed by the bind mount: mount what
 	// was named, not what it points to at mount time.
@@ -84,7 +91,7 @@ func checkHostDir(role, dir, stateDir string) (string, error) {
 	// past a check of the literal path.
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return refuse(dir, RuleNotDir, err.Error())
+		return failed(dir, err)
 	}
 	for _, p := range []string{dir, real} {
 		for _, t := range systemTrees {
