@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -31,6 +32,35 @@ var attacks = map[string]func(arg string) error{
 		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
 		closeFD(fd, err)
 		return err
+	},
+	// Not network-namespaced: a virtual machine's channel to its host.
+	"vsock_socket": func(string) error {
+		fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0)
+		closeFD(fd, err)
+		return err
+	},
+	"netlink_audit": func(string) error {
+		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_AUDIT)
+		closeFD(fd, err)
+		return err
+	},
+	// Network and file operations outside the system calls the filter
+	// judges.
+	"io_uring_setup": func(string) error {
+		params := make([]byte, 120) // struct io_uring_params
+		fd, _, en := unix.Syscall(unix.SYS_IO_URING_SETUP, 8, uintptr(unsafe.Pointer(&params[0])), 0)
+		if en != 0 {
+			return en
+		}
+		unix.Close(int(fd))
+		return nil
+	},
+	"ptrace": func(string) error {
+		_, _, en := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0, 0, 0, 0)
+		if en != 0 {
+			return en
+		}
+		return nil
 	},
 	"ping_socket": func(string) error {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP)
@@ -164,6 +194,10 @@ func TestCandidateAttacks(t *testing.T) {
 	want := map[string]string{
 		"raw_socket":        "EPERM",
 		"packet_socket":     "EPERM",
+		"vsock_socket":      "EPERM",
+		"netlink_audit":     "EPERM",
+		"io_uring_setup":    "EPERM",
+		"ptrace":            "EPERM",
 		"ping_socket":       "EACCES",
 		"netlink_route_add": "EPERM",
 		"netlink_link_add":  "EPERM",

@@ -189,7 +189,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: %s: %w", ErrStateRoot, c.StateDir, err)
 	}
 	// The paths to bind are the checked ones, with their parents' links
-	// resolved (checkHostDir).
+	// resolved (CheckHostDir).
 	for _, dir := range []*string{&c.Workspace, &c.Package} {
 		if *dir == "" {
 			continue
@@ -198,7 +198,7 @@ func (c *Config) validate() error {
 		if dir == &c.Package {
 			role = "package"
 		}
-		if *dir, err = checkHostDir(role, *dir, stateDir); err != nil {
+		if *dir, err = CheckHostDir(role, *dir, stateDir); err != nil {
 			return err
 		}
 	}

@@ -21,13 +21,24 @@ var ErrUnsupported = errors.New("the kernel cannot establish the candidate sandb
 // KernelReport is what `cleanroom sandbox check` prints: what the kernel
 // offers for the candidate sandbox, and what is missing.
 type KernelReport struct {
-	// Root is true when the effective uid is 0 (the sandbox runs as root
-	// on the host; it does not use a user namespace).
+	// Root is true when the effective uid is 0: the sandbox needs host
+	// root to set up (cgroups, the network namespace's check, the
+	// bind mounts); the candidate itself runs in a user namespace as host
+	// uid CandidateUID.
 	Root bool `json:"root"`
+	// Mode is how this machine runs candidates: "root" (set up by host
+	// root, the candidate unprivileged in a user namespace), or
+	// "unavailable". There is no rootless mode (set up without host root,
+	// rlimits for cgroups) yet.
+	Mode string `json:"mode"`
+	// CandidateUID is the host uid the candidate runs as (its root inside
+	// its user namespace); uids and gids CandidateUID … +65535 are the
+	// sandbox's.
+	CandidateUID int `json:"candidate_uid"`
 	// Namespaces maps each namespace kind to whether /proc/self/ns shows it.
 	Namespaces map[string]bool `json:"namespaces"`
-	// UserNamespaces reports whether unprivileged user namespaces could be
-	// created (max_user_namespaces > 0); informational, not required.
+	// UserNamespaces reports whether user namespaces can be created
+	// (max_user_namespaces > 0): required, the candidate runs in one.
 	UserNamespaces bool `json:"user_namespaces"`
 	// CgroupVersion is 1 (legacy or hybrid) or 2 (unified).
 	CgroupVersion int `json:"cgroup_version"`
@@ -43,7 +54,7 @@ type KernelReport struct {
 }
 
 // requiredNamespaces are the namespaces every candidate container gets.
-var requiredNamespaces = []string{"mnt", "pid", "ipc", "uts", "net"}
+var requiredNamespaces = []string{"mnt", "pid", "ipc", "uts", "net", "user", "cgroup"}
 
 // reportedNamespaces are listed in the report; the extras are informational.
 var reportedNamespaces = []string{"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"}
@@ -103,9 +114,15 @@ func CheckKernel() (*KernelReport, error) {
 		_, err = c.ListTables()
 		r.EgressFilter = err == nil
 	}
+	if !r.UserNamespaces {
+		r.Missing = append(r.Missing, "user namespaces (max_user_namespaces is 0): the candidate runs in one")
+	}
+	r.CandidateUID = CandidateUID
 	if len(r.Missing) > 0 {
+		r.Mode = "unavailable"
 		return r, fmt.Errorf("%w: missing %s", ErrUnsupported, strings.Join(r.Missing, "; "))
 	}
+	r.Mode = "root"
 	return r, nil
 }
 

@@ -64,11 +64,11 @@ func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// checkHostDir applies the path rules to a workspace or package directory
+// CheckHostDir applies the path rules to a workspace or package directory
 // and returns the path to bind: dir with every symlink in its parents
 // resolved, so what is checked is what the bind mount names. stateDir is
-// the (absolute) state root.
-func checkHostDir(role, dir, stateDir string) (string, error) {
+// the state root. Exec applies it to Config.Workspace and Config.Package.
+func CheckHostDir(role, dir, stateDir string) (string, error) {
 	refuse := func(p, rule, why string) (string, error) {
 		return "", &PathRefusal{Role: role, Path: p, Rule: rule, Why: why}
 	}
@@ -93,6 +93,9 @@ func checkHostDir(role, dir, stateDir string) (string, error) {
 	if err != nil {
 		return failed(dir, err)
 	}
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
 	for _, p := range []string{dir, real} {
 		for _, t := range systemTrees {
 			if within(p, t) || within(t, p) {
@@ -115,7 +118,7 @@ func checkHostDir(role, dir, stateDir string) (string, error) {
 }
 
 // CheckNewWorkspace is the rule `sandbox exec --workspace` adds to
-// checkHostDir's: the directory is empty, or a workspace a sandbox run
+// CheckHostDir's: the directory is empty, or a workspace a sandbox run
 // made its own (owned by CandidateUID), so that the candidate never gets
 // write access to a directory of the host's that already holds something.
 func CheckNewWorkspace(dir string) error {

@@ -74,6 +74,12 @@ func printKernelReport(w io.Writer, r *sandbox.KernelReport) {
 		ns = append(ns, n+"="+mark)
 	}
 	fmt.Fprintf(w, "root:            %v\n", r.Root)
+	switch r.Mode {
+	case "root":
+		fmt.Fprintf(w, "mode:            root (set up by host root; the candidate runs in a user namespace as host uid %d, never root; no rootless mode)\n", r.CandidateUID)
+	default:
+		fmt.Fprintf(w, "mode:            %s (no rootless mode: the sandbox is set up by host root)\n", r.Mode)
+	}
 	fmt.Fprintf(w, "namespaces:      %s\n", strings.Join(ns, " "))
 	fmt.Fprintf(w, "user namespaces: %v\n", r.UserNamespaces)
 	fmt.Fprintf(w, "cgroup version:  %d\n", r.CgroupVersion)
@@ -202,6 +208,21 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 				return usageErr(err)
 			}
 			cfg.StateDir = f.stateRoot
+			// The candidate gets write access to --workspace: only an empty
+			// directory, or one a run made its own, outside system trees
+			// and the state root (Exec checks the trees, this the content).
+			if f.workspace != "" {
+				if err := sandbox.CheckNewWorkspace(f.workspace); err != nil {
+					return usageErr(err)
+				}
+			}
+			if f.pkgID != "" {
+				// The emit's source is read on the host: the same rules as a
+				// plain --package bind.
+				if _, err := sandbox.CheckHostDir("package", f.pkg, f.stateRoot); err != nil {
+					return usageErr(err)
+				}
+			}
 			if _, err := sandbox.CheckKernel(); err != nil {
 				return isolationErr(err)
 			}
@@ -209,6 +230,8 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			defer stop()
 			// The harness's terminal never reaches the candidate (TIOCSTI
 			// could push input into it): a TTY stdin becomes /dev/null.
+			// Any other stdin reaches it through a pipe Exec copies into,
+			// never as the descriptor itself.
 			var stdin io.Reader = os.Stdin
 			if term.IsTerminal(int(os.Stdin.Fd())) {
 				stdin = nil
@@ -230,6 +253,20 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			}
 			if res.Status != sandbox.StatusExited {
 				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: sandbox %s: %s\n", res.ID, res.Status)
+			}
+			for _, s := range res.Truncated {
+				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: sandbox %s: %s cut after %d bytes\n", res.ID, s, sandbox.DefaultOutputLimit)
+			}
+			special := false
+			for _, f := range res.Workspace {
+				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: sandbox %s: workspace %s (mode %s): rule %s\n", res.ID, f.Path, f.Mode, f.Rule)
+				special = special || f.Rule == sandbox.RuleSpecialFile
+			}
+			if special {
+				// Whoever reads the workspace next would block on a FIFO or
+				// read through a device: the run is refused, whatever the
+				// command's own status.
+				return refusedErr(fmt.Errorf("sandbox %s: the workspace holds a FIFO, socket or device (rule %s; command status %d)", res.ID, sandbox.RuleSpecialFile, res.ExitCode))
 			}
 			if res.ExitCode != 0 {
 				return &exitError{code: res.ExitCode}
