@@ -78,6 +78,44 @@ func CheckHostDir(role, dir, stateDir string) (string, error) {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
 		return refuse(dir, RuleNotDir, "want an absolute, clean path")
 	}
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
+	judge := func(p string) (string, error) {
+		// The state root (or inside it) first, an ancestor of it last: the
+		// most specific rule is named.
+		roots := []string{stateDir}
+		if r, err := filepath.EvalSymlinks(stateDir); err == nil {
+			roots = append(roots, r)
+		}
+		for _, r := range roots {
+			if within(p, r) {
+				return refuse(dir, RuleStateRoot, fmt.Sprintf("the sandbox state root is %s", r))
+			}
+		}
+		for _, t := range systemTrees {
+			if within(p, t) || within(t, p) {
+				return refuse(dir, RuleSystemTree, fmt.Sprintf("%s is %s, inside it or one of its parents", p, t))
+			}
+		}
+		for _, t := range systemDirs {
+			if p == t {
+				return refuse(dir, RuleSystemTree, fmt.Sprintf("%s holds other users' or programs' files", p))
+			}
+		}
+		for _, r := range roots {
+			if within(r, p) {
+				return refuse(dir, RuleStateRoot, fmt.Sprintf("%s holds the sandbox state root %s", p, r))
+			}
+		}
+		return "", nil
+	}
+	// The literal path first (/proc/self/root is refused as part of /proc,
+	// whatever it names), then, once it is known to be a directory, with
+	// its parents' links resolved.
+	if _, err := judge(dir); err != nil {
+		return "", err
+	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return failed(dir, err)
@@ -93,35 +131,20 @@ func CheckHostDir(role, dir, stateDir string) (string, error) {
 	if err != nil {
 		return failed(dir, err)
 	}
-	if abs, err := filepath.Abs(stateDir); err == nil {
-		stateDir = abs
-	}
-	for _, p := range []string{dir, real} {
-		for _, t := range systemTrees {
-			if within(p, t) || within(t, p) {
-				return refuse(dir, RuleSystemTree, fmt.Sprintf("%s is %s, inside it or one of its parents", p, t))
-			}
-		}
-		for _, t := range systemDirs {
-			if p == t {
-				return refuse(dir, RuleSystemTree, fmt.Sprintf("%s holds other users' or programs' files", p))
-			}
-		}
-		if stateReal, err := filepath.EvalSymlinks(stateDir); err == nil && (within(p, stateReal) || within(stateReal, p)) {
-			return refuse(dir, RuleStateRoot, fmt.Sprintf("the sandbox state root is %s", stateReal))
-		}
-		if within(p, stateDir) || within(stateDir, p) {
-			return refuse(dir, RuleStateRoot, fmt.Sprintf("the sandbox state root is %s", stateDir))
-		}
+	if _, err := judge(real); err != nil {
+		return "", err
 	}
 	return real, nil
 }
 
-// CheckNewWorkspace is the rule `sandbox exec --workspace` adds to
-// CheckHostDir's: the directory is empty, or a workspace a sandbox run
+// CheckNewWorkspace applies CheckHostDir and the rule `sandbox exec
+// --workspace` adds to it: the directory is empty, or a workspace a sandbox run
 // made its own (owned by CandidateUID), so that the candidate never gets
 // write access to a directory of the host's that already holds something.
-func CheckNewWorkspace(dir string) error {
+func CheckNewWorkspace(dir, stateDir string) error {
+	if _, err := CheckHostDir("workspace", dir, stateDir); err != nil {
+		return err
+	}
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
 		return &PathRefusal{Role: "workspace", Path: dir, Rule: RuleNotDir, Why: err.Error()}

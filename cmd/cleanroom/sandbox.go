@@ -210,9 +210,9 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			cfg.StateDir = f.stateRoot
 			// The candidate gets write access to --workspace: only an empty
 			// directory, or one a run made its own, outside system trees
-			// and the state root (Exec checks the trees, this the content).
+			// and the state root.
 			if f.workspace != "" {
-				if err := sandbox.CheckNewWorkspace(f.workspace); err != nil {
+				if err := sandbox.CheckNewWorkspace(f.workspace, f.stateRoot); err != nil {
 					return usageErr(err)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,6 +64,12 @@ func TestSandboxCommands(t *testing.T) {
 		{"exec package not the pinned bpkg", []string{"sandbox", "exec", "--package", pkg, "--package-id", otherID, "--", "/bin/true"}, 1, "is not the pinned bpkg"},
 		{"exec --package-id without --package", []string{"sandbox", "exec", "--package-id", pkgID, "--", "/bin/true"}, 2, "--package-id needs --package"},
 		{"exec bad --net", []string{"sandbox", "exec", "--net", "allow:example.com:443", "--", "/bin/true"}, 2, "want IP:PORT with a literal address"},
+		{"exec --workspace /etc", []string{"sandbox", "exec", "--workspace", "/etc", "--", "/bin/true"}, 2, "rule system_tree"},
+		{"exec --workspace /", []string{"sandbox", "exec", "--workspace", "/", "--", "/bin/true"}, 2, "rule system_tree"},
+		{"exec --workspace /sys/fs/cgroup", []string{"sandbox", "exec", "--workspace", "/sys/fs/cgroup", "--", "/bin/true"}, 2, "rule system_tree"},
+		{"exec --workspace not empty", []string{"sandbox", "exec", "--workspace", pkg, "--", "/bin/true"}, 2, "rule not_empty"},
+		{"exec --package /etc", []string{"sandbox", "exec", "--package", "/etc", "--", "/bin/true"}, 2, "rule system_tree"},
+		{"exec --package the state root", []string{"sandbox", "exec", "--package", sandbox.DefaultStateDir, "--", "/bin/true"}, 2, "rule state_root"},
 		{"exec bad --memory", []string{"sandbox", "exec", "--memory", "lots", "--", "/bin/true"}, 2, "invalid size"},
 		{"probe sealed", []string{"sandbox", "probe", "--sealed", ln.Addr().String()}, 0, ""},
 		{"probe allowlist without control", []string{"sandbox", "probe", "--net", "allow:10.213.255.1:80", "--sealed", ln.Addr().String()}, 2, "needs a positive control"},
@@ -104,7 +111,7 @@ func TestSandboxGCAfterKill(t *testing.T) {
 		t.Skipf("the candidate sandbox cannot run here: %v", err)
 	}
 	bin, _ := cliBinary(t)
-	state := filepath.Join(t.TempDir(), "state")
+	state := filepath.Join(searchableTempDir(t), "state")
 	run := exec.Command(bin, "sandbox", "exec", "--state-root", state, "--", "/bin/sh", "-c", "echo ready; exec sleep 1000")
 	out, err := run.StdoutPipe()
 	if err != nil {
@@ -149,5 +156,123 @@ func TestSandboxGCAfterKill(t *testing.T) {
 	}
 	if code, stdout, _ := runCLI(t, "sandbox", "gc", "--state-root", state); code != 0 || !strings.Contains(stdout, "nothing stale") {
 		t.Errorf("second gc: exit %d:\n%s", code, stdout)
+	}
+}
+
+// searchableTempDir is a temporary directory the candidate's init can pass
+// through (t.TempDir's are 0700): a state root must lie beneath one.
+func searchableTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// probeC runs inside `sandbox exec`: what a hostile candidate tries with
+// its own system calls (a C program, not Go's runtime), printing NAME=RESULT.
+const probeC = `#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static void report(const char *name, long r) {
+	printf("%s=%s\n", name, r < 0 ? strerrorname_np(errno) : "OK");
+}
+int main(void) {
+	report("vsock", socket(40 /* AF_VSOCK */, SOCK_STREAM, 0));
+	report("packet", socket(17 /* AF_PACKET */, SOCK_RAW, 0));
+	char params[120] = {0};
+	report("io_uring_setup", syscall(425 /* io_uring_setup */, 8, params));
+	report("inet", socket(AF_INET, SOCK_STREAM, 0));
+	/* stdin: the caller's "< /" must not be a way into the host's tree. */
+	report("stdin_openat", openat(0, "etc/hostname", O_RDONLY));
+	report("stdin_proc", open("/proc/self/fd/0/etc/hostname", O_RDONLY));
+	printf("uid=%d\n", (int)getuid());
+	return 0;
+}
+`
+
+// A hostile candidate under `cleanroom sandbox exec`: AF_VSOCK, AF_PACKET
+// and io_uring_setup are refused by the filter (EPERM; a kernel without
+// them would say otherwise), the caller's stdin `< /` gives no way into
+// the host's tree, and the set-uid copy of a shell it leaves in the
+// workspace is neither root's nor set-uid on the host. The workspace is
+// one a first run made its own (owned by the sandbox's uid), which is why
+// the second run may find the probe in it.
+func TestSandboxExecHostile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the candidate sandbox needs root")
+	}
+	if _, err := sandbox.CheckKernel(); err != nil {
+		t.Skipf("the candidate sandbox cannot run here: %v", err)
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc is not installed")
+	}
+	bin, _ := cliBinary(t)
+	state := filepath.Join(searchableTempDir(t), "state")
+	ws := t.TempDir()
+	src := filepath.Join(t.TempDir(), "probe.c")
+	if err := os.WriteFile(src, []byte(probeC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("/bin/sh", "-c", "cd /tmp && exec gcc -O -o \"$1\" \"$2\"", "sh", filepath.Join(filepath.Dir(src), "probe"), src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "sandbox", "exec", "--state-root", state, "--workspace", ws, "--", "/bin/true").CombinedOutput(); err != nil {
+		t.Fatalf("first run: %v\n%s", err, out)
+	}
+	probe, err := os.ReadFile(filepath.Join(filepath.Dir(src), "probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "probe"), probe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.Open("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	run := exec.Command(bin, "sandbox", "exec", "--state-root", state, "--workspace", ws, "--", "/bin/sh", "-c",
+		"/workspace/probe && cp /bin/sh /workspace/rootshell && chmod 4755 /workspace/rootshell && stat -c inside_mode=%a /workspace/rootshell")
+	run.Stdin = root
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	out, err := run.Output()
+	if err != nil {
+		t.Fatalf("second run: %v\n%s%s", err, out, stderr.String())
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			got[k] = v
+		}
+	}
+	for k, v := range map[string]string{
+		"vsock": "EPERM", "packet": "EPERM", "io_uring_setup": "EPERM", "inet": "OK",
+		"stdin_openat": "ENOTDIR", "stdin_proc": "ENOTDIR", "uid": "0", "inside_mode": "4755",
+	} {
+		if got[k] != v {
+			t.Errorf("%s=%q, want %q (output:\n%s)", k, got[k], v, out)
+		}
+	}
+	fi, err := os.Lstat(filepath.Join(ws, "rootshell"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Uid == 0 || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Errorf("on the host the candidate's set-uid shell is uid %d, mode %v: want uid %d, no set-id bit", st.Uid, fi.Mode(), sandbox.CandidateUID)
+	}
+	if !strings.Contains(stderr.String(), "workspace rootshell (mode 0104755): rule "+sandbox.RuleSetID) {
+		t.Errorf("the stripped bit is not named on stderr:\n%s", stderr.String())
 	}
 }
