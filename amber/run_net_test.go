@@ -170,7 +170,7 @@ func TestRunSealedStoreAnswers(t *testing.T) {
 	o := RunOptions{CaseDir: c.Dir, Producer: s.PublicKey(), IndexDir: ixDir, Signer: s, Provider: "test", Model: "scripted",
 		Out: filepath.Join(t.TempDir(), "run"), Sealed: sealed, Control: &control,
 		Args:      []string{"/bin/sh", "-c", "echo ran > /workspace/ran"},
-		Isolation: &SandboxIsolation{StateDir: filepath.Join(t.TempDir(), "state")}}
+		Isolation: &SandboxIsolation{StateDir: sandboxStateDir(t)}}
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("Run: %v", err)

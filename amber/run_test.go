@@ -33,6 +33,20 @@ func needSandbox(t *testing.T) {
 	}
 }
 
+// sandboxStateDir is a state root beneath a temporary directory the
+// candidate's init (an unprivileged uid on the host) can pass through:
+// t.TempDir makes its directories 0700.
+func sandboxStateDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "state")
+}
+
 // runOracle is an oracle whose evaluator scores /workspace/answer.txt.
 func runOracle(t *testing.T) string {
 	t.Helper()
@@ -122,7 +136,7 @@ func TestRunFullIsolation(t *testing.T) {
 	needSandbox(t)
 	f := newRunFixture(t)
 	sealed := sealedStore(t)
-	iso := &SandboxIsolation{StateDir: filepath.Join(t.TempDir(), "state")}
+	iso := &SandboxIsolation{StateDir: sandboxStateDir(t)}
 	for _, tc := range []struct {
 		name, script, state string
 		score               float64

@@ -205,7 +205,7 @@ func TestDemo(t *testing.T) {
 	needGit(t)
 	var iso Isolation
 	if os.Geteuid() == 0 {
-		if si := (&SandboxIsolation{StateDir: filepath.Join(t.TempDir(), "state")}); si.Available() == nil {
+		if si := (&SandboxIsolation{StateDir: sandboxStateDir(t)}); si.Available() == nil {
 			iso = si
 		}
 	}

@@ -1,6 +1,6 @@
 // Package sandbox owns the namespaces and isolation cleanroom runs code in:
-// the candidate container (runc's libcontainer: new mount, pid, ipc, uts and
-// network namespaces, a read-only root built from host binds, no
+// the candidate container (runc's libcontainer: new user, mount, pid, ipc,
+// uts, cgroup and network namespaces, a read-only root built from host binds, no
 // capabilities, no_new_privs, cgroup limits, a wall-clock timeout), the
 // mechanism-level network isolation check (netlink, from the candidate's
 // network namespace), the seal probe from the candidate's vantage, and
@@ -10,17 +10,42 @@
 //
 // # Security Considerations
 //
-// The container runs as uid 0 with every capability dropped and
-// no_new_privs set; it cannot change its own network namespace (no
-// CAP_NET_ADMIN) or remount its root. The kernel's keyrings are not
-// namespaced, so a seccomp filter (installed by sandboxinit before the
-// command starts) makes add_key, request_key and keyctl fail with EPERM:
-// otherwise the candidate could read and add keys in root's user keyring
-// on the host. The same filter refuses a new user namespace (clone and
-// unshare with CLONE_NEWUSER fail with EPERM, clone3 with ENOSYS so that
-// the C library falls back to clone): inside one the candidate would hold
-// every capability over namespaces of its own, and with them the kernel
-// code only privilege reaches. The isolation check and the probe
+// The candidate runs in a user namespace of its own, as uid 0 inside and
+// host uid CandidateUID (2147352576, with its 65536 uids and gids a range
+// the sandbox keeps for itself) outside, with every capability dropped and
+// no_new_privs set; Exec reads the uids of the candidate's first process
+// from the host's /proc before the command starts and refuses anything but
+// CandidateUID (ErrHostRoot). It cannot change its own network namespace
+// (the namespace belongs to the host's user namespace) or remount its
+// root. The workspace is chowned to CandidateUID before the run; after it,
+// once every process of the candidate is gone, set-uid and set-gid bits
+// are stripped and FIFOs, sockets and devices are named
+// (Result.Workspace, RuleSpecialFile) for the caller to refuse before it
+// reads the workspace. A cgroup namespace hides the host's cgroup paths.
+//
+// A default-deny seccomp filter (installed by sandboxinit before
+// libcontainer's init runs, and inherited by the command) allows what
+// ordinary programs, toolchains and interpreters need and refuses the
+// rest: socket families other than AF_UNIX, AF_INET, AF_INET6 and
+// NETLINK_ROUTE (AF_VSOCK is not network-namespaced: neither the check nor
+// the probe below sees it), io_uring, the kernel keyrings (not
+// namespaced), a new user namespace, ptrace, bpf, other ABIs; the policy
+// and the lists are in sandboxinit/filter.go. It allows the init's own
+// mount calls, which need a capability the candidate never holds.
+//
+// Paths: Config.Workspace and Config.Package are refused (PathRefusal,
+// ErrHostPath) when they are a system tree, inside one or a parent of one,
+// the state root, inside it or a parent of it, or a symlink; the bind uses
+// the path with its parents' links resolved. `sandbox exec` adds that a
+// workspace must be empty or one a run made its own (CheckNewWorkspace).
+//
+// Streams: the candidate's stdin is /dev/null or a pipe Exec copies into,
+// its stdout and stderr pipes Exec copies out of (bounded by Stdio.Limit,
+// terminal control sequences escaped when the writer is a terminal):
+// never a descriptor of the caller's, through which /proc/self/fd/N would
+// reach the host file behind it.
+//
+// The isolation check and the probe
 // run before the candidate starts; continuity between the probe and the
 // candidate's run is limited to checking that the candidate's process is in
 // the very network namespace that was checked (same inode), not that the
@@ -52,8 +77,9 @@
 //
 // Descriptors: libcontainer marks every descriptor of the harness ≥ 3
 // close-on-exec before starting the container (CVE-2024-21626) and closes
-// the rest in the init; the tests assert that only 0–2 reach the command.
-// The harness's terminal is never passed as stdin (TIOCSTI).
+// the rest in the init; the tests assert that only 0–2, pipes and
+// /dev/null, reach the command. The harness's terminal is never passed as
+// stdin (TIOCSTI).
 //
 // Harness death: libcontainer's init is a grandchild that does not inherit
 // its parent-death signal, so sandboxinit (linked by every binary that runs
@@ -72,9 +98,11 @@
 // waiting, so it removes only runs whose owner is gone, and leaves whole
 // (and names) a run whose cgroup still has processes.
 //
-// State: each run mounts a fresh tmpfs (mode 0700, nosuid, nodev, noexec,
-// 4 MiB) on its own directory under the state root (default
-// /run/cleanroom-sandbox, itself 0700, opened without following symlinks)
+// State: each run mounts a fresh tmpfs (mode 0710, group CandidateUID so
+// that the container's init can pass through to its root; nosuid, nodev,
+// noexec, 4 MiB) on its own directory under the state root (default
+// /run/cleanroom-sandbox, itself 0710 and group CandidateUID, its parents
+// searchable by CandidateUID, opened without following symlinks)
 // and keeps there the
 // rootfs skeleton, the generated /etc and libcontainer's state; one
 // unmount removes it all. The state root's own filesystem is not trusted

@@ -187,11 +187,19 @@ func newSandboxExecCmd() *cobra.Command {
 		Use:         "exec [flags] -- CMD [ARG…]",
 		Annotations: map[string]string{annotationStdout: stdoutStream},
 		Short:       "Run a command in the candidate sandbox (no network unless allowlisted), streaming its output",
-		Long: `exec runs CMD in a fresh candidate container: new mount, pid, ipc, uts and
-network namespaces; a read-only root of the host's /usr, /bin, /sbin, /lib*
-and a minimal /etc; tmpfs /tmp; the workspace read-write at /workspace; the
-package read-only at /package; no capabilities, no_new_privs, masked /proc
-paths, rlimits and cgroup limits (memory, pids, CPU).
+		Long: `exec runs CMD in a fresh candidate container: new user, mount, pid, ipc,
+uts, cgroup and network namespaces; root inside, host uid 2147352576 outside;
+a read-only root of the host's /usr, /bin, /sbin, /lib* and a minimal /etc;
+tmpfs /tmp; the workspace read-write at /workspace; the package read-only at
+/package; no capabilities, no_new_privs, a default-deny seccomp filter,
+masked /proc paths, rlimits and cgroup limits (memory, pids, CPU). Its
+standard streams are pipes exec copies (never this process's descriptors).
+
+--workspace must be empty or one a previous run made its own, and neither
+it nor --package may be a system tree or the state root (exit 2, the rule
+named). After CMD, set-uid/set-gid bits in the workspace are stripped and
+named; a FIFO, socket or device left there exits 1 (rule
+workspace_special_file).
 
 Before CMD starts, the network namespace is checked by mechanism (links,
 routes in every table, policy rules, route lookups) and, with --sealed,

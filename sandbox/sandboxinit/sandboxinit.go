@@ -43,10 +43,12 @@ func containerInit() {
 		fmt.Fprintf(os.Stderr, "cleanroom container init: prctl(PR_SET_PDEATHSIG): %v\n", err)
 		os.Exit(126)
 	}
-	// The host's kernel keyrings and new user namespaces are out of the
-	// candidate's reach (see denyToCandidate). libcontainer's init uses
-	// neither from here on: sandbox.Exec sets NoNewKeyring, runs no user
-	// namespace, and its namespaces were made by nsexec before this runs.
+	// The candidate's system calls are judged from here on (see
+	// filter.go). libcontainer's init needs nothing the filter refuses:
+	// sandbox.Exec sets NoNewKeyring, the candidate's user namespace and
+	// the others were made by nsexec before this runs, and the mount
+	// calls that build the root are allowed (the candidate lacks the
+	// capability they need).
 	if err := denyToCandidate(); err != nil {
 		fmt.Fprintf(os.Stderr, "cleanroom container init: %v\n", err)
 		os.Exit(126)
