@@ -43,8 +43,22 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
 		return nil, fmt.Errorf("%w: bundle dir %q: want an absolute, clean path", ErrConfig, dir)
 	}
-	// Create-exclusive: never write into an existing bundle.
+	// Create-exclusive: never write into an existing bundle. Root's, and
+	// the candidate's init may only pass through (0710, its group).
 	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("bundle dir: %w", err)
+	}
+	// The runtime's init runs as the candidate's uid (CandidateUID on the
+	// host) and enters the rootfs by its path: the bundle's parents must
+	// let it pass.
+	if err := searchableByCandidate(dir); err != nil {
+		_ = os.Remove(dir)
+		return nil, fmt.Errorf("%w: bundle dir: %w", ErrConfig, err)
+	}
+	if err := os.Chown(dir, 0, CandidateUID); err != nil {
+		return nil, fmt.Errorf("bundle dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o710); err != nil {
 		return nil, fmt.Errorf("bundle dir: %w", err)
 	}
 	id, err := newID()
@@ -58,6 +72,14 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 	spec, err := cfg.spec(rootfs, "", id, exe)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Workspace != "" {
+		// The candidate writes it as CandidateUID. The post-run scrub
+		// (set-id bits, special files) is Exec's: a bundle run by another
+		// runtime gets none.
+		if err := giveWorkspace(cfg.Workspace); err != nil {
+			return nil, err
+		}
 	}
 	spec.Root.Path = "rootfs" // relative to the bundle, as runtimes expect
 	spec.Hooks = &specs.Hooks{CreateRuntime: []specs.Hook{{

@@ -42,6 +42,7 @@ func TestSealedBundleHooks(t *testing.T) {
 	sealed := netip.MustParseAddrPort("192.0.2.1:443")
 	control := netip.MustParseAddrPort("192.0.2.2:80")
 	dir := filepath.Join(t.TempDir(), "b")
+	searchable(t, filepath.Dir(dir))
 	spec, err := WriteBundle(Config{Args: []string{"/bin/true"}, Seal: &sealed, Control: &control}, dir, "/usr/bin/cleanroom")
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +101,7 @@ func TestSealedBundleOnRunc(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := t.TempDir()
 			dir := filepath.Join(t.TempDir(), "bundle")
+			searchable(t, filepath.Dir(dir))
 			cfg := Config{Args: []string{"/bin/sh", "-c", "echo ran > /workspace/out"}, Workspace: ws, Seal: &sealed, Control: tc.control}
 			if _, err := WriteBundle(cfg, dir, exe); err != nil {
 				t.Fatal(err)

@@ -69,6 +69,7 @@ echo w > /workspace/out && echo workspace=writable
 		t.Run(tc.name, func(t *testing.T) {
 			ws := t.TempDir()
 			dir := filepath.Join(t.TempDir(), "bundle")
+			searchable(t, filepath.Dir(dir))
 			spec, err := WriteBundle(Config{Args: []string{"/bin/sh", "-c", script}, Workspace: ws}, dir, exe)
 			if err != nil {
 				t.Fatal(err)

@@ -62,13 +62,13 @@ func openStateRoot(dir string, create bool) (int, error) {
 		}
 		if err := searchableByCandidate(dir); err != nil {
 			unix.Close(fd)
-			return -1, err
+			return -1, fmt.Errorf("%w: %w", ErrStateRoot, err)
 		}
 	}
 	return fd, nil
 }
 
-// searchableByCandidate refuses a state root whose parents the
+// searchableByCandidate refuses a state root (or bundle) whose parents the
 // container's init (host uid and gid CandidateUID, no capability over host
 // files) cannot pass through: libcontainer's init enters the run's root
 // by its host path.
@@ -76,11 +76,11 @@ func searchableByCandidate(dir string) error {
 	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
 		var st unix.Stat_t
 		if err := unix.Stat(p, &st); err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrStateRoot, p, err)
+			return fmt.Errorf("%s: %w", p, err)
 		}
 		ok := st.Mode&0o001 != 0 || (st.Gid == CandidateUID && st.Mode&0o010 != 0) || (st.Uid == CandidateUID && st.Mode&0o100 != 0)
 		if !ok {
-			return fmt.Errorf("%w: %s (mode %#o) is not searchable by the candidate's uid %d: the container's init passes through it to reach the run's root (chmod o+x, or choose another --state-root)", ErrStateRoot, p, st.Mode&0o7777, CandidateUID)
+			return fmt.Errorf("%s (mode %#o) is not searchable by the candidate's uid %d: the container's init passes through it to reach its root (chmod o+x, or choose another directory)", p, st.Mode&0o7777, CandidateUID)
 		}
 		if p == "/" {
 			return nil
