@@ -17,7 +17,10 @@
 // from the host's /proc before the command starts and refuses anything but
 // CandidateUID (ErrHostRoot). It cannot change its own network namespace
 // (the namespace belongs to the host's user namespace) or remount its
-// root. The workspace is chowned to CandidateUID before the run; after it,
+// root. The workspace is chowned to CandidateUID before the run (not an
+// idmapped mount: one mapping the workspace's owner, root for the
+// workspaces cleanroom makes, would store what the candidate creates as
+// root's on the host); after it,
 // once every process of the candidate is gone, set-uid and set-gid bits
 // are stripped and FIFOs, sockets and devices are named
 // (Result.Workspace, RuleSpecialFile) for the caller to refuse before it
