@@ -9,7 +9,8 @@ import (
 )
 
 // BenchmarkExecTrue is `sandbox exec -- /bin/true`: network namespace,
-// mechanism check, rootfs, cgroups, container start, wait and teardown.
+// mechanism check, rootfs, cgroups, container start (user namespace, the
+// full system-call filter), wait and teardown.
 // It reports the median as median-ms.
 func BenchmarkExecTrue(b *testing.B) {
 	needSandbox(b)

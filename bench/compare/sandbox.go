@@ -16,7 +16,7 @@ func sandboxRows(c *config) []Row {
 		rounds = c.rounds
 	}
 	const target = "median ≤ 60 ms and ≤ 3× bwrap"
-	work := "`sandbox exec -- /bin/true` (netns + mechanism check, rootfs, cgroups, container, teardown)"
+	work := "`sandbox exec -- /bin/true` (netns + mechanism check, rootfs, cgroups, user namespace + seccomp filter, container, teardown)"
 	crArgs := []string{"sandbox", "exec", "--", "/bin/true"}
 	cr := timed(func() (*exec.Cmd, func(), error) { return exec.Command(c.bin, crArgs...), nil, nil })
 	bwArgs := append(bwrapArgs(), "/bin/true")
