@@ -200,3 +200,22 @@ func TestHostPathRefusals(t *testing.T) {
 		t.Errorf("a run's own workspace: %v", err)
 	}
 }
+
+// A candidate that nests directories past the walk's depth to hide a
+// set-uid file beneath them gets the workspace named unwalked, which the
+// caller refuses; the walk does not run out of descriptors.
+func TestWorkspaceTooDeep(t *testing.T) {
+	needSandbox(t)
+	ws := t.TempDir()
+	res, _, stderr := runIn(t, Config{Workspace: ws}, `d=/workspace; i=0; while [ $i -lt 300 ]; do d=$d/d; i=$((i+1)); done; mkdir -p $d && cp /bin/true $d/x && chmod 4755 $d/x`)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d: %s", res.ExitCode, stderr)
+	}
+	var unwalked bool
+	for _, f := range res.Workspace {
+		unwalked = unwalked || (f.Rule == RuleUnwalked && strings.Contains(f.Detail, "deeper than 256"))
+	}
+	if !unwalked {
+		t.Errorf("findings %+v, want %s", res.Workspace, RuleUnwalked)
+	}
+}

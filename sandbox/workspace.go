@@ -178,13 +178,25 @@ const (
 	// (`sandbox exec` exits 1 naming it; amber run judges it
 	// protocol_violation).
 	RuleSpecialFile = "workspace_special_file"
+	// RuleUnwalked: the walk could not finish (nesting deeper than
+	// maxWalkDepth, an entry it could not open): what lies beyond was not
+	// scrubbed, and the caller must refuse the workspace as for
+	// RuleSpecialFile.
+	RuleUnwalked = "workspace_unwalked"
 )
+
+// maxWalkDepth bounds the walk: each level holds a descriptor, and a
+// candidate could nest directories past the descriptor limit to hide a
+// set-id file beneath.
+const maxWalkDepth = 256
 
 // WorkspaceFinding is one entry of the post-run walk of the workspace.
 type WorkspaceFinding struct {
 	Path string `json:"path"` // relative to the workspace
 	Rule string `json:"rule"`
-	Mode string `json:"mode"` // as the candidate left it
+	Mode string `json:"mode,omitempty"` // as the candidate left it
+	// Detail says why the walk stopped (RuleUnwalked).
+	Detail string `json:"detail,omitempty"`
 }
 
 // walkTree calls fn for every entry beneath the directory d, by
@@ -193,7 +205,14 @@ type WorkspaceFinding struct {
 // not steer the walk out of the workspace. fn sees the entry's parent
 // descriptor and name. walkTree closes d.
 func walkTree(d *os.File, rel string, fn func(dirfd int, name, rel string, st *unix.Stat_t) error) error {
+	return walkLevel(d, rel, 0, fn)
+}
+
+func walkLevel(d *os.File, rel string, depth int, fn func(dirfd int, name, rel string, st *unix.Stat_t) error) error {
 	defer d.Close()
+	if depth > maxWalkDepth {
+		return fmt.Errorf("%s: nested deeper than %d directories", rel, maxWalkDepth)
+	}
 	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return fmt.Errorf("%s: %w", rel, err)
@@ -214,7 +233,7 @@ func walkTree(d *os.File, rel string, fn func(dirfd int, name, rel string, st *u
 		if err != nil {
 			return fmt.Errorf("%s: %w", filepath.Join(rel, name), err)
 		}
-		if err := walkTree(os.NewFile(uintptr(sub), name), filepath.Join(rel, name), fn); err != nil {
+		if err := walkLevel(os.NewFile(uintptr(sub), name), filepath.Join(rel, name), depth+1, fn); err != nil {
 			return err
 		}
 	}
@@ -251,6 +270,11 @@ func giveWorkspace(dir string) error {
 		return fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	return walkTree(os.NewFile(uintptr(dup), dir), ".", func(dirfd int, name, rel string, st *unix.Stat_t) error {
+		// A file with another name may have it outside the workspace: it
+		// stays as it is (readable, if it was, not writable).
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
+			return nil
+		}
 		if err := unix.Fchownat(dirfd, name, CandidateUID, CandidateUID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("workspace %s: chown %s: %w", dir, rel, err)
 		}
@@ -302,5 +326,8 @@ func scrubWorkspace(dir string) ([]WorkspaceFinding, error) {
 		}
 		return nil
 	})
+	if err != nil {
+		found = append(found, WorkspaceFinding{Path: ".", Rule: RuleUnwalked, Detail: err.Error()})
+	}
 	return found, err
 }

@@ -268,13 +268,13 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			special := false
 			for _, f := range res.Workspace {
 				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: sandbox %s: workspace %s (mode %s): rule %s\n", res.ID, f.Path, f.Mode, f.Rule)
-				special = special || f.Rule == sandbox.RuleSpecialFile
+				special = special || f.Rule == sandbox.RuleSpecialFile || f.Rule == sandbox.RuleUnwalked
 			}
 			if special {
 				// Whoever reads the workspace next would block on a FIFO or
 				// read through a device: the run is refused, whatever the
 				// command's own status.
-				return refusedErr(fmt.Errorf("sandbox %s: the workspace holds a FIFO, socket or device (rule %s; command status %d)", res.ID, sandbox.RuleSpecialFile, res.ExitCode))
+				return refusedErr(fmt.Errorf("sandbox %s: the workspace holds a FIFO, socket or device, or could not be walked whole (rules %s, %s; command status %d)", res.ID, sandbox.RuleSpecialFile, sandbox.RuleUnwalked, res.ExitCode))
 			}
 			if res.ExitCode != 0 {
 				return &exitError{code: res.ExitCode}
