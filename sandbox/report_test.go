@@ -16,6 +16,10 @@ func TestCheckKernelReport(t *testing.T) {
 	if (err == nil) != (len(rep.Missing) == 0) {
 		t.Fatalf("error %v disagrees with missing %q", err, rep.Missing)
 	}
+	// The mode: root (the only one there is) when nothing is missing.
+	if wantMode := map[bool]string{true: "root", false: "unavailable"}[err == nil]; rep.Mode != wantMode || rep.CandidateUID != 2147352576 {
+		t.Errorf("mode %q, candidate uid %d; want %q, 2147352576", rep.Mode, rep.CandidateUID, wantMode)
+	}
 	// The cgroup version is cross-checked with a different signal than the
 	// one CheckKernel uses (statfs magic): the unified root has
 	// cgroup.controllers, a v1 or hybrid root does not.
