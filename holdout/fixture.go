@@ -19,12 +19,21 @@ const (
 	FixtureNegatives    = "synthetic-negatives.json"
 )
 
-// mutatedRoot is the value the interop self-test writes into
-// S1.candidate.D.artifact_root.
-var mutatedRoot = "root-" + strings.Repeat("b", 64)
+// The interop mutation a fixture gets when its synthetic-expected.json
+// declares none (no interop_mutation member): the reference protocol's,
+// which its fixture (and the synthetic world's) relies on unchanged.
+const defaultMutationPath = "S1.candidate.D.artifact_root"
 
-// mutatedPath is where that mutation must be reported.
-const mutatedPath = "S1.candidate.D.artifact_root"
+var defaultMutationValue = "root-" + strings.Repeat("b", 64)
+
+// ErrInteropMutation: the self-test's interop mutation (synthetic-expected.json's
+// interop_mutation, or the default S1.candidate.D.artifact_root when that
+// member is absent) does not change exactly one existing member of the
+// honest synthetic observations. A mutation of a member that is not there
+// would create it, or land below an array the comparison reports whole, so
+// the "exactly one finding, at that path" check would test something other
+// than what the fixture says. Every ErrInteropMutation is also ErrFixture.
+var ErrInteropMutation = errors.New("self-test interop mutation names no member it can change")
 
 // NegativeResult is one negative case of the fixture.
 type NegativeResult struct {
@@ -46,8 +55,12 @@ type FixtureReport struct {
 	// TwinFindings are the findings between the honest document and a copy
 	// that differs only in its implementation label (must be none).
 	TwinFindings []Finding
-	// MutationFindings are the findings after S1.candidate.D.artifact_root
-	// is changed (must be exactly one, at that path).
+	// MutationPath is the member of the synthetic observations the interop
+	// check changed (synthetic-expected.json's interop_mutation.path, or
+	// S1.candidate.D.artifact_root when the fixture declares none).
+	MutationPath string
+	// MutationFindings are the findings after that member is changed (must
+	// be exactly one, at MutationPath).
 	MutationFindings []Finding
 	// Problems lists every way the scorer disagreed with the fixture; the
 	// self-test passes only when it is empty.
@@ -90,6 +103,9 @@ type fixture struct {
 	expected  map[string]Counts
 	operators []string
 	cases     []fixtureCase
+	// mutation is the interop check's change: path (relative to
+	// observations, a finding's path) and the value written there.
+	mutation fixtureMutation
 }
 
 type fixtureCase struct {
@@ -165,6 +181,10 @@ func (f *fixtureShape) array(pointer string, v any) []any {
 // errors) and checks every shape the self-test relies on. Every malformed
 // file is ErrFixture (or ErrChallengeRead for the challenges, and the
 // strict reader's class for bytes it refuses), never a panic.
+// synthetic-expected.json's optional interop_mutation {path, value} is the
+// interop check's change (absent: S1.candidate.D.artifact_root ←
+// "root-bbb…", the reference protocol's); it must change exactly one
+// existing member of the honest observations, or it is ErrInteropMutation.
 func readFixture(dir string, cb, ob, eb, nb []byte) (*fixture, error) {
 	name := func(n string) string { return filepath.Join(dir, n) }
 	fx := &fixture{obs: ob, expected: map[string]Counts{}}
@@ -181,7 +201,9 @@ func readFixture(dir string, cb, ob, eb, nb []byte) (*fixture, error) {
 		return nil, fmt.Errorf("%s: %w: %w", name(FixtureExpected), ErrFixture, err)
 	}
 	f := &fixtureShape{file: name(FixtureExpected)}
-	if eo, ok := f.object("", ev, []string{"by_challenge"}, []string{"note", "operators_exercised"}); ok {
+	fx.mutation = fixtureMutation{path: defaultMutationPath, value: defaultMutationValue}
+	declared := false
+	if eo, ok := f.object("", ev, []string{"by_challenge"}, []string{"note", "operators_exercised", "interop_mutation"}); ok {
 		if x, ok := eo.Get("by_challenge"); ok {
 			// Every member of by_challenge is a challenge id.
 			byC, isObj := x.(*evidence.Object)
@@ -215,9 +237,25 @@ func readFixture(dir string, cb, ob, eb, nb []byte) (*fixture, error) {
 				fx.operators = append(fx.operators, f.str(fmt.Sprintf("/operators_exercised/%d", i), o))
 			}
 		}
+		if x, ok := eo.Get("interop_mutation"); ok {
+			if mo, ok := f.object("/interop_mutation", x, []string{"path", "value"}, nil); ok {
+				declared = true
+				if p, ok := mo.Get("path"); ok {
+					fx.mutation.path = f.str("/interop_mutation/path", p)
+				}
+				fx.mutation.value, _ = mo.Get("value")
+			}
+		}
 	}
 	if err := f.err(); err != nil {
 		return nil, err
+	}
+	if err := checkMutation(fx.doc, fx.mutation); err != nil {
+		where := "/interop_mutation"
+		if !declared {
+			where += " (absent: the default " + defaultMutationPath + ")"
+		}
+		return nil, fmt.Errorf("%s: %q: %w: %w: %w", name(FixtureExpected), where, err, ErrInteropMutation, ErrFixture)
 	}
 
 	nv, err := evidence.Read(nb)
@@ -391,14 +429,47 @@ func selfTestBytes(s *Schemas, dir string, files [4][]byte) (*FixtureReport, err
 		problem("documents differing only in implementation gave %d interop findings, want 0", len(r.TwinFindings))
 	}
 	mut := readDoc()
-	if err := Mutate(mut, "observations."+mutatedPath, mutatedRoot, false); err != nil {
+	r.MutationPath = fx.mutation.path
+	if err := Mutate(mut, "observations."+fx.mutation.path, fx.mutation.value, false); err != nil {
 		problem("interop mutation cannot be applied: %v", err)
 	}
 	r.MutationFindings = Compare(doc, mut)
-	if len(r.MutationFindings) != 1 || r.MutationFindings[0].Path != mutatedPath {
-		problem("mutating %s gave findings %v, want exactly one at that path", mutatedPath, r.MutationFindings)
+	if len(r.MutationFindings) != 1 || r.MutationFindings[0].Path != fx.mutation.path {
+		problem("mutating %s gave findings %v, want exactly one at that path", fx.mutation.path, r.MutationFindings)
 	}
 	return r, nil
+}
+
+// checkMutation checks that writing m.value at m.path of the honest
+// document's observations changes exactly that member, so the comparison
+// must report exactly one finding there: every segment names an existing
+// member of an object (Mutate would create a missing one, and the
+// comparison reports an array's difference at the array, not the
+// element), the value is not an object (two objects are compared member by
+// member, so the finding would land deeper) and differs from what is there
+// (an unchanged document has no finding to report).
+func checkMutation(doc any, m fixtureMutation) error {
+	cur, ok := resolve(doc, "observations").(*evidence.Object)
+	if !ok {
+		return errors.New("the synthetic observations have no observations object to change")
+	}
+	var v any = cur
+	for i, seg := range strings.Split(m.path, ".") {
+		o, ok := v.(*evidence.Object)
+		if !ok {
+			return fmt.Errorf("path %q: segment %d (%q) is below %s, not a member of an object", m.path, i, seg, evidence.TypeName(v))
+		}
+		if v, ok = o.Get(seg); !ok {
+			return fmt.Errorf("path %q: segment %d (%q) is not a member of the synthetic observations", m.path, i, seg)
+		}
+	}
+	if _, isObj := m.value.(*evidence.Object); isObj {
+		return fmt.Errorf("value at %q is an object: the comparison would report its members, not the path", m.path)
+	}
+	if equal(v, m.value) {
+		return fmt.Errorf("value at %q is the one the synthetic observations already hold: nothing changes", m.path)
+	}
+	return nil
 }
 
 // Mutate sets (or, with del, deletes) the member at a dot path of a value

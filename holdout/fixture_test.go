@@ -57,6 +57,10 @@ func TestMalformedFixtureRefused(t *testing.T) {
 		{"a count missing", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0}}}`, ErrFixture, `"/by_challenge/S1/unresolved": is missing`},
 		{"a count negative", ex, `{"by_challenge":{"S1":{"pass":-1,"fail":0,"unresolved":0}}}`, ErrFixture, "non-negative integer"},
 		{"a count fractional", ex, `{"by_challenge":{"S1":{"pass":1.5,"fail":0,"unresolved":0}}}`, ErrFixture, "non-negative integer"},
+		{"interop_mutation not an object", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":"S1.candidate"}`, ErrFixture, `"/interop_mutation": is a string, not an object`},
+		{"interop_mutation without a value", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":{"path":"S1.candidate"}}`, ErrFixture, `"/interop_mutation/value": is missing`},
+		{"interop_mutation path a number", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":{"path":1,"value":1}}`, ErrFixture, "not a string"},
+		{"interop_mutation names nothing", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":{"path":"S1.nope","value":1}}`, ErrInteropMutation, `segment 1 ("nope")`},
 		{"operators not an array", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"operators_exercised":"EQ"}`, ErrFixture, "not an array"},
 		{"an unknown member", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"by_challenges":{}}`, ErrFixture, `"/by_challenges"`},
 		{"expected an array", ex, `[]`, ErrFixture, "not an object"},
@@ -122,6 +126,18 @@ func TestSelfTestDirectoryWithoutByChallenge(t *testing.T) {
 func FuzzFixtureReader(f *testing.F) {
 	s, good := worldFixture(f)
 	f.Add(good[0], good[1], good[2], good[3])
+	// A declared interop mutation, one that holds and ones that name
+	// nothing, go below an array or a scalar, or change nothing.
+	for _, m := range []string{
+		`{"path":"S2.candidate.D.structure.edges","value":99}`,
+		`{"path":"S1.candidate.D.nope","value":1}`,
+		`{"path":"S1.refusal_set.0","value":"x"}`,
+		`{"path":"S1.candidate.D.verdict.x","value":1}`,
+		`{"path":"S1.candidate.D.verdict","value":"VERIFIED"}`,
+		`{"path":"","value":null}`,
+	} {
+		f.Add(good[0], good[1], []byte(`{`+worldCounts+`,"interop_mutation":`+m+`}`), good[3])
+	}
 	// The reference world's fixture, when ../shared is there (a seed, not
 	// a requirement: the target runs without it).
 	{
@@ -152,4 +168,95 @@ func FuzzFixtureReader(f *testing.F) {
 			t.Fatal("no report and no error")
 		}
 	})
+}
+
+// renamedWorld copies the synthetic world's experiment/ into a temporary
+// directory with the member artifact_root renamed output_digest in every
+// file (schemas, challenges, observations, negatives): a world of its own
+// whose fixture has no artifact_root anywhere. expected replaces
+// synthetic-expected.json when not empty.
+func renamedWorld(t *testing.T, expected string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "experiment")
+	if err := os.CopyFS(dir, os.DirFS(worldExperiment(t))); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(p, []byte(strings.ReplaceAll(string(b), "artifact_root", "output_digest")), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if expected != "" {
+		if err := os.WriteFile(filepath.Join(dir, "fixtures", FixtureExpected), []byte(expected), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// The synthetic world's counts (testdata/world's synthetic-expected.json),
+// with an interop_mutation member spliced in by the cases below.
+const worldCounts = `"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0},"S2":{"pass":0,"fail":8,"unresolved":0},"S3":{"pass":0,"fail":0,"unresolved":3}}`
+
+// A world whose fixture has no artifact_root passes its self-test once its
+// synthetic-expected.json declares the member the interop check changes;
+// without the declaration the default (the reference protocol's
+// S1.candidate.D.artifact_root) names nothing there and is refused by the
+// named rule, as is every declaration that would not change exactly one
+// existing member.
+func TestSelfTestDeclaredInteropMutation(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(worldExperiment(t), "fixtures", FixtureExpected)); err != nil {
+		t.Fatal(err)
+	}
+	root := `"root-` + strings.Repeat("b", 64) + `"`
+	decl := func(m string) string { return `{` + worldCounts + `,"interop_mutation":` + m + `}` }
+
+	r, err := SelfTest(renamedWorld(t, decl(`{"path":"S1.candidate.D.output_digest","value":`+root+`}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK() {
+		t.Fatalf("self-test problems: %v", r.Problems)
+	}
+	if r.MutationPath != "S1.candidate.D.output_digest" || len(r.MutationFindings) != 1 || r.MutationFindings[0].Path != "S1.candidate.D.output_digest" {
+		t.Errorf("mutation %q findings %v, want exactly one at S1.candidate.D.output_digest", r.MutationPath, r.MutationFindings)
+	}
+	// Another member, of another type, is as good: the check is the
+	// fixture's, not the reference protocol's.
+	if r, err := SelfTest(renamedWorld(t, decl(`{"path":"S2.candidate.D.structure.edges","value":99}`))); err != nil || !r.OK() {
+		t.Fatalf("edges mutation: %v %v", err, r)
+	} else if len(r.MutationFindings) != 1 || r.MutationFindings[0].Path != "S2.candidate.D.structure.edges" {
+		t.Errorf("edges mutation findings %v", r.MutationFindings)
+	}
+
+	cases := []struct {
+		name, expected, says string
+	}{
+		{"undeclared: the default is not there", `{` + worldCounts + `}`, "(absent: the default S1.candidate.D.artifact_root)"},
+		{"a path that does not exist", decl(`{"path":"S1.candidate.D.artifact_root","value":` + root + `}`), `segment 3 ("artifact_root") is not a member`},
+		{"a challenge that does not exist", decl(`{"path":"S9.candidate","value":1}`), `segment 0 ("S9") is not a member`},
+		{"a path below a scalar", decl(`{"path":"S1.candidate.D.verdict.x","value":1}`), "is below a string"},
+		{"a path into an array", decl(`{"path":"S1.refusal_set.0","value":"x"}`), "is below an array"},
+		{"an object value", decl(`{"path":"S1.candidate.D.structure","value":{"edges":1}}`), "is an object"},
+		{"a value that changes nothing", decl(`{"path":"S1.candidate.D.verdict","value":"VERIFIED"}`), "nothing changes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := SelfTest(renamedWorld(t, c.expected))
+			if !errors.Is(err, ErrInteropMutation) || !errors.Is(err, ErrFixture) {
+				t.Fatalf("%v (report %v), want %v and %v", err, r, ErrInteropMutation, ErrFixture)
+			}
+			if !strings.Contains(err.Error(), FixtureExpected) || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%v does not name %s and %q", err, FixtureExpected, c.says)
+			}
+		})
+	}
 }
