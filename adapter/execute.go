@@ -213,8 +213,8 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	}
 	// The public release package, read by adapters for the corpus and the
 	// release identity. Staged after the frozen files, never over them.
-	if _, err := stage(w.Root, dir, []string{experiment.PackageDirName}); err != nil {
-		return absent(ErrReleasePackage, "staging %s: %w", experiment.PackageDirName, err)
+	if _, err := stage(w.Root, dir, []string{w.PackageLabel()}); err != nil {
+		return absent(ErrReleasePackage, "staging %s: %w", w.PackageLabel(), err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, ioDir), 0o777); err != nil {
 		return nil, err

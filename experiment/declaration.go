@@ -206,7 +206,7 @@ func ParseDeclaration(b []byte, file string) (*Declaration, error) {
 // stands (no symlink followed, nothing outside the package). With no
 // world.json the world is a reference-protocol world: ReferenceDeclaration.
 func (w *World) Declaration() (*Declaration, error) {
-	file := PackageDirName + "/" + DeclarationFile
+	file := w.PackageLabel() + "/" + DeclarationFile
 	b, _, err := readRegularBeneath(w.PackageDir(), DeclarationFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -230,14 +230,14 @@ func (w *World) ReferenceSpec() (AdapterSpec, error) {
 		b, _, err := readRegularBeneath(w.Root, d.ReferenceAdapter)
 		if err != nil {
 			return AdapterSpec{}, &RunProblem{Rule: ErrNoReference, File: d.ReferenceAdapter,
-				Detail: fmt.Sprintf("%s declares it as the reference adapter, and it cannot be read", PackageDirName+"/"+DeclarationFile), Err: err}
+				Detail: fmt.Sprintf("%s declares it as the reference adapter, and it cannot be read", w.PackageLabel()+"/"+DeclarationFile), Err: err}
 		}
 		return ParseAdapterSpec(b, d.ReferenceAdapter)
 	}
 	spec := DefaultReference()
 	for _, f := range spec.PackageFiles {
 		if _, _, err := readRegularBeneath(w.Root, f); err != nil {
-			decl := path.Join(PackageDirName, DeclarationFile)
+			decl := path.Join(w.PackageLabel(), DeclarationFile)
 			return AdapterSpec{}, &RunProblem{Rule: ErrNoReference, Path: f, Err: err,
 				Detail: fmt.Sprintf("this world has no %s declaring its reference adapter, and the reference protocol's adapter file %s is not here: pass --reference FILE, or declare reference_adapter in %s", decl, f, decl)}
 		}

@@ -324,20 +324,23 @@ func leakCheck(pkgDir, holdoutDir string) error {
 }
 
 // HoldoutBeside returns the governance/holdout directory of the world
-// whose package pkgDir is (pkgDir ends in docs/spec/proof-wire), when it
-// exists as a directory, else "".
+// whose package pkgDir is (the world root above it whose package label,
+// PackageDirName or its cleanroom-package, names pkgDir), when it exists
+// as a directory, else "".
 func HoldoutBeside(pkgDir string) string {
 	abs, err := filepath.Abs(pkgDir)
 	if err != nil {
 		return ""
 	}
-	suffix := string(filepath.Separator) + filepath.FromSlash(PackageDirName)
-	if !strings.HasSuffix(abs, suffix) {
-		return ""
+	for root := filepath.Dir(abs); ; root = filepath.Dir(root) {
+		if w, err := OpenWorld(root); err == nil && filepath.Join(root, filepath.FromSlash(w.PackageLabel())) == abs {
+			if fi, err := os.Stat(w.HoldoutDir()); err == nil && fi.IsDir() {
+				return filepath.Join(root, StateDirName, HoldoutDirName)
+			}
+			return ""
+		}
+		if filepath.Dir(root) == root {
+			return ""
+		}
 	}
-	h := filepath.Join(strings.TrimSuffix(abs, suffix), StateDirName, HoldoutDirName)
-	if fi, err := os.Stat(h); err != nil || !fi.IsDir() {
-		return ""
-	}
-	return h
 }

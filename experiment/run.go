@@ -239,27 +239,27 @@ func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
 	// to an immutable release, never to the tree as it stands.
 	relRaw, _, err := readRegularBeneath(w.PackageDir(), ReleaseFile)
 	if err != nil {
-		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: PackageDirName + "/" + ReleaseFile, Err: err}
+		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: err}
 	}
 	rel0, err := ParseRelease(relRaw)
 	if err != nil {
-		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: PackageDirName + "/" + ReleaseFile, Err: err}
+		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: err}
 	}
 	archive, _, err := readRegularBeneath(w.PackageDir(), ReleasesDir+"/"+rel0.SpecReleaseID+".json")
 	if err != nil || !srelRE().MatchString(rel0.SpecReleaseID) || !bytes.Equal(archive, relRaw) {
-		return nil, problem(ErrRunReleaseNotArchived, PackageDirName+"/"+ReleaseFile, "%s is not archived byte for byte at %s/%s.json", rel0.SpecReleaseID, ReleasesDir, rel0.SpecReleaseID)
+		return nil, problem(ErrRunReleaseNotArchived, w.PackageLabel()+"/"+ReleaseFile, "%s is not archived byte for byte at %s/%s.json", rel0.SpecReleaseID, ReleasesDir, rel0.SpecReleaseID)
 	}
 	// The release must be what the package is: every digest recomputed
 	// (and the holdout commitment, when the holdout is present).
 	relRep, err := VerifyRelease(w.PackageDir(), existingDir(w.HoldoutDir()))
 	if err != nil {
-		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: PackageDirName + "/" + ReleaseFile, Err: err}
+		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: err}
 	}
 	if !relRep.OK {
 		var ps []*RunProblem
 		for _, c := range relRep.Checks {
 			if !c.OK {
-				ps = append(ps, problem(ErrReleaseNotVerified, PackageDirName+"/"+ReleaseFile, "%s: recorded %s, recomputed %s %s %v", c.Name, c.Recorded, c.Recomputed, c.Detail, c.Missing))
+				ps = append(ps, problem(ErrReleaseNotVerified, w.PackageLabel()+"/"+ReleaseFile, "%s: recorded %s, recomputed %s %s %v", c.Name, c.Recorded, c.Recomputed, c.Detail, c.Missing))
 			}
 		}
 		return nil, &VerifyError{What: "pin", Problems: ps}

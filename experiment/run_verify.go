@@ -286,7 +286,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	// SPEC-RELEASE readable.
 	rel, relErr := ReadRelease(filepath.Join(w.PackageDir(), ReleaseFile))
 	if relErr != nil {
-		rep.add("SPEC-RELEASE.json readable", []*RunProblem{{Rule: ErrReleaseUnreadable, File: PackageDirName + "/" + ReleaseFile, Err: relErr}})
+		rep.add("SPEC-RELEASE.json readable", []*RunProblem{{Rule: ErrReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: relErr}})
 	} else {
 		rep.Release = rel
 		rep.add("SPEC-RELEASE.json readable", nil)
@@ -340,7 +340,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 
 	// The selected release is archived.
 	if _, err := os.Lstat(ArchivePath(w.PackageDir(), r.SpecReleaseID)); err != nil || !srelRE().MatchString(r.SpecReleaseID) {
-		rep.add("selected release archived", []*RunProblem{problem(ErrRunReleaseNotArchived, recFile, "%s is not in %s/%s/", r.SpecReleaseID, PackageDirName, ReleasesDir)})
+		rep.add("selected release archived", []*RunProblem{problem(ErrRunReleaseNotArchived, recFile, "%s is not in %s/%s/", r.SpecReleaseID, w.PackageLabel(), ReleasesDir)})
 	} else {
 		rep.add("selected release archived", nil)
 	}
@@ -348,7 +348,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	// The world's declaration reads (or is absent: the reference protocol).
 	decl, declErr := w.Declaration()
 	if declErr != nil {
-		rep.add("world declaration readable", runProblems(declErr, ErrDeclarationBytes, PackageDirName+"/"+DeclarationFile))
+		rep.add("world declaration readable", runProblems(declErr, ErrDeclarationBytes, w.PackageLabel()+"/"+DeclarationFile))
 		decl = &Declaration{}
 	} else {
 		rep.add("world declaration readable", nil)
@@ -374,7 +374,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 			notCarried = append(notCarried, f.Path)
 			continue
 		}
-		missing = append(missing, &RunProblem{Rule: ErrInstrumentMissing, File: PackageDirName + "/" + f.Path, Path: PackageDirName + "/" + f.Path, Detail: "absent from the experiment surface"})
+		missing = append(missing, &RunProblem{Rule: ErrInstrumentMissing, File: w.PackageLabel() + "/" + f.Path, Path: w.PackageLabel() + "/" + f.Path, Detail: "absent from the experiment surface"})
 	}
 	rep.add("instrument members present", missing)
 	if len(notCarried) > 0 && len(missing) == 0 {
@@ -382,7 +382,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	}
 	switch {
 	case instErr != nil:
-		rep.add("instrument_digest matches the tree", []*RunProblem{{Rule: ErrInstrumentDigest, File: PackageDirName, Err: instErr}})
+		rep.add("instrument_digest matches the tree", []*RunProblem{{Rule: ErrInstrumentDigest, File: w.PackageLabel(), Err: instErr}})
 	case inst != r.InstrumentDigest:
 		d := fmt.Sprintf("pinned %s, this tree %s", r.InstrumentDigest, inst)
 		if len(absent) > 0 {
@@ -515,7 +515,7 @@ func (w *World) packageProblems(pinned string) []*RunProblem {
 	if id == pinned {
 		return nil
 	}
-	ps = []*RunProblem{problem(ErrBlindPackage, PackageDirName, "pinned %s, this tree %s: the bytes the clean room would receive are not the bytes this run pinned", pinned, id)}
+	ps = []*RunProblem{problem(ErrBlindPackage, w.PackageLabel(), "pinned %s, this tree %s: the bytes the clean room would receive are not the bytes this run pinned", pinned, id)}
 	// A state file: read beneath the state root like the record and the
 	// receipts, so a symlink planted at its name is not followed.
 	b, _, err := w.readStateFile(PackageManifestName)
@@ -533,14 +533,14 @@ func (w *World) packageProblems(pinned string) []*RunProblem {
 		have, ok := m.Lookup(f.Path)
 		switch {
 		case !ok:
-			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: PackageDirName + "/" + f.Path, Path: PackageDirName + "/" + f.Path, Detail: "pinned file absent from the package"})
+			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: w.PackageLabel() + "/" + f.Path, Path: w.PackageLabel() + "/" + f.Path, Detail: "pinned file absent from the package"})
 		case have.SHA256 != f.SHA256:
-			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: PackageDirName + "/" + f.Path, Detail: "pinned file has other bytes"})
+			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: w.PackageLabel() + "/" + f.Path, Detail: "pinned file has other bytes"})
 		}
 	}
 	for _, f := range m.Files {
 		if _, ok := rec.Lookup(f.Path); !ok {
-			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: PackageDirName + "/" + f.Path, Detail: "file not in the pinned package"})
+			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: w.PackageLabel() + "/" + f.Path, Detail: "file not in the pinned package"})
 		}
 	}
 	return ps
@@ -579,23 +579,23 @@ func releaseCarries(rel *Release, m string) bool {
 func (w *World) walkPackage() (*pkgwalk.Manifest, string, []*RunProblem) {
 	tree, err := pkgwalk.Walk(w.PackageDir(), pkgwalk.WalkOptions{HoldoutDir: existingDir(w.HoldoutDir())})
 	if err != nil {
-		return nil, "", []*RunProblem{{Rule: ErrBlindPackage, File: PackageDirName, Err: err}}
+		return nil, "", []*RunProblem{{Rule: ErrBlindPackage, File: w.PackageLabel(), Err: err}}
 	}
 	if len(tree.Problems) > 0 {
 		var ps []*RunProblem
 		for _, p := range tree.Problems {
-			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: PackageDirName + "/" + p.Path, Err: p})
+			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: w.PackageLabel() + "/" + p.Path, Err: p})
 		}
 		return nil, "", ps
 	}
-	m, err := pkgwalk.NewManifest(tree, PackageDirName)
+	m, err := pkgwalk.NewManifest(tree, w.PackageLabel())
 	if err == nil {
 		var id string
 		if id, err = m.ID(); err == nil {
 			return m, id, nil
 		}
 	}
-	return nil, "", []*RunProblem{{Rule: ErrBlindPackage, File: PackageDirName, Err: err}}
+	return nil, "", []*RunProblem{{Rule: ErrBlindPackage, File: w.PackageLabel(), Err: err}}
 }
 
 // existingDir returns dir if it exists, else "".

@@ -33,7 +33,17 @@ const (
 	// PackageManifestName is the recorded package manifest in the state
 	// root (governance/blind-package.json), when one was written.
 	PackageManifestName = "blind-package.json"
+	// PackageMarkerName is the world-root file naming a package directory
+	// other than PackageDirName (`cleanroom world init --root-label`): the
+	// label and a newline. Absent, the package is at PackageDirName, so the
+	// reference worlds are read as they are.
+	PackageMarkerName = "cleanroom-package"
 )
+
+// ErrPackageMarker: the world's cleanroom-package file does not name a
+// package directory the world can use (not a clean relative path, the state
+// root or beneath it, a path through a symbolic link, or not a file).
+var ErrPackageMarker = errors.New("world package marker unusable")
 
 // Instrument names the reference protocol's measuring instrument file by
 // file (TRVM-FORMATS §5.3), paths relative to the package root. A world
@@ -59,6 +69,11 @@ type World struct {
 	// Root is the absolute, symlink-resolved world root. Every path a run
 	// names must resolve inside it.
 	Root string
+	// Package is the package's world-relative path (slash-separated), which
+	// is also the blind package's root label: PackageDirName unless the
+	// world root's cleanroom-package names another. "" reads as
+	// PackageDirName.
+	Package string
 }
 
 // OpenWorld returns the world rooted at dir (made absolute, symbolic links
@@ -79,7 +94,73 @@ func OpenWorld(dir string) (*World, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("world %s: not a directory", dir)
 	}
-	return &World{Root: real}, nil
+	label, err := readPackageMarker(real)
+	if err != nil {
+		return nil, fmt.Errorf("world %s: %w", dir, err)
+	}
+	return &World{Root: real, Package: label}, nil
+}
+
+// CheckPackageLabel checks a package label a world may name: a clean
+// relative slash path (pkgwalk.CheckPath) that is neither the state root
+// nor beneath it. A package inside governance/ would put the state, the
+// holdout included, in the blind package.
+func CheckPackageLabel(label string) error {
+	if err := pkgwalk.CheckPath(label); err != nil {
+		return fmt.Errorf("package label %q: %w: %w", label, ErrPackageMarker, err)
+	}
+	if first, _, _ := strings.Cut(label, "/"); first == StateDirName {
+		return fmt.Errorf("package label %q is the state root %s/ or beneath it: %w", label, StateDirName, ErrPackageMarker)
+	}
+	return nil
+}
+
+// readPackageMarker returns the package label root's cleanroom-package
+// names, or PackageDirName when there is none.
+func readPackageMarker(root string) (string, error) {
+	file := filepath.Join(root, PackageMarkerName)
+	// Lstat first: a symbolic link as the marker would let a file outside
+	// the world choose the package.
+	if fi, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
+		return PackageDirName, nil
+	} else if err != nil {
+		return "", fmt.Errorf("%s: %w", file, err)
+	} else if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file: %w", file, ErrPackageMarker)
+	}
+	b, err := evidence.ReadRegularFile(file, 4096)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w: %w", file, ErrPackageMarker, err)
+	}
+	label, ok := strings.CutSuffix(string(b), "\n")
+	if !ok || strings.Contains(label, "\n") {
+		return "", fmt.Errorf("%s: not one line ending in a newline: %w", file, ErrPackageMarker)
+	}
+	if err := CheckPackageLabel(label); err != nil {
+		return "", fmt.Errorf("%s: %w", file, err)
+	}
+	// Every component a real directory: a symbolic link on the way would
+	// put the package (and what pin measures) outside the world.
+	cur := root
+	for seg := range strings.SplitSeq(label, "/") {
+		cur = filepath.Join(cur, seg)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return "", fmt.Errorf("%s names %s: %w: %w", file, label, ErrPackageMarker, err)
+		}
+		if !fi.IsDir() {
+			return "", fmt.Errorf("%s names %s, and %s is not a directory (a symbolic link is refused): %w", file, label, cur, ErrPackageMarker)
+		}
+	}
+	return label, nil
+}
+
+// PackageLabel is the package's world-relative path and root label.
+func (w *World) PackageLabel() string {
+	if w.Package == "" {
+		return PackageDirName
+	}
+	return w.Package
 }
 
 // ErrNoWorld: no directory from the start up to the filesystem's boundary
@@ -139,7 +220,9 @@ func isWorldRoot(dir string) bool {
 }
 
 // PackageDir is the release package root.
-func (w *World) PackageDir() string { return filepath.Join(w.Root, filepath.FromSlash(PackageDirName)) }
+func (w *World) PackageDir() string {
+	return filepath.Join(w.Root, filepath.FromSlash(w.PackageLabel()))
+}
 
 // StateDir is the state root governance/.
 func (w *World) StateDir() string { return filepath.Join(w.Root, StateDirName) }

@@ -3,7 +3,8 @@
 // (`cleanroom world init DIR`).
 //
 // The world it writes has the layout every run command reads (the package
-// at experiment.PackageDirName, the state root governance/) and works as
+// at experiment.PackageDirName or the --root-label path, the state root
+// governance/) and works as
 // written: its scorer self-test passes, its example holdout (one challenge,
 // id E1) checks against its recipe schema, a release can be issued from it
 // with the holdout committed, and `run pin` pins its reference adapter — a
@@ -18,8 +19,13 @@
 // # What it refuses
 //
 // A target that exists and is not an empty directory ([ErrNotEmpty]), and a
-// root label other than the one the run commands locate the package by
-// ([ErrRootLabel]).
+// root label that is not a clean relative path, or names the state root or
+// a path beneath it ([ErrRootLabel]). A label other than
+// experiment.PackageDirName is written to the world root's
+// cleanroom-package (experiment.PackageMarkerName), from which every run
+// command locates the package; the blind package's root label, pinned in
+// its bpkg id, is that label, so changing the file after a pin is a
+// different package and refused.
 //
 // # Security considerations
 //

@@ -14,7 +14,6 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
-	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
 // template holds the files of a new world: package/ goes to the package
@@ -28,8 +27,8 @@ var (
 	// ErrNotEmpty: the target exists and is not an empty directory. A
 	// world is never mixed with files that were there before it.
 	ErrNotEmpty = errors.New("world init: the target is not an empty directory")
-	// ErrRootLabel: the root label is not a clean relative path, or not
-	// the one the run commands locate the package by.
+	// ErrRootLabel: the root label is not a clean relative path, or is
+	// the state root governance/ or beneath it.
 	ErrRootLabel = errors.New("world init: unsupported root label")
 )
 
@@ -105,20 +104,16 @@ func Init(dir string, opt Options) (*Result, error) {
 	return &Result{Dir: abs, Package: label, Files: files}, nil
 }
 
-// rootLabel returns the package path a label names. The run commands (pin,
-// freeze, reveal, measure, verify, the clean room's default) locate the
-// package at experiment.PackageDirName, and pin measures the blind package
-// under that label, so a world with its package elsewhere could be issued
-// but never pinned: such a label is refused here rather than written.
+// rootLabel returns the package path a label names: a clean relative path
+// outside the state root (experiment.CheckPackageLabel). A label other than
+// experiment.PackageDirName is recorded in the world root's
+// cleanroom-package, which every run command reads (experiment.OpenWorld).
 func rootLabel(l string) (string, error) {
 	if l == "" {
 		return experiment.PackageDirName, nil
 	}
-	if err := pkgwalk.CheckPath(l); err != nil {
+	if err := experiment.CheckPackageLabel(l); err != nil {
 		return "", fmt.Errorf("--root-label %q: %w: %w", l, ErrRootLabel, err)
-	}
-	if l != experiment.PackageDirName {
-		return "", fmt.Errorf("--root-label %q: the run commands read the package at %s (the world layout of TRVM-FORMATS §1) and pin it under that label; a world with its package elsewhere could not be pinned: %w", l, experiment.PackageDirName, ErrRootLabel)
 	}
 	return l, nil
 }
@@ -196,6 +191,12 @@ func writeTemplate(stage, label string) ([]string, error) {
 		files = append(files, rel)
 		return nil
 	})
+	if err == nil && label != experiment.PackageDirName {
+		// Where the run commands find the package (experiment.OpenWorld);
+		// absent, they read experiment.PackageDirName.
+		err = durable.CreateFile(filepath.Join(stage, experiment.PackageMarkerName), []byte(label+"\n"), 0o644)
+		files = append(files, experiment.PackageMarkerName)
+	}
 	slices.Sort(files)
 	return files, err
 }

@@ -99,7 +99,8 @@ func TestInitRefuses(t *testing.T) {
 			}
 			return os.Symlink(dir+".real", dir)
 		}, "", ErrNotEmpty},
-		{"another root label", func(string) error { return nil }, "spec/checksum", ErrRootLabel},
+		{"the state root as root label", func(string) error { return nil }, "governance", ErrRootLabel},
+		{"a root label beneath the state root", func(string) error { return nil }, "governance/spec", ErrRootLabel},
 		{"an escaping root label", func(string) error { return nil }, "../outside", ErrRootLabel},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,11 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
 // candidateScript is what a scripted implementer writes for the example
@@ -42,7 +44,17 @@ json.dump({"type": "CLEANROOM-HOLDOUT-OBSERVATION-v1", "implementation": "candid
 // run goes pin → freeze → reveal → measure → classify → COMPLETE → verify.
 // The adapters run as plain processes (the sandboxed path is the guide's,
 // which needs root); the run records that they were not isolated.
-func TestInitWorldRunsToComplete(t *testing.T) {
+func TestInitWorldRunsToComplete(t *testing.T) { runToComplete(t, "") }
+
+// TestInitWorldWithRootLabelRunsToComplete: a world initialised with
+// --root-label spec/checksum has its package there and nothing at
+// docs/spec/proof-wire; every step (release issue, pin, freeze, reveal,
+// measure, complete, verify) finds it through the world root's
+// cleanroom-package, and the pinned blind package is measured under that
+// label.
+func TestInitWorldWithRootLabelRunsToComplete(t *testing.T) { runToComplete(t, "spec/checksum") }
+
+func runToComplete(t *testing.T, label string) {
 	if _, err := adapter.ResolveInterpreter("python3"); err != nil {
 		t.Skipf("the reference adapter needs python3 in a system directory: %v", err)
 	}
@@ -51,12 +63,31 @@ func TestInitWorldRunsToComplete(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "world")
-	if _, err := Init(dir, Options{}); err != nil {
+	if _, err := Init(dir, Options{RootLabel: label}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := experiment.OpenWorld(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	pkg := "docs/spec/proof-wire"
+	if label != "" {
+		pkg = label
+		if b, err := os.ReadFile(filepath.Join(dir, "cleanroom-package")); err != nil || string(b) != label+"\n" {
+			t.Fatalf("cleanroom-package: %q %v, want %q", b, err, label+"\n")
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "docs")); !os.IsNotExist(err) {
+			t.Fatalf("a world with its package at %s has docs/: %v", label, err)
+		}
+	} else if _, err := os.Lstat(filepath.Join(dir, "cleanroom-package")); !os.IsNotExist(err) {
+		t.Fatalf("a world with the default package has a cleanroom-package: %v", err)
+	}
+	if got := w.PackageDir(); got != filepath.Join(w.Root, filepath.FromSlash(pkg)) {
+		t.Fatalf("package dir %s, want %s", got, pkg)
+	}
+	// release issue finds governance/holdout beside the package by itself.
+	if got := experiment.HoldoutBeside(w.PackageDir()); got != filepath.Join(w.Root, "governance", "holdout") {
+		t.Fatalf("HoldoutBeside %q", got)
 	}
 	if _, err := experiment.IssueRelease(w.PackageDir(), experiment.IssueOptions{SpecRevision: 1, ExperimentRevision: 1, PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()}); err != nil {
 		t.Fatal(err)
@@ -73,6 +104,18 @@ func TestInitWorldRunsToComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The pin measured the package under its label (part of the bpkg id).
+	tree, err := pkgwalk.Walk(filepath.Join(dir, filepath.FromSlash(pkg)), pkgwalk.WalkOptions{HoldoutDir: filepath.Join(dir, "governance", "holdout")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := pkgwalk.NewManifest(tree, pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := man.ID(); err != nil || id != pin.Record.BlindPackageID {
+		t.Fatalf("pinned %s, the package under label %s is %s %v", pin.Record.BlindPackageID, pkg, id, err)
+	}
 	if a := pin.Record.Adapters; len(a) != 1 || a[0].Implementation != "reference" || a[0].Command[0] != "python3" {
 		t.Fatalf("pinned adapters %+v", a)
 	}
@@ -80,7 +123,8 @@ func TestInitWorldRunsToComplete(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "implementer"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "implementer", "candidate"), []byte(candidateScript), 0o755); err != nil {
+	script := strings.ReplaceAll(candidateScript, `PKG = "docs/spec/proof-wire"`, `PKG = "`+pkg+`"`)
+	if err := os.WriteFile(filepath.Join(dir, "implementer", "candidate"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := experiment.Freeze(ctx, w, experiment.FreezeOptions{Implementation: "candidate",

@@ -60,7 +60,7 @@ func (f *roomFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&f.world, "world", "", "a TRVM world: package docs/spec/proof-wire, pin from governance/blind-run.json")
 	c.Flags().StringVar(&f.pkg, "package", "", "the package directory (with --expect)")
 	c.Flags().StringVar(&f.expect, "expect", "", "the pinned blind_package_id (bpkg-…)")
-	c.Flags().StringVar(&f.rootLabel, "root-label", "", "the manifest's root label (default docs/spec/proof-wire)")
+	c.Flags().StringVar(&f.rootLabel, "root-label", "", "the manifest's root label (default: the --world's package label, else docs/spec/proof-wire)")
 	c.Flags().StringVar(&f.workspace, "workspace", "", "the implementer's workspace: created by the room, must not exist")
 	c.Flags().StringVar(&f.transcript, "transcript", "", "write the transcript (JSON Lines) here; must not exist")
 }
@@ -103,6 +103,11 @@ func (f *roomFlags) source() (harness.ServeOptions, error) {
 			return o, refusedErr(err)
 		}
 		o.PackageDir, o.Expect = w.PackageDir(), pin
+		// The world's package label is the root label its pin was
+		// measured under; another would name other bytes.
+		if o.RootLabel == "" {
+			o.RootLabel = w.PackageLabel()
+		}
 	case f.pkg != "" && f.expect != "":
 		o.PackageDir, o.Expect = f.pkg, f.expect
 	default:

@@ -16,7 +16,7 @@ func newWorldCmd() *cobra.Command {
 		Use:   "world",
 		Short: "A world of your own: write a minimal, working one to start from",
 		Long: `A world is a directory holding the release package at docs/spec/proof-wire/
-(what the implementer sees) and the state root governance/ (the holdout, the
+(or where the world root's cleanroom-package file says; what the implementer sees) and the state root governance/ (the holdout, the
 reference adapter, the run record and its receipts). Every run command takes
 one with --world.
 
@@ -50,7 +50,12 @@ DIR must not exist or be an empty directory (exit 2 otherwise, naming what
 is in it); missing parents are created. The world is written beside DIR and
 renamed into place in one step, so nothing is ever half-written; an empty
 DIR is replaced by the new directory (a shell whose current directory it
-was must cd into it again).`,
+was must cd into it again).
+
+--root-label puts the package at another world-relative path (not under
+governance/); init records it in the world root's cleanroom-package, from
+which every run command locates the package, and it is the blind package's
+root label, pinned in the run's bpkg id.`,
 		Example: `  cleanroom world init my-world
   cd my-world && cleanroom holdout fixture docs/spec/proof-wire/experiment`,
 		Args: cobra.ExactArgs(1),
@@ -70,6 +75,6 @@ was must cd into it again).`,
 			})
 		},
 	}
-	c.Flags().StringVar(&label, "root-label", "", "the package's path in the world, which is also the blind package's root label (default docs/spec/proof-wire, the only one the run commands read)")
+	c.Flags().StringVar(&label, "root-label", "", "the package's path in the world, which is also the blind package's root label (default docs/spec/proof-wire; another is recorded in DIR/cleanroom-package)")
 	return c
 }

@@ -28,8 +28,8 @@ func TestWorldInitCLI(t *testing.T) {
 		t.Errorf("world init over a world: %d %q %q, want 2 naming the rule and what is there", code, out, errs)
 	}
 	other := filepath.Join(t.TempDir(), "o")
-	if code, _, errs := runCLI(t, "world", "init", other, "--root-label", "spec/checksum"); code != 2 || !strings.Contains(errs, "unsupported root label") {
-		t.Errorf("--root-label spec/checksum: %d %q, want 2 naming the rule", code, errs)
+	if code, _, errs := runCLI(t, "world", "init", other, "--root-label", "governance/spec"); code != 2 || !strings.Contains(errs, "unsupported root label") {
+		t.Errorf("--root-label governance/spec: %d %q, want 2 naming the rule", code, errs)
 	}
 	if _, err := os.Lstat(other); !os.IsNotExist(err) {
 		t.Errorf("a refused init wrote %s: %v", other, err)
