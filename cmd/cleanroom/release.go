@@ -207,10 +207,11 @@ writes releases/<srel>.json (created exclusively; an existing archive with
 identical bytes is fine, with different bytes it is refused and nothing is
 written) and then SPEC-RELEASE.json, each atomically.
 
-When PKGDIR is a world's docs/spec/proof-wire and the world's
-governance/holdout exists, omitting --holdout is refused ("the world's
-holdout exists and is not committed"): a release committing "absent" there
-opens no challenge set at reveal. --no-holdout commits "absent" on purpose.
+When PKGDIR is a world's package (docs/spec/proof-wire, or the path its
+cleanroom-package names) and the world's governance/holdout exists,
+omitting --holdout is refused ("the world's holdout exists and is not
+committed"): a release committing "absent" there opens no challenge set at
+reveal. --no-holdout commits "absent" on purpose.
 
 Exit status: 0 issued, 1 refused (the package or an archive broke a rule),
 2 unusable arguments.`,

@@ -141,27 +141,51 @@ func TestRoomDriveCLI(t *testing.T) {
 
 // TestRoomServeWorldPin serves a synthetic world: the package at
 // docs/spec/proof-wire, the pin read from governance/blind-run.json.
+//
+// A world whose cleanroom-package puts the package at spec/checksum is
+// served from there, under that root label: its pin (the package measured
+// under spec/checksum, by `package id --root-label`) is served, the same
+// bytes' docs/spec/proof-wire pin is not.
 func TestRoomServeWorldPin(t *testing.T) {
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
 	bin := roomBinary(t)
-	world := t.TempDir()
-	pkg := filepath.Join(world, "docs", "spec", "proof-wire")
-	if err := os.MkdirAll(filepath.Dir(pkg), 0o755); err != nil {
-		t.Fatal(err)
+	const defaultPin = "bpkg-bf608ff8dd92dee2a27258aaed6d594ffcaea9b5975ae1728f5a772adaad86b4"
+	newWorld := func(label string) (world, pkg string) {
+		world = t.TempDir()
+		pkg = filepath.Join(world, filepath.FromSlash(label))
+		if err := os.MkdirAll(filepath.Dir(pkg), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.CopyFS(pkg, os.DirFS(filepath.Join("..", "..", "harness", "testdata", "room-package"))); err != nil {
+			t.Fatal(err)
+		}
+		if label != "docs/spec/proof-wire" {
+			if err := os.WriteFile(filepath.Join(world, "cleanroom-package"), []byte(label+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return world, pkg
 	}
-	if err := os.CopyFS(pkg, os.DirFS(filepath.Join("..", "..", "harness", "testdata", "room-package"))); err != nil {
-		t.Fatal(err)
+	world, pkg := newWorld("docs/spec/proof-wire")
+	labelled, lpkg := newWorld("spec/checksum")
+	code, out, errs := runCLI(t, "package", "id", lpkg, "--root-label", "spec/checksum")
+	labelPin := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(labelPin, "bpkg-") || labelPin == defaultPin {
+		t.Fatalf("package id --root-label spec/checksum: %d %q %s", code, out, errs)
 	}
 	contract, _ := os.ReadFile(filepath.Join(pkg, "experiment", "CONTRACT.md"))
 	for _, c := range []struct {
-		name, pin string
-		code      int
+		name, world, pin string
+		code             int
 	}{
-		{"pinned", "bpkg-bf608ff8dd92dee2a27258aaed6d594ffcaea9b5975ae1728f5a772adaad86b4", 0},
-		{"other pin", "bpkg-" + strings.Repeat("0", 64), 1},
+		{"pinned", world, defaultPin, 0},
+		{"other pin", world, "bpkg-" + strings.Repeat("0", 64), 1},
+		{"labelled world, its pin", labelled, labelPin, 0},
+		{"labelled world, the default label's pin", labelled, defaultPin, 1},
 	} {
+		world := c.world
 		t.Run(c.name, func(t *testing.T) {
 			gov := filepath.Join(world, "governance")
 			os.MkdirAll(gov, 0o755)

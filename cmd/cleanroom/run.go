@@ -35,7 +35,8 @@ func newRunCmd() *cobra.Command {
 		Use:   "run",
 		Short: "The run lifecycle: pin, freeze, reveal, abort; list, verify, status, id",
 		Long: `A run is the record governance/blind-run.json (TRVM-BLIND-IMPLEMENTATION-RUN-v3)
-of a world: the package at docs/spec/proof-wire/ and the state root
+of a world: the package at docs/spec/proof-wire/ (or where the world root's
+cleanroom-package says, see "world init --root-label") and the state root
 governance/ (blind-run.json, receipts/, holdout/). --world selects the world
 root; without it the world is found as git finds a repository: the current
 directory or the nearest one above it (on the same filesystem) that holds

@@ -57,4 +57,26 @@ func TestWorldInitCLI(t *testing.T) {
 			t.Fatalf("%v: %d %s%s", step, code, out, errs)
 		}
 	}
+	// --root-label: the package elsewhere, found by every command through
+	// the world root's cleanroom-package.
+	labelled := filepath.Join(t.TempDir(), "labelled")
+	if code, out, errs := runCLI(t, "world", "init", labelled, "--root-label", "spec/checksum"); code != 0 {
+		t.Fatalf("world init --root-label spec/checksum: %d %s%s", code, out, errs)
+	}
+	pkg, hold = filepath.Join(labelled, "spec", "checksum"), filepath.Join(labelled, "governance/holdout")
+	// release issue sees the world's holdout beside spec/checksum.
+	if code, _, errs := runCLI(t, "release", "issue", pkg, "--spec-revision", "1", "--experiment-revision", "1", "--corpus-revision", "1"); code == 0 || !strings.Contains(errs, "holdout exists") {
+		t.Errorf("release issue without --holdout in a labelled world: %d %q, want the uncommitted-holdout refusal", code, errs)
+	}
+	for _, step := range [][]string{
+		{"holdout", "fixture", filepath.Join(pkg, "experiment")},
+		{"holdout", "check", "--package", pkg, hold},
+		{"release", "issue", pkg, "--spec-revision", "1", "--experiment-revision", "1", "--corpus-revision", "1", "--holdout", hold},
+		{"run", "pin", "--world", labelled},
+		{"run", "status", "--world", labelled},
+	} {
+		if code, out, errs := runCLI(t, step...); code != 0 {
+			t.Fatalf("%v: %d %s%s", step, code, out, errs)
+		}
+	}
 }
