@@ -20,7 +20,10 @@ import (
 // The world layout (TRVM-FORMATS §1): the release package and the state
 // root sit at fixed places under the world root. The state root is not
 // selectable: a selectable state root is a selectable authority (a REVEALED
-// copy elsewhere would authorize the canonical candidate).
+// copy elsewhere would authorize the canonical candidate). The package
+// directory may be named by the world root's cleanroom-package: it is the
+// blind package's root label, so the pinned bpkg id binds it, and a marker
+// edited after the pin names a package the run refuses.
 const (
 	PackageDirName  = "docs/spec/proof-wire"
 	StateDirName    = "governance"
@@ -63,8 +66,8 @@ var Instrument = []string{
 	"experiment/fixtures",
 }
 
-// World is a world root: the package at docs/spec/proof-wire/ and the state
-// root governance/ (blind-run.json, receipts/, holdout/).
+// World is a world root: the package at docs/spec/proof-wire/ (or where
+// cleanroom-package says) and the state root governance/ (blind-run.json, receipts/, holdout/).
 type World struct {
 	// Root is the absolute, symlink-resolved world root. Every path a run
 	// names must resolve inside it.

@@ -14,6 +14,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"github.com/cleanroom-dev/cleanroom/report"
 )
 
 // candidateScript is what a scripted implementer writes for the example
@@ -169,5 +170,10 @@ func runToComplete(t *testing.T, label string) {
 	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
 	if err != nil || rep.Err() != nil {
 		t.Fatalf("verify: %v %v", err, rep.Err())
+	}
+	// run report reads the same world: a COMPLETE run that verifies.
+	r, err := report.Gather(ctx, w, report.Options{})
+	if err != nil || r.Status != string(experiment.StatusComplete) || !r.Verified || r.BlindPackageID != pin.Record.BlindPackageID {
+		t.Fatalf("report: %v %+v", err, r)
 	}
 }
