@@ -85,3 +85,19 @@ func write(t *testing.T, root, body string) {
 		t.Fatal(err)
 	}
 }
+
+// FindWorld, from inside a world whose package is at spec/checksum (so
+// there is no docs/spec/proof-wire/ and, before a pin, no run record),
+// finds the world by its cleanroom-package.
+func TestFindWorldByPackageMarker(t *testing.T) {
+	root := t.TempDir()
+	mkdir(t, root, "spec/checksum/experiment")
+	write(t, root, "spec/checksum\n")
+	w, err := FindWorld(filepath.Join(root, "spec", "checksum", "experiment"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if real, _ := filepath.EvalSymlinks(root); w.Root != real || w.PackageLabel() != "spec/checksum" {
+		t.Errorf("found %s with package %q, want %s with spec/checksum", w.Root, w.PackageLabel(), root)
+	}
+}

@@ -175,7 +175,8 @@ var ErrNoWorld = errors.New("not inside a world")
 // first mount point crossed (a world never spans filesystems, and a
 // marker on another filesystem is someone else's). A world root is the
 // nearest directory holding the release package docs/spec/proof-wire/
-// (a directory, not a symbolic link) or a run record
+// (a directory, not a symbolic link), a package marker cleanroom-package
+// (a regular file; OpenWorld checks what it names) or a run record
 // governance/blind-run.json; a bare governance/ directory is not enough,
 // because an unrelated project's governance/ must never become the state
 // root a transition writes to. Without one, the error matches ErrNoWorld.
@@ -206,13 +207,16 @@ func FindWorld(dir string) (*World, error) {
 		}
 		cur = parent
 	}
-	return nil, fmt.Errorf("%w: neither %s nor a directory above it holds %s/ or %s/%s", ErrNoWorld, start, PackageDirName, StateDirName, RecordFileName)
+	return nil, fmt.Errorf("%w: neither %s nor a directory above it holds %s/, %s or %s/%s", ErrNoWorld, start, PackageDirName, PackageMarkerName, StateDirName, RecordFileName)
 }
 
 // isWorldRoot reports whether dir holds the release package directory or a
 // run record, neither reached through a symbolic link.
 func isWorldRoot(dir string) bool {
 	if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(PackageDirName))); err == nil && fi.IsDir() {
+		return true
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, PackageMarkerName)); err == nil && fi.Mode().IsRegular() {
 		return true
 	}
 	if gi, err := os.Lstat(filepath.Join(dir, StateDirName)); err != nil || !gi.IsDir() {

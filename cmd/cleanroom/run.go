@@ -89,8 +89,8 @@ func openWorld(cmd *cobra.Command) (*experiment.World, error) {
 		return nil, usageErr(fmt.Errorf("%w (run it inside a world, or pass --world DIR)", err))
 	}
 	if here, herr := experiment.OpenWorld("."); herr == nil && here.Root != w.Root {
-		fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: world %s (the nearest directory above the current one holding %s/ or %s/%s; --world selects another)\n",
-			w.Root, experiment.PackageDirName, experiment.StateDirName, experiment.RecordFileName)
+		fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: world %s (the nearest directory above the current one holding %s/, %s or %s/%s; --world selects another)\n",
+			w.Root, experiment.PackageDirName, experiment.PackageMarkerName, experiment.StateDirName, experiment.RecordFileName)
 	}
 	return w, nil
 }
