@@ -183,7 +183,7 @@ func (g *geminiStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-// geminiSettings is the recipe of docs/guides/agents.md for Gemini CLI:
+// geminiSettings is the recipe of docs/guides/implementer.md §6 for Gemini CLI:
 // the relay as the only MCP server, trusted (no confirmation in a
 // non-interactive session), every built-in tool off, no update check, no
 // usage statistics, no telemetry.

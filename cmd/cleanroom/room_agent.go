@@ -39,7 +39,7 @@ with --bind-ro (its installation) read-only under /opt, the environment
 variables named with --env (their values taken from this process), and
 nothing else of the host: no memory directories, no earlier sessions, no
 credentials. With --home DIR, DIR's contents are copied into the fresh HOME
-first (the agent's configuration: see docs/guides/agents.md).
+first (the agent's configuration: see docs/guides/implementer.md, section 6).
 
 Its network namespace has only lo (checked before the agent starts). Two
 listeners are opened in it: an HTTP CONNECT proxy on ` + agentroom.ProxyAddress + `
