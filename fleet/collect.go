@@ -121,6 +121,12 @@ func Collect(ctx context.Context, runs []Run, from, into string, opt CollectOpti
 			fail(Refused, err)
 		default:
 			c.Dir = dst
+			// The result must name this plan entry: srel, bpkg and
+			// candidate alone do not tell two runs apart that differ in
+			// image or command.
+			if err := checkEntry(r, dst); err != nil {
+				fail(Refused, err)
+			}
 			switch r.Kind {
 			case KindBlind:
 				verifyBlind(ctx, r, dst, opt, &c, fail)

@@ -127,10 +127,10 @@ func TestCollect(t *testing.T) {
 	signedRecord(t, filepath.Join(from, "amber-other-key"), other, hexC)
 
 	blind := func(name, srel string) Run {
-		return Run{Name: name, Kind: KindBlind, Srel: srel, Bpkg: bpkg, Candidate: "candidate"}
+		return planned(Run{Name: name, Kind: KindBlind, Srel: srel, Bpkg: bpkg, Candidate: "candidate"})
 	}
 	am := func(name string) Run {
-		return Run{Name: name, Kind: KindAmber, CaseManifestSHA256: hexC, Candidate: "acme/model-7"}
+		return planned(Run{Name: name, Kind: KindAmber, CaseManifestSHA256: hexC, Candidate: "acme/model-7"})
 	}
 	cases := []struct {
 		run     Run
@@ -145,7 +145,7 @@ func TestCollect(t *testing.T) {
 		{blind("blind-linked-dir", srel), Refused, ErrResultTree, ""},
 		{blind("blind-missing", srel), Missing, ErrMissingResult, ""},
 		{blind("..", srel), Refused, ErrName, ""},
-		{Run{Name: "blind-reference", Kind: KindBlind, Srel: srel, Bpkg: bpkg, Candidate: "javascript"}, Refused, ErrIdentityMismatch, "REVEALED"},
+		{planned(Run{Name: "blind-reference", Kind: KindBlind, Srel: srel, Bpkg: bpkg, Candidate: "javascript"}), Refused, ErrIdentityMismatch, "REVEALED"},
 		{am("amber-good"), Verified, nil, amber.StateValidSuccess},
 		{am("amber-other-case"), Refused, ErrIdentityMismatch, amber.StateValidSuccess},
 		{am("amber-other-key"), Refused, ErrNotVerified, ""},
@@ -153,6 +153,7 @@ func TestCollect(t *testing.T) {
 	var runs []Run
 	for _, c := range cases {
 		runs = append(runs, c.run)
+		bindAs(t, from, c.run)
 	}
 	into := filepath.Join(tmp, "results")
 	rep, err := Collect(context.Background(), runs, from, into, CollectOptions{AmberPub: signer.PublicKey()})
@@ -225,6 +226,28 @@ func TestCollect(t *testing.T) {
 	want := []string{"amber-good", "amber-other-case", "amber-other-key", "blind-good", "blind-other-release", "blind-reference", "blind-tampered"}
 	if !slices.Equal(names, want) {
 		t.Errorf("results dir holds %v, want %v (a refused tree copied, or a temporary directory left?)", names, want)
+	}
+}
+
+// planned gives a hand-made run the plan entry ParseRuns would: a run
+// digest of its own (the name's hash: distinct per run) and one plan digest.
+func planned(r Run) Run {
+	r.Digest = pkgwalk.SHA256Hex([]byte(r.Name))
+	r.PlanSHA256 = hexB
+	return r
+}
+
+// bindAs does what `cleanroom fleet bind` does at the end of r's Job: it
+// writes r's plan entry into from/<r.Name>, if that is a directory holding
+// a record (a missing, linked or unreadable result is left as it is).
+func bindAs(t *testing.T, from string, r Run) {
+	t.Helper()
+	dir := filepath.Join(from, r.Name)
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || r.Name == ".." {
+		return
+	}
+	if _, err := Bind(dir, r.Kind, r.Name, r.Digest, r.PlanSHA256); err != nil {
+		t.Fatalf("bind %s: %v", r.Name, err)
 	}
 }
 
@@ -341,7 +364,9 @@ func TestCollectAmberCandidateIsProviderThenModel(t *testing.T) {
 	signedRecordOf(t, filepath.Join(from, "amber-same"), signer, hexC, amber.Candidate{Provider: "acme", Model: "model/7"})
 	signedRecordOf(t, filepath.Join(from, "amber-other-provider"), signer, hexC, amber.Candidate{Provider: "acme/model", Model: "7"})
 	run := func(name string) Run {
-		return Run{Name: name, Kind: KindAmber, CaseManifestSHA256: hexC, Candidate: "acme/model/7"}
+		r := planned(Run{Name: name, Kind: KindAmber, CaseManifestSHA256: hexC, Candidate: "acme/model/7"})
+		bindAs(t, from, r)
+		return r
 	}
 	rep, err := Collect(context.Background(), []Run{run("amber-same"), run("amber-other-provider")}, from,
 		filepath.Join(tmp, "into"), CollectOptions{AmberPub: signer.PublicKey()})
@@ -353,5 +378,133 @@ func TestCollectAmberCandidateIsProviderThenModel(t *testing.T) {
 	}
 	if got := rep.Runs[1]; got.Verdict != Refused || !errorsAny(got.Errs, ErrIdentityMismatch) {
 		t.Errorf("provider acme/model, model 7: %s %v, want refused by %v", got.Verdict, got.Problems, ErrIdentityMismatch)
+	}
+}
+
+// Two planned runs pinned alike (same srel, bpkg and candidate) but with
+// another image and command: each result names its own plan entry, so
+// results swapped between them, a result without its entry, one from
+// another plan and one whose record was exchanged are all refused by
+// ErrPlanEntry — the identity checks alone pass them.
+func TestCollectRefusesAnotherPlanEntry(t *testing.T) {
+	tmp := t.TempDir()
+	world := filepath.Join(tmp, "world")
+	srel, bpkg := revealedWorld(t, world)
+	entry := func(name, img, arg string) string {
+		return `{"name": "` + name + `", "kind": "blind", "srel": "` + srel + `", "bpkg": "` + bpkg + `",
+  "candidate": "candidate", "image": "` + img + `", "command": ["cleanroom", "run", "complete", "` + arg + `"],
+  "runtime_class": "runc", "limits": {"cpu": "1", "memory": "1Gi", "ephemeral_storage": "1Gi", "deadline_seconds": 60}}`
+	}
+	imageB := "registry.example/cleanroom@sha256:" + hexB
+	list := []byte("[" + entry("run-a", image, "--fast") + ",\n" + entry("run-b", imageB, "--slow") + "]")
+	runs, err := ParseRuns(list, "runs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ParseRuns(append(list, '\n'), "runs.json") // the same runs, another plan
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A run's digest is its own object's; the plan's is the whole list's.
+	if runs[0].Digest == runs[1].Digest || runs[0].Digest != other[0].Digest {
+		t.Fatalf("digests: %s %s %s", runs[0].Digest, runs[1].Digest, other[0].Digest)
+	}
+	if runs[0].PlanSHA256 == other[0].PlanSHA256 {
+		t.Fatal("two run lists share a plan digest")
+	}
+	bound := func(dir string, r Run) {
+		copyTree(t, world, dir)
+		if _, err := Bind(dir, r.Kind, r.Name, r.Digest, r.PlanSHA256); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name  string
+		setup func(from string)
+		want  [2]string // verdicts of run-a, run-b
+	}{
+		{"each its own", func(from string) {
+			bound(filepath.Join(from, "run-a"), runs[0])
+			bound(filepath.Join(from, "run-b"), runs[1])
+		}, [2]string{Verified, Verified}},
+		{"swapped", func(from string) {
+			bound(filepath.Join(from, "run-a"), runs[1])
+			bound(filepath.Join(from, "run-b"), runs[0])
+		}, [2]string{Refused, Refused}},
+		{"run digest of the other entry", func(from string) {
+			r := runs[1]
+			r.Name = "run-a" // the name right, the image and command not
+			bound(filepath.Join(from, "run-a"), r)
+			bound(filepath.Join(from, "run-b"), runs[1])
+		}, [2]string{Refused, Verified}},
+		{"another plan", func(from string) {
+			bound(filepath.Join(from, "run-a"), other[0])
+			bound(filepath.Join(from, "run-b"), runs[1])
+		}, [2]string{Refused, Verified}},
+		{"no entry", func(from string) {
+			copyTree(t, world, filepath.Join(from, "run-a"))
+			bound(filepath.Join(from, "run-b"), runs[1])
+		}, [2]string{Refused, Verified}},
+		{"record exchanged under the entry", func(from string) {
+			bound(filepath.Join(from, "run-a"), runs[0])
+			bound(filepath.Join(from, "run-b"), runs[1])
+			rec := filepath.Join(from, "run-a", "governance", "blind-run.json")
+			b, err := os.ReadFile(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Still the same run as far as verify sees it: one more
+			// space between two members changes only the bytes.
+			if err := os.WriteFile(rec, append(b, ' '), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, [2]string{Refused, Verified}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			from := filepath.Join(t.TempDir(), "from")
+			tc.setup(from)
+			rep, err := Collect(context.Background(), runs, from, filepath.Join(t.TempDir(), "into"), CollectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, got := range rep.Runs {
+				if got.Verdict != tc.want[i] {
+					t.Errorf("%s: %s %v, want %s", got.Name, got.Verdict, got.Problems, tc.want[i])
+				}
+				if tc.want[i] == Refused && !errorsAny(got.Errs, ErrPlanEntry) {
+					t.Errorf("%s: refused by %v, want %v", got.Name, got.Problems, ErrPlanEntry)
+				}
+				// The pins alone do not tell the two runs apart.
+				if errorsAny(got.Errs, ErrIdentityMismatch) {
+					t.Errorf("%s: %v (the runs share every pinned identity)", got.Name, got.Problems)
+				}
+			}
+		})
+	}
+}
+
+// Bind refuses to write an entry that is not a plan entry, and never
+// replaces one.
+func TestBindRefusals(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "world")
+	revealedWorld(t, dir)
+	for _, tc := range []struct {
+		name, run, runSHA, planSHA string
+		rule                       error
+	}{
+		{"bad name", "../x", hexA, hexB, ErrName},
+		{"short digest", "run-a", "abc", hexB, ErrPlanEntry},
+		{"upper-case plan", "run-a", hexA, strings.ToUpper(hexB), ErrPlanEntry},
+	} {
+		if _, err := Bind(dir, KindBlind, tc.run, tc.runSHA, tc.planSHA); !errors.Is(err, tc.rule) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.rule)
+		}
+	}
+	if _, err := Bind(dir, KindBlind, "run-a", hexA, hexB); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Bind(dir, KindBlind, "run-b", hexA, hexB); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("second bind: %v, want fs.ErrExist", err)
 	}
 }

@@ -20,8 +20,14 @@
 // other than runc or gvisor; an allowlist entry that is not IP:PORT of a
 // unicast address; a run without cpu, memory, ephemeral-storage and
 // deadline limits. Collect refuses a result that is a symbolic link or
-// holds one (or a hard link), a destination that already exists, and a record pinned to
-// another identity than the planned run.
+// holds one (or a hard link), a destination that already exists, a record pinned to
+// another identity than the planned run, and a result that does not name its
+// plan entry (ErrPlanEntry): each Job carries its run name, run digest and
+// plan digest in its environment, `cleanroom fleet bind` (Bind) writes them
+// beside the final record with the record's digest, and collect requires
+// them back, so two runs pinned alike but with another image or command
+// cannot trade results. The plan keeps the manifests in k8s/ and the run
+// list beside it, so `kubectl apply -f plan/k8s/` applies only manifests.
 //
 // # Security considerations
 //

@@ -20,9 +20,20 @@ const (
 	AnnotationCaseManifest = "cleanroom.dev/case-manifest-sha256"
 	AnnotationCandidate    = "cleanroom.dev/candidate"
 	AnnotationRunDigest    = "cleanroom.dev/run-sha256"
+	AnnotationPlanDigest   = "cleanroom.dev/plan-sha256"
 	AnnotationAllow        = "cleanroom.dev/allow"
 	LabelRun               = "cleanroom.dev/run"
 	LabelManagedBy         = "app.kubernetes.io/managed-by"
+)
+
+// Environment of the run's container: the run's plan entry, read by
+// `cleanroom fleet bind` (with CLEANROOM_RUN and CLEANROOM_RESULTS).
+const (
+	EnvRun        = "CLEANROOM_RUN"
+	EnvResults    = "CLEANROOM_RESULTS"
+	EnvKind       = "CLEANROOM_KIND"
+	EnvRunDigest  = "CLEANROOM_RUN_SHA256"
+	EnvPlanDigest = "CLEANROOM_PLAN_SHA256"
 )
 
 // Paths inside the run's container.
@@ -92,8 +103,13 @@ func Job(r Run) *batchv1.Job {
 						ImagePullPolicy: corev1.PullIfNotPresent,
 						Command:         r.Command,
 						Env: []corev1.EnvVar{
-							{Name: "CLEANROOM_RUN", Value: r.Name},
-							{Name: "CLEANROOM_RESULTS", Value: ResultsPath},
+							{Name: EnvRun, Value: r.Name},
+							{Name: EnvResults, Value: ResultsPath},
+							// The plan entry `cleanroom fleet bind` writes
+							// beside the record, and collect requires back.
+							{Name: EnvKind, Value: r.Kind},
+							{Name: EnvRunDigest, Value: r.Digest},
+							{Name: EnvPlanDigest, Value: r.PlanSHA256},
 						},
 						WorkingDir: WorkspacePath,
 						Resources:  corev1.ResourceRequirements{Limits: res, Requests: res},
@@ -161,9 +177,10 @@ func NetworkPolicy(r Run) *networkingv1.NetworkPolicy {
 // Annotations are the run's pinned identities as written on its objects.
 func Annotations(r Run) map[string]string {
 	a := map[string]string{
-		AnnotationKind:      r.Kind,
-		AnnotationCandidate: r.Candidate,
-		AnnotationRunDigest: r.Digest,
+		AnnotationKind:       r.Kind,
+		AnnotationCandidate:  r.Candidate,
+		AnnotationRunDigest:  r.Digest,
+		AnnotationPlanDigest: r.PlanSHA256,
 	}
 	switch r.Kind {
 	case KindBlind:

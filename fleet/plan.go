@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"sigs.k8s.io/yaml"
 )
 
@@ -15,11 +16,16 @@ import (
 // `fleet collect --runs` can name the exact list the manifests came from.
 const RunsFileName = "runs.json"
 
+// ManifestDir is the plan's subdirectory holding only the manifests, so
+// `kubectl apply -f PLAN/k8s/` applies every file it finds (kubectl reads
+// every .json and .yaml of a directory, and runs.json is no manifest).
+const ManifestDir = "k8s"
+
 // Planned is one run's manifest file in a plan.
 type Planned struct {
 	Name         string `json:"name"`
 	Kind         string `json:"kind"`
-	File         string `json:"file"` // relative to the plan directory
+	File         string `json:"file"` // relative to the plan directory (k8s/<name>.yaml)
 	RuntimeClass string `json:"runtime_class"`
 	Allow        int    `json:"allow"` // allowlist entries (egress rules)
 	RunSHA256    string `json:"run_sha256"`
@@ -27,8 +33,9 @@ type Planned struct {
 
 // Plan is what WritePlan wrote.
 type Plan struct {
-	Dir  string    `json:"dir"`
-	Runs []Planned `json:"runs"`
+	Dir        string    `json:"dir"`
+	PlanSHA256 string    `json:"plan_sha256"` // the run list's bytes: every run's plan entry names it
+	Runs       []Planned `json:"runs"`
 }
 
 // Manifest renders one run as a YAML stream: its NetworkPolicy, then its
@@ -53,7 +60,7 @@ func Manifest(r Run) ([]byte, error) {
 }
 
 // WritePlan renders every run into dir, which must not exist: one
-// <name>.yaml per run and runs.json (the run list's bytes as given). The
+// k8s/<name>.yaml per run and runs.json (the run list's bytes as given). The
 // directory appears whole or not at all: it is written as a temporary
 // sibling, every file fsync'd, and renamed into place without replacing
 // anything.
@@ -75,19 +82,28 @@ func WritePlan(runs []Run, runList []byte, dir string) (*Plan, error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	plan := &Plan{Dir: dir}
+	plan := &Plan{Dir: dir, PlanSHA256: pkgwalk.SHA256Hex(runList)}
 	write := func(name string, b []byte) error {
 		return durable.Create(tmp, name, b, 0o644)
+	}
+	k8s := filepath.Join(tmp, ManifestDir)
+	if err := os.Mkdir(k8s, 0o755); err != nil {
+		return nil, fmt.Errorf("plan dir: %w", err)
 	}
 	for _, r := range runs {
 		b, err := Manifest(r)
 		if err != nil {
 			return nil, err
 		}
+		// The plan entry the Job's bind writes must name this list.
+		if r.PlanSHA256 != plan.PlanSHA256 {
+			return nil, fmt.Errorf("run %s: planned from another run list (plan %s, this list %s)", r.Name, r.PlanSHA256, plan.PlanSHA256)
+		}
 		name := r.Name + ".yaml"
-		if err := write(name, b); err != nil {
+		if err := durable.Create(k8s, name, b, 0o644); err != nil {
 			return nil, err
 		}
+		name = ManifestDir + "/" + name
 		plan.Runs = append(plan.Runs, Planned{Name: r.Name, Kind: r.Kind, File: name,
 			RuntimeClass: r.RuntimeClass, Allow: len(r.Allow), RunSHA256: r.Digest})
 	}

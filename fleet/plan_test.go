@@ -2,7 +2,10 @@ package fleet
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,7 +118,7 @@ func writePlan(t *testing.T) (string, []Run) {
 	if _, err := WritePlan(runs, []byte(runList), dir); err != nil {
 		t.Fatal(err)
 	}
-	return dir, runs
+	return filepath.Join(dir, "k8s"), runs
 }
 
 // Every manifest the plan writes decodes strictly into the k8s.io/api
@@ -178,7 +181,10 @@ func TestPlanManifestsValidate(t *testing.T) {
 // NetworkPolicy allows exactly the allowlist. Expected values are the run
 // list's literals.
 func TestPlanJobAndPolicy(t *testing.T) {
-	dir, _ := writePlan(t)
+	dir, runs := writePlan(t)
+	// The plan digest is the run list's bytes, hashed here independently.
+	sum := sha256.Sum256([]byte(runList))
+	planSHA := hex.EncodeToString(sum[:])
 	for _, tc := range []struct {
 		file, runtime, kind string
 		identities          map[string]string
@@ -263,6 +269,21 @@ func TestPlanJobAndPolicy(t *testing.T) {
 			}
 			if c.Image != image {
 				t.Errorf("image %s", c.Image)
+			}
+			// The plan entry reaches the container (for fleet bind) and
+			// the objects.
+			run := runs[slices.IndexFunc(runs, func(r Run) bool { return r.Name == job.Name })]
+			env := map[string]string{}
+			for _, e := range c.Env {
+				env[e.Name] = e.Value
+			}
+			want := map[string]string{"CLEANROOM_RUN": job.Name, "CLEANROOM_RESULTS": "/results", "CLEANROOM_KIND": tc.kind,
+				"CLEANROOM_RUN_SHA256": run.Digest, "CLEANROOM_PLAN_SHA256": planSHA}
+			if !maps.Equal(env, want) {
+				t.Errorf("env %v, want %v", env, want)
+			}
+			if job.Annotations[AnnotationPlanDigest] != planSHA || job.Annotations[AnnotationRunDigest] != run.Digest || len(run.Digest) != 64 {
+				t.Errorf("plan entry annotations %v", job.Annotations)
 			}
 			lim, req := c.Resources.Limits, c.Resources.Requests
 			if lim.Cpu().String() != tc.cpu || lim.Memory().String() != tc.memory || lim.StorageEphemeral().IsZero() {
@@ -412,13 +433,20 @@ func TestWritePlanExclusive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ents, _ := os.ReadDir(dir2)
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
+	// runs.json is beside k8s/, not in it: kubectl apply -f plan/k8s/
+	// reads every .json and .yaml file of the directory it is given.
+	for sub, want := range map[string][]string{"": {"k8s", "runs.json"}, "k8s": {"amber-case-1.yaml", "blind-model-a.yaml"}} {
+		ents, _ := os.ReadDir(filepath.Join(dir2, sub))
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if !slices.Equal(names, want) || len(plan.Runs) != 2 {
+			t.Errorf("plan files in %q: %v, want %v", sub, names, want)
+		}
 	}
-	if want := []string{"amber-case-1.yaml", "blind-model-a.yaml", "runs.json"}; !slices.Equal(names, want) || len(plan.Runs) != 2 {
-		t.Errorf("plan files %v, want %v", names, want)
+	if plan.Runs[0].File != "k8s/blind-model-a.yaml" {
+		t.Errorf("planned file %q", plan.Runs[0].File)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir2, RunsFileName)); string(b) != runList {
 		t.Error("runs.json is not the list as given")

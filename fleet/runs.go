@@ -62,6 +62,10 @@ type Run struct {
 	// (RFC 8785): it is written on the Job, so a collected result can be
 	// matched to the exact planned run.
 	Digest string `json:"run_sha256"`
+	// PlanSHA256 is the SHA-256 of the whole run list's bytes (the plan's
+	// runs.json): with the name and Digest it is the run's plan entry, which
+	// its Job hands to `cleanroom fleet bind` and collect requires back.
+	PlanSHA256 string `json:"plan_sha256"`
 }
 
 // Endpoint is one allowlisted destination: a TCP address and port.
@@ -137,6 +141,7 @@ func ParseRuns(b []byte, file string) ([]Run, error) {
 	}
 	runs := make([]Run, 0, len(arr))
 	seen := map[string]int{}
+	plan := pkgwalk.SHA256Hex(b)
 	for i, rv := range arr {
 		ptr := fmt.Sprintf("/%d", i)
 		r, err := parseRun(rv, file, ptr)
@@ -147,6 +152,7 @@ func ParseRuns(b []byte, file string) ([]Run, error) {
 			return nil, &RunListError{file, ptr + "/name", ErrDuplicateRun, fmt.Sprintf("%q is also run /%d", r.Name, j)}
 		}
 		seen[r.Name] = i
+		r.PlanSHA256 = plan
 		runs = append(runs, r)
 	}
 	return runs, nil

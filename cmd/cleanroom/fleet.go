@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
@@ -18,7 +20,7 @@ func newFleetCmd() *cobra.Command {
 		Use:   "fleet",
 		Short: "Many runs on an existing orchestrator: Kubernetes manifests out, verified records back",
 	}
-	c.AddCommand(newFleetPlanCmd(), newFleetCollectCmd())
+	c.AddCommand(newFleetPlanCmd(), newFleetBindCmd(), newFleetCollectCmd())
 	return c
 }
 
@@ -46,12 +48,14 @@ and bpkg or "amber" with case_manifest_sha256, candidate, image pinned by
 digest, command, runtime_class runc|gvisor, allow [IP:PORT…], limits {cpu,
 memory, ephemeral_storage, deadline_seconds}, optional results_claim) through
 the strict reader, refuses it at the first broken rule, and writes DIR (which
-must not exist) whole: <name>.yaml per run (the NetworkPolicy denying all
+must not exist) whole: k8s/<name>.yaml per run (the NetworkPolicy denying all
 ingress and all egress but the allowlist, then the Job: the runtime class,
 no host namespaces, no service-account token, read-only root filesystem, no
 privilege escalation, all capabilities dropped, seccomp RuntimeDefault,
-requests = limits, never retried, the pinned identities as annotations) and
-runs.json, the list as given. Apply with kubectl apply -f DIR.`,
+requests = limits, never retried, the pinned identities and the plan entry as
+annotations and environment) and runs.json, the list as given, beside k8s/.
+Apply with kubectl apply -f DIR/k8s/; end each run's command with
+cleanroom fleet bind, and collect with --runs DIR/runs.json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			runs, raw, err := readRuns(runsPath)
@@ -63,6 +67,7 @@ runs.json, the list as given. Apply with kubectl apply -f DIR.`,
 				return usageErr(err)
 			}
 			return printResult(cmd, plan, func(w io.Writer) {
+				fmt.Fprintf(w, "plan sha256 %s\n", plan.PlanSHA256)
 				for _, p := range plan.Runs {
 					fmt.Fprintf(w, "%-6s %-24s %s  runtime %s, %d egress rule(s)\n", p.Kind, p.Name, p.File, p.RuntimeClass, p.Allow)
 				}
@@ -78,6 +83,46 @@ runs.json, the list as given. Apply with kubectl apply -f DIR.`,
 	return c
 }
 
+func newFleetBindCmd() *cobra.Command {
+	var dir, kind, run, runSHA, planSHA string
+	env := func(name string) string { return os.Getenv(name) }
+	c := &cobra.Command{
+		Use:   "bind [--results DIR] [--kind K --run NAME --run-sha256 HEX --plan-sha256 HEX]",
+		Short: "Name the run's plan entry beside its record (the last step of a planned Job)",
+		Long: `bind writes DIR/` + fleet.EntryFileName + `: the run's name, its run_sha256, the
+plan's sha256 and the sha256 of the record DIR holds (a blind world's run
+record, or an AMBER run.json). Run it at the end of a planned Job's command,
+once the record is final: every flag defaults to the environment the plan's
+Job sets (CLEANROOM_RESULTS, CLEANROOM_KIND, CLEANROOM_RUN,
+CLEANROOM_RUN_SHA256, CLEANROOM_PLAN_SHA256). fleet collect refuses a result
+whose entry is missing, names another run or plan, or was bound to another
+record (rule "plan entry"). An existing entry is never replaced.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" || kind == "" || run == "" || runSHA == "" || planSHA == "" {
+				return usageErr(fmt.Errorf("bind needs --results, --kind, --run, --run-sha256 and --plan-sha256 (or the plan's Job environment)"))
+			}
+			e, err := fleet.Bind(dir, kind, run, runSHA, planSHA)
+			if errors.Is(err, fleet.ErrPlanEntry) || errors.Is(err, fleet.ErrName) {
+				return refusedErr(err)
+			}
+			if err != nil {
+				return usageErr(err)
+			}
+			return printResult(cmd, e, func(w io.Writer) {
+				fmt.Fprintf(w, "bound %s to run %s (run_sha256 %s, plan %s, record %s)\n",
+					dir, e.Run, e.RunSHA256, e.PlanSHA256, e.RecordSHA256)
+			})
+		},
+	}
+	c.Flags().StringVar(&dir, "results", env(fleet.EnvResults), "the run's result directory ($"+fleet.EnvResults+")")
+	c.Flags().StringVar(&kind, "kind", env(fleet.EnvKind), "blind or amber ($"+fleet.EnvKind+")")
+	c.Flags().StringVar(&run, "run", env(fleet.EnvRun), "the run's name ($"+fleet.EnvRun+")")
+	c.Flags().StringVar(&runSHA, "run-sha256", env(fleet.EnvRunDigest), "the run's run_sha256 ($"+fleet.EnvRunDigest+")")
+	c.Flags().StringVar(&planSHA, "plan-sha256", env(fleet.EnvPlanDigest), "the plan's sha256 ($"+fleet.EnvPlanDigest+")")
+	return c
+}
+
 func newFleetCollectCmd() *cobra.Command {
 	var runsPath, from, into, pub, signer string
 	c := &cobra.Command{
@@ -90,7 +135,10 @@ files; an existing INTO/<name> is never replaced) and verifies it there: a
 blind run as run verify does (with --signer-key, receipt signatures are
 required) and its record must pin the planned srel, bpkg and candidate; an
 AMBER record as amber record verify does against --pub, and must name the
-planned case manifest and candidate (provider/model). Every run is reported;
+planned case manifest and candidate (provider/model). Every result must hold
+the plan entry fleet bind wrote for this run of this run list (name,
+run_sha256, the list's sha256) bound to the record beside it: results swapped
+between two runs pinned alike are refused. Every run is reported;
 the exit is 1 unless every run verified.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

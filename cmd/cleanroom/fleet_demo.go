@@ -46,7 +46,7 @@ func demoFleet(ctx context.Context, env *demoEnv) (string, error) {
 		{Name: "srel", Value: rec.SpecReleaseID}, {Name: "bpkg", Value: rec.BlindPackageID},
 		{Name: "candidate", Value: rec.Candidates()[0].Implementation},
 		{Name: "image", Value: demoFleetImage},
-		{Name: "command", Value: []any{"cleanroom", "room", "drive"}},
+		{Name: "command", Value: []any{"sh", "-c", "cleanroom room drive && cleanroom fleet bind"}},
 		{Name: "runtime_class", Value: "runc"}, {Name: "allow", Value: []any{}},
 		{Name: "limits", Value: map[string]any{"cpu": "1", "memory": "2Gi", "ephemeral_storage": "1Gi", "deadline_seconds": 3600}},
 	} {
@@ -66,6 +66,10 @@ func demoFleet(ctx context.Context, env *demoEnv) (string, error) {
 	}
 	plan, err := fleet.WritePlan(runs, list, filepath.Join(dir, "plan"))
 	if err != nil {
+		return "", err
+	}
+	// What the Job's command ends with: the world names its plan entry.
+	if _, err := fleet.Bind(env.world, fleet.KindBlind, name, runs[0].Digest, runs[0].PlanSHA256); err != nil {
 		return "", err
 	}
 	col, err := fleet.Collect(ctx, runs, filepath.Dir(env.world), filepath.Join(dir, "results"),

@@ -35,10 +35,12 @@ func TestFleetCLI(t *testing.T) {
 		code int
 		want string // in stdout+stderr
 	}{
-		{"plan", []string{"--json", "fleet", "plan", "--runs", runs, "--out", plan}, 0, `"file": "amber-case-1.yaml"`},
+		{"plan", []string{"--json", "fleet", "plan", "--runs", runs, "--out", plan}, 0, `"file": "k8s/amber-case-1.yaml"`},
 		{"plan again", []string{"fleet", "plan", "--runs", runs, "--out", plan}, 2, "file already exists"},
 		{"bad run list", []string{"fleet", "plan", "--runs", bad, "--out", filepath.Join(dir, "p2")}, 1, bad + ": /0/runtime_class: runtime class"},
 		{"no --runs", []string{"fleet", "plan", "--out", filepath.Join(dir, "p3")}, 2, `required flag(s) "runs" not set`},
+		{"bind without a plan entry", []string{"fleet", "bind", "--results", dir}, 2, "bind needs --results, --kind, --run"},
+		{"bind a bad entry", []string{"fleet", "bind", "--results", dir, "--kind", "amber", "--run", "x", "--run-sha256", "abc", "--plan-sha256", "abc"}, 1, "plan entry: run_sha256"},
 		{"collect nothing", []string{"--json", "fleet", "collect", "--runs", runs, "--from", filepath.Join(dir, "none"), "--into", filepath.Join(dir, "results")}, 1, `"verdict": "missing"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +58,7 @@ func TestFleetCLI(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "p2")); !os.IsNotExist(err) {
 		t.Errorf("a refused run list left a plan: %v", err)
 	}
-	b, err := os.ReadFile(filepath.Join(plan, "amber-case-1.yaml"))
+	b, err := os.ReadFile(filepath.Join(plan, "k8s", "amber-case-1.yaml"))
 	if err != nil || !strings.Contains(string(b), "runtimeClassName: gvisor") || !strings.Contains(string(b), "cidr: 203.0.113.7/32") {
 		t.Errorf("plan file: %v\n%s", err, b)
 	}
@@ -98,7 +100,7 @@ func TestDemoFleet(t *testing.T) {
 	if !strings.Contains(got, "REVEALED") {
 		t.Errorf("demo stage: %s", got)
 	}
-	b, err := os.ReadFile(filepath.Join(env.out, "fleet", "plan", "world.yaml"))
+	b, err := os.ReadFile(filepath.Join(env.out, "fleet", "plan", "k8s", "world.yaml"))
 	if err != nil || !strings.Contains(string(b), env.ids["srel"]) {
 		t.Errorf("plan: %v", err)
 	}
