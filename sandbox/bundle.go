@@ -25,7 +25,10 @@ const HookRecordName = "isolation_check.json"
 // absolute path is recorded). With cfg.Seal the seal probe runs as a
 // second createRuntime hook (`<this binary> sandbox seal-hook`, see
 // RunSealHook). Only full isolation can be rendered: the allowlisted
-// egress needs the host-side setup Exec performs.
+// egress needs the host-side setup Exec performs. The bundle runs under
+// runc, crun and runsc (see portableMounts and BundleOCIVersion); runsc
+// must be given --network=none (the bundle names no network namespace
+// path, and gVisor's own netstack is then loopback only).
 func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -82,6 +85,11 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 		}
 	}
 	spec.Root.Path = "rootfs" // relative to the bundle, as runtimes expect
+	// One bundle for runc, crun and runsc: an ociVersion and mount options
+	// all three accept, recursive read-only kept by explicit binds.
+	if err := portableMounts(spec); err != nil {
+		return nil, err
+	}
 	spec.Hooks = &specs.Hooks{CreateRuntime: []specs.Hook{{
 		Path: exe,
 		Args: []string{exe, "sandbox", "hook", "--record", filepath.Join(dir, HookRecordName)},

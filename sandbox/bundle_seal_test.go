@@ -76,15 +76,23 @@ func TestSealedBundleHooks(t *testing.T) {
 	}
 }
 
-// On Debian runc: a bundle whose seal holds starts and both hooks write
-// their records; a bundle whose positive control is unreachable (the
-// probe does not pass) does not start.
-func TestSealedBundleOnRunc(t *testing.T) {
+// On Debian runc, crun and runsc: a bundle whose seal holds starts and
+// both hooks write their records; a bundle whose positive control is
+// unreachable (the probe does not pass) does not start.
+func TestSealedBundleOnRuntimes(t *testing.T) {
 	needSandbox(t)
-	runc, err := exec.LookPath("runc")
-	if err != nil {
-		t.Skip("runc is not installed (Debian package runc)")
+	for _, rt := range ociRuntimes {
+		t.Run(rt.name, func(t *testing.T) {
+			bin, err := exec.LookPath(rt.name)
+			if err != nil {
+				t.Skipf("%s is not installed (Debian package %s)", rt.name, rt.pkg)
+			}
+			sealedBundleOn(t, rt, bin)
+		})
 	}
+}
+
+func sealedBundleOn(t *testing.T, rt ociRuntime, bin string) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -106,12 +114,17 @@ func TestSealedBundleOnRunc(t *testing.T) {
 			if _, err := WriteBundle(cfg, dir, exe); err != nil {
 				t.Fatal(err)
 			}
-			id := "cleanroom-seal-" + filepath.Base(filepath.Dir(dir))
-			out, err := exec.Command(runc, "--root", filepath.Join(t.TempDir(), "runc"), "run", "--bundle", dir, id).CombinedOutput()
+			id := "cleanroom-seal-" + rt.name + "-" + filepath.Base(filepath.Dir(dir))
+			root := filepath.Join(t.TempDir(), rt.name)
+			out, err := rt.cmd(t, bin, root, dir, id).CombinedOutput()
+			if !tc.starts {
+				// A refused start may leave the runtime's state for id.
+				defer exec.Command(bin, "--root", root, "delete", "--force", id).Run()
+			}
 			var probe ProbeResult
 			b, rerr := os.ReadFile(filepath.Join(dir, SealRecordName))
 			if rerr != nil {
-				t.Fatalf("seal record: %v (runc: %v %s)", rerr, err, out)
+				t.Fatalf("seal record: %v (%s: %v %s)", rerr, rt.name, err, out)
 			}
 			if err := json.Unmarshal(b, &probe); err != nil {
 				t.Fatal(err)
@@ -125,13 +138,13 @@ func TestSealedBundleOnRunc(t *testing.T) {
 			_, ranErr := os.Stat(filepath.Join(ws, "out"))
 			if tc.starts {
 				if err != nil || ranErr != nil {
-					t.Errorf("runc run: %v %s; command output: %v", err, out, ranErr)
+					t.Errorf("%s run: %v %s; command output: %v", rt.name, err, out, ranErr)
 				}
 				return
 			}
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) {
-				t.Errorf("runc started a container whose seal probe failed: %v", err)
+				t.Errorf("%s started a container whose seal probe failed: %v", rt.name, err)
 			}
 			if probe.PositiveControl == nil || probe.PositiveControl.Outcome != ControlUnreachable {
 				t.Errorf("control %+v", probe.PositiveControl)

@@ -8,11 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // tamperHook is a createRuntime hook that adds a veth pair to the
@@ -42,15 +45,57 @@ func tamperHook() int {
 	return 0
 }
 
-// The bundle is the same configuration exec runs; the Debian package runc
-// runs it here, the same in-container assertions hold, the hook's record
-// is written, and a bundle whose hook fails does not start.
-func TestBundleOnRunc(t *testing.T) {
-	needSandbox(t)
-	runc, err := exec.LookPath("runc")
-	if err != nil {
-		t.Skip("runc is not installed (Debian package runc)")
+// ociRuntime is one OCI runtime the bundle must run under: how to start
+// a bundle with it (state kept under root), and what its container shows
+// that the others' do not.
+type ociRuntime struct {
+	name, pkg string
+	cmd       func(t *testing.T, bin, root, bundle, id string) *exec.Cmd
+	// absent are what the runtime's /proc does not show: gVisor's has no
+	// NoNewPrivs line in status, and Debian's runsc 20221219 answers
+	// EINVAL to a listing of /proc/self/fd.
+	absent []string
+}
+
+var ociRuntimes = []ociRuntime{
+	{name: "runc", pkg: "runc", cmd: func(_ *testing.T, bin, root, bundle, id string) *exec.Cmd {
+		return exec.Command(bin, "--root", root, "run", "--bundle", bundle, id)
+	}},
+	{name: "crun", pkg: "crun", cmd: crunCommand},
+	// The bundle names no network namespace path: runsc then needs
+	// --network=none (its netstack with loopback only), the same
+	// isolation the bundle asks of runc.
+	{name: "runsc", pkg: "runsc", absent: []string{"NoNewPrivs", "fds"}, cmd: func(_ *testing.T, bin, root, bundle, id string) *exec.Cmd {
+		return exec.Command(bin, "--root", root, "--network=none", "run", "--bundle", bundle, id)
+	}},
+}
+
+// crunCommand runs crun; on a hybrid cgroup host whose cgroup v2 hierarchy
+// holds a controller (crun 1.8 refuses to run there at all) it runs in a
+// private mount namespace with cgroup v2 mounted alone and its cgroup
+// manager disabled: the bundle, its hooks and its isolation are what is
+// tested there, not its cgroup limits.
+func crunCommand(t *testing.T, bin, root, bundle, id string) *exec.Cmd {
+	b, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers")
+	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+		return exec.Command(bin, "--root", root, "run", "--bundle", bundle, id)
 	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("crun on a hybrid cgroup host needs unshare (Debian package util-linux)")
+	}
+	t.Logf("hybrid cgroups with v2 controllers %q: crun runs with --cgroup-manager=disabled (limits not tested)", strings.TrimSpace(string(b)))
+	return exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-ec",
+		`umount -l /sys/fs/cgroup; mount -t cgroup2 none /sys/fs/cgroup; exec "$@"`, "sh",
+		bin, "--cgroup-manager=disabled", "--root", root, "run", "--bundle", bundle, id)
+}
+
+// The bundle is the same configuration exec runs; the Debian packages
+// runc, crun and runsc run it here, the same in-container assertions hold,
+// the hook's record is written, and a bundle whose hook fails does not
+// start. A runtime that is not installed is skipped by name.
+func TestBundleOnRuntimes(t *testing.T) {
+	needSandbox(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -62,66 +107,138 @@ echo routes=$(tail -n +2 /proc/net/route | wc -l)
 touch /usr/x 2>/dev/null && echo usr=writable || echo usr=ro
 echo w > /workspace/out && echo workspace=writable
 [ -e /work ] && echo host=present || echo host=absent`
-	for _, tc := range []struct {
-		name   string
-		tamper bool
-	}{{"honest", false}, {"hook fails", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			ws := t.TempDir()
-			dir := filepath.Join(t.TempDir(), "bundle")
-			searchable(t, filepath.Dir(dir))
-			spec, err := WriteBundle(Config{Args: []string{"/bin/sh", "-c", script}, Workspace: ws}, dir, exe)
+	for _, rt := range ociRuntimes {
+		t.Run(rt.name, func(t *testing.T) {
+			bin, err := exec.LookPath(rt.name)
 			if err != nil {
-				t.Fatal(err)
+				t.Skipf("%s is not installed (Debian package %s)", rt.name, rt.pkg)
 			}
-			if tc.tamper {
-				// The tampering hook runs first; the check must see it.
-				spec.Hooks.CreateRuntime = append([]specs.Hook{{Path: exe, Args: []string{exe, "tamper-hook"}}}, spec.Hooks.CreateRuntime...)
-				b, _ := json.Marshal(spec)
-				if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			id := "cleanroom-test-" + filepath.Base(filepath.Dir(dir))
-			cmd := exec.Command(runc, "--root", filepath.Join(t.TempDir(), "runc"), "run", "--bundle", dir, id)
-			out, err := cmd.Output()
-			var rec IsolationCheck
-			b, rerr := os.ReadFile(filepath.Join(dir, HookRecordName))
-			if rerr != nil {
-				t.Fatalf("hook record: %v (runc: %v)", rerr, err)
-			}
-			if err := json.Unmarshal(b, &rec); err != nil {
-				t.Fatal(err)
-			}
-			if tc.tamper {
-				var ee *exec.ExitError
-				if !errors.As(err, &ee) {
-					t.Errorf("runc started a container whose hook failed: %v", err)
-				}
-				if rec.Enforced || len(rec.Links) != 3 {
-					t.Errorf("record %+v", rec)
-				}
-				if _, err := os.Stat(filepath.Join(ws, "out")); !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("the command ran: %v", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("runc run: %v\n%s", err, out)
-			}
-			if !rec.Enforced {
-				t.Errorf("record %+v", rec)
-			}
-			got := keyValues(string(out))
-			for _, kv := range []struct{ k, v string }{
-				{"CapEff", "0000000000000000"}, {"NoNewPrivs", "1"}, {"Seccomp", "2"}, {"fds", "0 1 2"}, {"links", "lo"},
-				{"routes", "0"}, {"usr", "ro"}, {"workspace", "writable"}, {"host", "absent"},
-			} {
-				if got[kv.k] != kv.v {
-					t.Errorf("%s = %q, want %q", kv.k, got[kv.k], kv.v)
-				}
+			for _, tc := range []struct {
+				name   string
+				tamper bool
+			}{{"honest", false}, {"hook fails", true}} {
+				t.Run(tc.name, func(t *testing.T) {
+					ws := t.TempDir()
+					dir := filepath.Join(t.TempDir(), "bundle")
+					searchable(t, filepath.Dir(dir))
+					spec, err := WriteBundle(Config{Args: []string{"/bin/sh", "-c", script}, Workspace: ws}, dir, exe)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if tc.tamper {
+						// The tampering hook runs first; the check must see it.
+						spec.Hooks.CreateRuntime = append([]specs.Hook{{Path: exe, Args: []string{exe, "tamper-hook"}}}, spec.Hooks.CreateRuntime...)
+						b, _ := json.Marshal(spec)
+						if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600); err != nil {
+							t.Fatal(err)
+						}
+					}
+					id := "cleanroom-test-" + rt.name + "-" + filepath.Base(filepath.Dir(dir))
+					root := filepath.Join(t.TempDir(), rt.name)
+					cmd := rt.cmd(t, bin, root, dir, id)
+					var stderr strings.Builder
+					cmd.Stderr = &stderr
+					out, err := cmd.Output()
+					var rec IsolationCheck
+					b, rerr := os.ReadFile(filepath.Join(dir, HookRecordName))
+					if rerr != nil {
+						t.Fatalf("hook record: %v (%s: %v\n%s)", rerr, rt.name, err, stderr.String())
+					}
+					if err := json.Unmarshal(b, &rec); err != nil {
+						t.Fatal(err)
+					}
+					if tc.tamper {
+						var ee *exec.ExitError
+						if !errors.As(err, &ee) {
+							t.Errorf("%s started a container whose hook failed: %v", rt.name, err)
+						}
+						if rec.Enforced || len(rec.Links) != 3 {
+							t.Errorf("record %+v", rec)
+						}
+						if _, err := os.Stat(filepath.Join(ws, "out")); !errors.Is(err, os.ErrNotExist) {
+							t.Errorf("the command ran: %v", err)
+						}
+						// A refused start may leave the runtime's state for id.
+						_ = exec.Command(bin, "--root", root, "delete", "--force", id).Run()
+						return
+					}
+					if err != nil {
+						t.Fatalf("%s run: %v\n%s%s", rt.name, err, out, stderr.String())
+					}
+					if !rec.Enforced {
+						t.Errorf("record %+v", rec)
+					}
+					got := keyValues(string(out))
+					for _, kv := range []struct{ k, v string }{
+						{"CapEff", "0000000000000000"}, {"NoNewPrivs", "1"}, {"Seccomp", "2"}, {"fds", "0 1 2"}, {"links", "lo"},
+						{"routes", "0"}, {"usr", "ro"}, {"workspace", "writable"}, {"host", "absent"},
+					} {
+						if slices.Contains(rt.absent, kv.k) {
+							continue
+						}
+						if got[kv.k] != kv.v {
+							t.Errorf("%s = %q, want %q", kv.k, got[kv.k], kv.v)
+						}
+					}
+				})
 			}
 		})
+	}
+}
+
+// The bundle declares a version and mount options every runtime accepts:
+// no "rro" (runsc refuses it), and each mount below a read-only rbind
+// source gets its own read-only bind.
+func TestBundlePortableMounts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	spec, err := WriteBundle(Config{Args: []string{"/bin/true"}}, dir, "/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Version != "1.0.2" {
+		t.Errorf("ociVersion %q, want 1.0.2", spec.Version)
+	}
+	var usr bool
+	for _, m := range spec.Mounts {
+		if slices.Contains(m.Options, "rro") {
+			t.Errorf("mount %s keeps rro: %v", m.Destination, m.Options)
+		}
+		usr = usr || (m.Destination == "/usr" && slices.Contains(m.Options, "ro"))
+	}
+	if !usr {
+		t.Error("no read-only /usr bind")
+	}
+	// A mount below a read-only source: a tmpfs on a directory of a
+	// scratch tree bound like /usr.
+	needSandbox(t)
+	src := t.TempDir()
+	sub := filepath.Join(src, "a", "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(sub, unix.MNT_DETACH) })
+	s := &specs.Spec{Mounts: []specs.Mount{
+		{Destination: "/opt/x", Type: "bind", Source: src, Options: []string{"rbind", "ro", "rro", "nosuid", "nodev"}},
+		{Destination: "/w", Type: "bind", Source: "/tmp", Options: []string{"bind", "rw"}},
+	}}
+	if err := portableMounts(s); err != nil {
+		t.Fatal(err)
+	}
+	want := []specs.Mount{
+		{Destination: "/opt/x", Type: "bind", Source: src, Options: []string{"rbind", "ro", "nosuid", "nodev"}},
+		{Destination: "/opt/x/a/sub", Type: "bind", Source: sub, Options: []string{"bind", "ro", "nosuid", "nodev"}},
+		{Destination: "/w", Type: "bind", Source: "/tmp", Options: []string{"bind", "rw"}},
+	}
+	if len(s.Mounts) != len(want) {
+		t.Fatalf("mounts %+v, want %+v", s.Mounts, want)
+	}
+	for i := range want {
+		if s.Mounts[i].Destination != want[i].Destination || s.Mounts[i].Source != want[i].Source || !slices.Equal(s.Mounts[i].Options, want[i].Options) {
+			t.Errorf("mount %d: %+v, want %+v", i, s.Mounts[i], want[i])
+		}
 	}
 }
 

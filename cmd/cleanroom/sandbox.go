@@ -406,7 +406,9 @@ func newSandboxBundleCmd() *cobra.Command {
 		Long: `bundle renders the same configuration exec runs as an OCI runtime bundle:
 config.json (namespaces, read-only binds, tmpfs, the workspace, no
 capabilities, no_new_privs, rlimits, cgroup limits, masked paths) and the
-rootfs layout. The runtime creates the network namespace; the mechanism
+rootfs layout, for runc, crun and runsc alike (ociVersion 1.0.2, no "rro":
+each mount below a read-only bind is bound read-only itself; give runsc
+--network=none). The runtime creates the network namespace; the mechanism
 check runs as a createRuntime hook ("cleanroom sandbox hook"), so a runtime
 that honours hooks refuses to start a container whose namespace fails it,
 and the hook's record is written to DIR/isolation_check.json. With --sealed
