@@ -6,7 +6,7 @@ PKGS    := ./...
 # Tests that need root or namespaces probe and skip with a reason; CI runs as root.
 TESTFLAGS ?= -timeout 30m
 
-.PHONY: all build test demo bench lint fmt clean check-forks
+.PHONY: all build test demo bench lint fmt clean check-forks e2e-k8s
 
 all: build
 
@@ -30,6 +30,13 @@ test: lint check-forks
 # would leave a new cleanroom-demo-* behind.
 demo: build
 	rm -rf demo-out && ./$(BIN) demo --out demo-out
+
+# Not part of test/CI (root, ~2 GiB of build cache, ~7 min of 2 idle cores
+# the first time): a single-node Kubernetes built here runs N planned blind
+# runs under RuntimeClass runc and gvisor, collects and verifies them, prints
+# one summary line and tears everything down. See e2e/k8s/run.sh.
+e2e-k8s:
+	N=$(or $(N),4) ./e2e/k8s/run.sh
 
 # Man pages from the command tree (generated, not committed): man/*.1
 .PHONY: man
