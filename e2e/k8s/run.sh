@@ -54,6 +54,9 @@ command -v runsc >/dev/null || { echo "e2e-k8s: runsc is not installable here: g
 W=$(mktemp -d /tmp/cleanroom-e2e-k8s.XXXXXX)
 PIDS=()
 NETNS_BEFORE=$(ip netns list 2>/dev/null | cut -d' ' -f1 | sort)
+# containerd's shims keep their sockets and FIFOs under /run/containerd
+# whatever the config says: removed at the end only if this run made it.
+RUN_CONTAINERD_EXISTED=0; [ -e /run/containerd ] && RUN_CONTAINERD_EXISTED=1
 BRIDGE=cre2e$$
 BRIDGE=${BRIDGE:0:15}
 teardown() {
@@ -72,6 +75,7 @@ teardown() {
     case $ns in cni-*) ip netns delete "$ns" ;; esac
   done
   ip link delete "$BRIDGE" 2>/dev/null
+  [ $RUN_CONTAINERD_EXISTED = 0 ] && rm -rf /run/containerd
   [ "${KEEP:-0}" = 1 ] && echo "e2e-k8s: kept $W" || rm -rf "$W"
   exit $rc
 }
@@ -194,12 +198,13 @@ cat >"$W/cni/10-e2e.conflist" <<CNI
  {"type": "loopback"}]}
 CNI
 # runsc through containerd's runc shim (Debian ships no
-# containerd-shim-runsc-v1): the wrapper adds runsc's own flags.
-cat >"$W/runsc-shim" <<SH
-#!/bin/sh
-exec $(command -v runsc) --root "$W/runsc" "\$@"
-SH
-chmod +x "$W/runsc-shim"
+# containerd-shim-runsc-v1; the shim drives runsc with runc's command
+# line). Seen here with ctr: it starts, and in the pod's network
+# namespace (CNI) runsc's netstack takes the pod's interfaces. Debian's
+# runsc 20221219 answers ENOSYS to openat2, which cleanroom's evidence
+# reader uses, so `run complete` inside a gvisor pod refuses the world
+# ("function not implemented") until the reader falls back or a newer
+# gVisor is installed.
 cat >"$W/containerd/config.toml" <<TOML
 version = 2
 root = "$W/containerd/root"
@@ -220,7 +225,7 @@ state = "$W/containerd/state"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gvisor]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gvisor.options]
-        BinaryName = "$W/runsc-shim"
+        BinaryName = "$(command -v runsc 2>/dev/null || echo /usr/bin/runsc)"
 TOML
 start containerd containerd --config "$W/containerd/config.toml"
 waitfor "containerd" 60 ctr -a "$W/containerd/containerd.sock" version
@@ -346,7 +351,7 @@ for class in $CLASSES; do
     "$CR" run verify --world "$W/collected-$class/$name" 2>/dev/null | grep -q "^VERIFIED" && verified=$((verified+1))
     # Without a policy-enforcing CNI every pod has the bridge's eth0 and
     # a default route: counted and reported, not hidden.
-    kubectl logs "job/$name" 2>/dev/null | grep -q '^links=lo routes=0$' || net_bad=$((net_bad+1))
+    kubectl logs "job/$name" 2>/dev/null | grep -Eq '^links=lo +routes=0$' || net_bad=$((net_bad+1))
   done
   kubectl delete -f "$W/plan-$class/k8s/" --wait=false >/dev/null 2>&1 || true
   total=$(awk "BEGIN{printf \"%d\", $t1 - $t0}")
