@@ -97,8 +97,10 @@ step "3/9 PKI and kubeconfigs in $W/pki"
 P=$W/pki; mkdir -p "$P"
 cert() { # name CN O [SAN]
   openssl req -new -newkey rsa:2048 -nodes -keyout "$P/$1.key" -subj "/CN=$2${3:+/O=$3}" -out "$P/$1.csr" 2>/dev/null
+  local ext=()
+  if [ -n "${4:-}" ]; then printf 'subjectAltName=%s\n' "$4" >"$P/$1.ext"; ext=(-extfile "$P/$1.ext"); fi
   openssl x509 -req -in "$P/$1.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -CAcreateserial -days 1 -out "$P/$1.crt" \
-    ${4:+-extfile <(printf 'subjectAltName=%s' "$4")} 2>/dev/null
+    "${ext[@]}" 2>/dev/null
 }
 openssl req -x509 -new -newkey rsa:2048 -nodes -keyout "$P/ca.key" -subj "/CN=cleanroom-e2e-ca" -days 1 -out "$P/ca.crt" 2>/dev/null
 cert apiserver kube-apiserver "" "IP:127.0.0.1,DNS:localhost,IP:10.96.0.1"
