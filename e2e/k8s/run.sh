@@ -294,7 +294,7 @@ CR=$I/cleanroom
 # the interop findings classified as the operator guide does, then the
 # plan entry bound beside the final record. NET records what network the
 # pod saw.
-INPOD='set -e; cd /results
+INPOD='set -e; cd "$CLEANROOM_RESULTS"
 echo "links=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | tr "\n" " ") routes=$(tail -n +2 /proc/net/route | wc -l)" > /tmp/net
 if ! cleanroom run complete --no-sandbox --world . >/tmp/first 2>&1; then
   for id in $(cleanroom run finding list --world . --unclassified -q); do
@@ -305,6 +305,25 @@ fi
 cat /tmp/net
 cleanroom fleet bind'
 
+# prepare DIR MODEL: the synthetic world issued, pinned, frozen, revealed.
+prepare() {
+  cp -r testdata/world "$1"; chmod +x "$1/implementer/tally-candidate"
+  ( cd "$1"
+    "$CR" release issue docs/spec/proof-wire --spec-revision 1 --experiment-revision 1 --corpus-revision 1 --holdout "$1/governance/holdout" >/dev/null
+    "$CR" run pin --world . --reference governance/reference-adapter.json >/dev/null
+    # The candidates differ by the model that wrote them: the synthetic
+    # world has one candidate program, labelled "candidate".
+    "$CR" run freeze --world . --implementation candidate --files implementer/tally-candidate --binary implementer/tally-candidate \
+      --toolchain node --model "$2" --tool-version e2e-k8s >/dev/null
+    "$CR" run reveal --world . >/dev/null )
+}
+# The same pod command on this host, for the cluster/local ratio.
+prepare "$W/local" scripted-local || die "preparing the local reference run"
+l0=$(date +%s.%N)
+(cd "$W/local" && CLEANROOM_RESULTS=$W/local CLEANROOM_RUN=local CLEANROOM_KIND=blind CLEANROOM_RUN_SHA256=$(printf '0%.0s' {1..64}) \
+  CLEANROOM_PLAN_SHA256=$(printf '0%.0s' {1..64}) PATH=$I:$PATH sh -c "$INPOD" >"$W/log/local.log" 2>&1) || die "the pod command on this host (log $W/log/local.log)"
+LOCAL=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $l0}")
+
 SUMMARY=()
 FAIL=0
 for class in $CLASSES; do
@@ -314,15 +333,7 @@ for class in $CLASSES; do
   for i in $(seq 1 "$N"); do
     name=blind-$class-$i
     w=$W/share/$name
-    cp -r testdata/world "$w"; chmod +x "$w/implementer/tally-candidate"
-    ( cd "$w"
-      "$CR" release issue docs/spec/proof-wire --spec-revision 1 --experiment-revision 1 --corpus-revision 1 --holdout "$w/governance/holdout" >/dev/null
-      "$CR" run pin --world . --reference governance/reference-adapter.json >/dev/null
-      # The candidates differ by the model that wrote them: the synthetic
-      # world has one candidate program, labelled "candidate".
-      "$CR" run freeze --world . --implementation candidate --files implementer/tally-candidate --binary implementer/tally-candidate \
-        --toolchain node --model "scripted-$i" --tool-version e2e-k8s >/dev/null
-      "$CR" run reveal --world . >/dev/null ) || die "[$class] preparing $name"
+    prepare "$w" "scripted-$i" || die "[$class] preparing $name"
     rec=$w/governance/blind-run.json
     srel=$(sed -n 's/.*"spec_release_id": *"\([^"]*\)".*/\1/p' "$rec" | head -1)
     bpkg=$(sed -n 's/.*"blind_package_id": *"\([^"]*\)".*/\1/p' "$rec" | head -1)
@@ -357,7 +368,7 @@ for class in $CLASSES; do
   done
   kubectl delete -f "$W/plan-$class/k8s/" --wait=false >/dev/null 2>&1 || true
   total=$(awk "BEGIN{printf \"%d\", $t1 - $t0}")
-  SUMMARY+=("$class: planned $N, completed $collected, verified $verified, per-run ${per:-?}s, apply-to-done ${total}s, pods with a network beyond lo: $net_bad")
+  SUMMARY+=("$class: planned $N, completed $collected, verified $verified, per-run ${per:-?}s (local ${LOCAL}s), apply-to-done ${total}s, pods with a network beyond lo: $net_bad")
   [ "$verified" = "$N" ] || FAIL=1
 done
 
