@@ -290,6 +290,13 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		arts = append(arts, Artifact{Path: f, SHA256: sum})
 	}
 	rec.Artifacts = arts
+	// What the evaluator reads is the candidate's: a FIFO there would stall
+	// it for its whole timeout and a link to /dev/zero feed it forever, and
+	// either would be signed as the infrastructure's failure. It is the
+	// candidate's act, and is judged so before the evaluator starts.
+	if err := checkEvaluatorInputs(ws, before); err != nil {
+		return finish(StateProtocolViolation, "the workspace holds what no evaluator reads: "+err.Error())
+	}
 	done = o.step("evaluating the oracle")
 	scores, oracleOut, err := evaluate(ctx, o, ws)
 	if err != nil {
@@ -400,6 +407,45 @@ func snapshot(dir string) (map[string]string, error) {
 		return nil
 	})
 	return out, err
+}
+
+// ErrEvaluatorInput: the workspace the evaluator reads holds something
+// other than directories, regular files and links that stay inside it.
+var ErrEvaluatorInput = errors.New("evaluator input is not a regular file")
+
+// checkEvaluatorInputs walks the whole workspace (.git included: an
+// evaluator may run git) by lstat, never opening anything, and refuses a
+// FIFO, socket or device anywhere (ErrEvaluatorInput): the case's checkout
+// makes none, so any is the candidate's, and the evaluator opening one
+// would block or never end. A symbolic link the candidate made or changed
+// (before is the snapshot taken before it ran) must name a path inside the
+// workspace: an absolute or escaping target reads the evaluator's own
+// filesystem (/dev/zero, /proc) instead of the candidate's files.
+func checkEvaluatorInputs(ws string, before map[string]string) error {
+	return filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(ws, p)
+		switch t := d.Type(); {
+		case t.IsDir() || t.IsRegular():
+			return nil
+		case t&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			if sum, ok := before[rel]; ok && sum == pkgwalk.SHA256Hex([]byte("symlink:"+target)) {
+				return nil // the case's own link, as checked out
+			}
+			if j := filepath.Join(filepath.Dir(rel), target); filepath.IsAbs(target) || j == ".." || strings.HasPrefix(j, "../") {
+				return fmt.Errorf("%s: %w (symbolic link to %q, outside the workspace)", rel, ErrEvaluatorInput, target)
+			}
+			return nil
+		default:
+			return fmt.Errorf("%s: %w (%s)", rel, ErrEvaluatorInput, t)
+		}
+	})
 }
 
 // artifactsSince lists the files the candidate added or changed.

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/cleanroom-dev/cleanroom/sandbox/sandboxinit"
 	"github.com/cleanroom-dev/cleanroom/sign"
@@ -275,6 +276,82 @@ func TestRunRefusesBeforeRunning(t *testing.T) {
 			}
 			if _, err := os.Stat(o.Out); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("a refused run left %s", o.Out)
+			}
+		})
+	}
+}
+
+// TestRunEvaluatorInputFIFO: a candidate that leaves a FIFO (or a link to
+// a device) where the oracle reads its answer has broken the protocol; the
+// run is not signed as the infrastructure's failure, and the evaluator is
+// never started on it (the class is asserted, not a time).
+func TestRunEvaluatorInputFIFO(t *testing.T) {
+	needSandbox(t)
+	f := newRunFixture(t)
+	sealed := sealedStore(t)
+	iso := &SandboxIsolation{StateDir: filepath.Join(t.TempDir(), "state")}
+	for _, tc := range []struct{ name, script string }{
+		{"fifo", "mkfifo /workspace/answer.txt"},
+		{"link to a device", "ln -s /dev/zero /workspace/answer.txt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := f.opts
+			o.Out = filepath.Join(t.TempDir(), "run")
+			o.Sealed, o.Isolation = sealed, iso
+			o.Args = []string{"/bin/sh", "-c", tc.script}
+			res, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if r := res.Record; r.TerminalState != StateProtocolViolation || !bytes.Contains([]byte(r.Reason), []byte(ErrEvaluatorInput.Error())) {
+				t.Fatalf("state %s (%s), want %s naming %q", r.TerminalState, r.Reason, StateProtocolViolation, ErrEvaluatorInput)
+			}
+			if _, err := os.Stat(filepath.Join(res.Dir, "oracle.stdout")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the evaluator ran on a refused workspace (oracle.stdout: %v)", err)
+			}
+		})
+	}
+}
+
+func TestCheckEvaluatorInputs(t *testing.T) {
+	caseLink := pkgwalk.SHA256Hex([]byte("symlink:/usr/share/doc"))
+	for _, tc := range []struct {
+		name string
+		make func(ws string) error
+		ok   bool
+	}{
+		{"regular files and directories", func(ws string) error {
+			return os.WriteFile(filepath.Join(ws, "sub", "a.txt"), []byte("42\n"), 0o644)
+		}, true},
+		{"link inside", func(ws string) error { return os.Symlink("../top.txt", filepath.Join(ws, "sub", "l")) }, true},
+		{"the case's own absolute link", func(ws string) error { return os.Symlink("/usr/share/doc", filepath.Join(ws, "case-link")) }, true},
+		{"fifo", func(ws string) error { return mkfifo(filepath.Join(ws, "sub", "answer.txt")) }, false},
+		{"fifo in .git", func(ws string) error { return mkfifo(filepath.Join(ws, ".git", "HEAD")) }, false},
+		{"absolute link", func(ws string) error { return os.Symlink("/dev/zero", filepath.Join(ws, "answer.txt")) }, false},
+		{"escaping link", func(ws string) error { return os.Symlink("../../etc/passwd", filepath.Join(ws, "sub", "l")) }, false},
+		{"changed case link", func(ws string) error { return os.Symlink("/dev/zero", filepath.Join(ws, "case-link")) }, false},
+		{"socket", func(ws string) error {
+			l, err := net.Listen("unix", filepath.Join(ws, "sock"))
+			if err == nil {
+				l.(*net.UnixListener).SetUnlinkOnClose(false)
+				l.Close()
+			}
+			return err
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
+			os.MkdirAll(filepath.Join(ws, ".git"), 0o755)
+			if err := tc.make(ws); err != nil {
+				t.Skip(err)
+			}
+			err := checkEvaluatorInputs(ws, map[string]string{"case-link": caseLink})
+			if tc.ok && err != nil {
+				t.Errorf("refused: %v", err)
+			}
+			if !tc.ok && !errors.Is(err, ErrEvaluatorInput) {
+				t.Errorf("got %v, want %v", err, ErrEvaluatorInput)
 			}
 		})
 	}
