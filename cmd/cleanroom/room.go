@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,7 +58,7 @@ type roomFlags struct {
 }
 
 func (f *roomFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&f.world, "world", "", "a TRVM world: package docs/spec/proof-wire, pin from governance/blind-run.json")
+	c.Flags().StringVar(&f.world, "world", "", "a TRVM world: package docs/spec/proof-wire, pin from its run record, which must verify")
 	c.Flags().StringVar(&f.pkg, "package", "", "the package directory (with --expect)")
 	c.Flags().StringVar(&f.expect, "expect", "", "the pinned blind_package_id (bpkg-…)")
 	c.Flags().StringVar(&f.rootLabel, "root-label", "", "the manifest's root label (default: the --world's package label, else docs/spec/proof-wire)")
@@ -66,8 +67,8 @@ func (f *roomFlags) register(c *cobra.Command) {
 }
 
 // options resolves the flags into ServeOptions (absolute paths, the pin).
-func (f *roomFlags) options() (harness.ServeOptions, error) {
-	o, err := f.source()
+func (f *roomFlags) options(ctx context.Context) (harness.ServeOptions, error) {
+	o, err := f.source(ctx)
 	if err != nil {
 		return o, err
 	}
@@ -86,7 +87,7 @@ func (f *roomFlags) options() (harness.ServeOptions, error) {
 }
 
 // source resolves the package and its pin.
-func (f *roomFlags) source() (harness.ServeOptions, error) {
+func (f *roomFlags) source(ctx context.Context) (harness.ServeOptions, error) {
 	o := harness.ServeOptions{RootLabel: f.rootLabel}
 	switch {
 	case f.world != "" && (f.pkg != "" || f.expect != ""):
@@ -98,9 +99,9 @@ func (f *roomFlags) source() (harness.ServeOptions, error) {
 		if err != nil {
 			return o, usageErr(err)
 		}
-		pin, err := worldPin(w)
+		pin, err := worldPin(ctx, w)
 		if err != nil {
-			return o, refusedErr(err)
+			return o, ruleFailure(err)
 		}
 		o.PackageDir, o.Expect = w.PackageDir(), pin
 		// The world's package label is the root label its pin was
@@ -120,25 +121,24 @@ func (f *roomFlags) source() (harness.ServeOptions, error) {
 	return o, nil
 }
 
-// worldPin reads the pinned blind_package_id from a world's run record
-// through the strict reader (a regular file of bounded size: a FIFO or a
-// huge file planted there is refused, not waited on or read whole).
-func worldPin(w *experiment.World) (string, error) {
-	p := w.RecordPath()
-	b, err := evidence.ReadFileBytes(p)
+// errRoomUnverified: `room serve --world` and `room drive --world` serve
+// only a run that verifies as `run verify` verifies it; an edited record
+// would otherwise choose the package the implementer is shown.
+var errRoomUnverified = errors.New("the room serves only a verified run")
+
+// worldPin verifies the world's run as `run verify` does (the record
+// through the strict reader, run_id, the receipt chain back to PINNED, the
+// blind package measured) and returns the pinned blind_package_id of the
+// record it verified.
+func worldPin(ctx context.Context, w *experiment.World) (string, error) {
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: runReplay})
 	if err != nil {
-		return "", fmt.Errorf("reading the run record: %w", err)
+		return "", err
 	}
-	o, err := evidence.ReadObject(b)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", p, err)
+	if err := rep.Err(); err != nil {
+		return "", fmt.Errorf("%w: %w", errRoomUnverified, err)
 	}
-	v, _ := o.Get("blind_package_id")
-	id, ok := v.(string)
-	if !ok {
-		return "", fmt.Errorf("%s: blind_package_id is not a string", p)
-	}
-	return id, nil
+	return rep.Record.BlindPackageID, nil
 }
 
 func newRoomServeCmd() *cobra.Command {
@@ -170,7 +170,7 @@ anything else (a --world that does not exist, unusable arguments).`,
 				if f.workspace != "" || f.transcript != "" {
 					return usageErr(errors.New("--sessions excludes --workspace and --transcript"))
 				}
-				if o, err = f.source(); err != nil {
+				if o, err = f.source(cmd.Context()); err != nil {
 					return err
 				}
 				if session, err = newRoomSession(sessions); err != nil {
@@ -178,7 +178,7 @@ anything else (a --world that does not exist, unusable arguments).`,
 				}
 				o.Workspace, o.Transcript = session.workspace(), session.transcript()
 				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: room serve: session %s\n", session.dir)
-			} else if o, err = f.options(); err != nil {
+			} else if o, err = f.options(cmd.Context()); err != nil {
 				return err
 			}
 			o.Resume = resume
@@ -278,7 +278,7 @@ on an error or was interrupted, or the room did not start.`,
 				if f.workspace != "" || f.transcript != "" {
 					return usageErr(errors.New("--resume excludes --workspace and --transcript (both are the recorded session's)"))
 				}
-				if o, err = f.source(); err != nil {
+				if o, err = f.source(cmd.Context()); err != nil {
 					return err
 				}
 				path, err := filepath.Abs(resume)
@@ -292,7 +292,7 @@ on an error or was interrupted, or the room did not start.`,
 					return refusedErr(fmt.Errorf("%w: the transcript records %s, the pin is %s", harness.ErrResumeMismatch, prior.BlindPackageID, o.Expect))
 				}
 				o.Workspace, o.Transcript, o.Resume = prior.Workspace, path, true
-			} else if o, err = f.options(); err != nil {
+			} else if o, err = f.options(cmd.Context()); err != nil {
 				return err
 			}
 			key := os.Getenv(keyEnv)

@@ -13,15 +13,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/bench/mcpclient"
+	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
-	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
 // roomBinary is the cleanroom binary the CLI tests share: the room re-executes itself, so
@@ -71,8 +72,8 @@ func TestRoomServeCLI(t *testing.T) {
 }
 
 // TestRoomServeWorld: the reference world lacks its .mjs files by design,
-// so its tree is not the pinned bpkg of its run record, and the room must
-// refuse to emit it (exit 1, naming the rule).
+// so its run does not verify (its tree is not the pinned bpkg of its run
+// record), and the room must refuse to serve it (exit 1, naming the rules).
 func TestRoomServeWorld(t *testing.T) {
 	world := testshared.World(t, "world")
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
@@ -85,8 +86,9 @@ func TestRoomServeWorld(t *testing.T) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), string(pkgwalk.ErrNotPinned)) {
-		t.Errorf("room serve --world: %v, stderr %q; want exit 1 naming %q", err, stderr.String(), pkgwalk.ErrNotPinned)
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), errRoomUnverified.Error()) ||
+		!strings.Contains(stderr.String(), string(experiment.ErrBlindPackage)) {
+		t.Errorf("room serve --world: %v, stderr %q; want exit 1 naming %q and %q", err, stderr.String(), errRoomUnverified, experiment.ErrBlindPackage)
 	}
 }
 
@@ -139,60 +141,51 @@ func TestRoomDriveCLI(t *testing.T) {
 	}
 }
 
-// TestRoomServeWorldPin serves a synthetic world: the package at
-// docs/spec/proof-wire, the pin read from governance/blind-run.json.
-//
-// A world whose cleanroom-package puts the package at spec/checksum is
-// served from there, under that root label: its pin (the package measured
-// under spec/checksum, by `package id --root-label`) is served, the same
-// bytes' docs/spec/proof-wire pin is not.
+// TestRoomServeWorldPin serves a pinned world only while its run
+// verifies: the pinned run is served; the same world with its record edited
+// to name another package (run verify: NOT VERIFIED) is refused, exit 1,
+// naming the rule, before anything is served.
 func TestRoomServeWorldPin(t *testing.T) {
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
 	bin := roomBinary(t)
-	const defaultPin = "bpkg-bf608ff8dd92dee2a27258aaed6d594ffcaea9b5975ae1728f5a772adaad86b4"
-	newWorld := func(label string) (world, pkg string) {
-		world = t.TempDir()
-		pkg = filepath.Join(world, filepath.FromSlash(label))
-		if err := os.MkdirAll(filepath.Dir(pkg), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.CopyFS(pkg, os.DirFS(filepath.Join("..", "..", "harness", "testdata", "room-package"))); err != nil {
-			t.Fatal(err)
-		}
-		if label != "docs/spec/proof-wire" {
-			if err := os.WriteFile(filepath.Join(world, "cleanroom-package"), []byte(label+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return world, pkg
+	world := runWorld(t)
+	if code, _, errs := runCLI(t, "run", "pin", "--world", world, "--reference", filepath.Join(world, "governance", "reference-adapter.json")); code != 0 {
+		t.Fatalf("run pin: %d %s", code, errs)
 	}
-	world, pkg := newWorld("docs/spec/proof-wire")
-	labelled, lpkg := newWorld("spec/checksum")
-	code, out, errs := runCLI(t, "package", "id", lpkg, "--root-label", "spec/checksum")
-	labelPin := strings.TrimSpace(out)
-	if code != 0 || !strings.HasPrefix(labelPin, "bpkg-") || labelPin == defaultPin {
-		t.Fatalf("package id --root-label spec/checksum: %d %q %s", code, out, errs)
+	spec, err := os.ReadFile(filepath.Join(world, "docs", "spec", "proof-wire", "TOY-TALLY-v1.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	contract, _ := os.ReadFile(filepath.Join(pkg, "experiment", "CONTRACT.md"))
+	record := filepath.Join(world, "governance", "blind-run.json")
 	for _, c := range []struct {
-		name, world, pin string
-		code             int
+		name string
+		edit func(t *testing.T)
+		code int
 	}{
-		{"pinned", world, defaultPin, 0},
-		{"other pin", world, "bpkg-" + strings.Repeat("0", 64), 1},
-		{"labelled world, its pin", labelled, labelPin, 0},
-		{"labelled world, the default label's pin", labelled, defaultPin, 1},
-	} {
-		world := c.world
-		t.Run(c.name, func(t *testing.T) {
-			gov := filepath.Join(world, "governance")
-			os.MkdirAll(gov, 0o755)
-			if err := os.WriteFile(filepath.Join(gov, "blind-run.json"), []byte(`{"blind_package_id":"`+c.pin+`"}`), 0o644); err != nil {
+		{"pinned", func(*testing.T) {}, 0},
+		{"record edited to name another package", func(t *testing.T) {
+			b, err := os.ReadFile(record)
+			if err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(bin, "room", "serve", "--world", world, "--workspace", filepath.Join(t.TempDir(), "ws"))
+			re := regexp.MustCompile(`bpkg-[0-9a-f]{64}`)
+			if !re.Match(b) {
+				t.Fatalf("no blind_package_id in %s", b)
+			}
+			if err := os.WriteFile(record, re.ReplaceAll(b, []byte("bpkg-"+strings.Repeat("0", 64))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code, _, _ := runCLI(t, "run", "verify", "--world", world); code != 1 {
+				t.Fatalf("run verify of the edited record: exit %d, want 1", code)
+			}
+		}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.edit(t)
+			ws := filepath.Join(t.TempDir(), "ws")
+			cmd := exec.Command(bin, "room", "serve", "--world", world, "--workspace", ws)
 			stdin, _ := cmd.StdinPipe()
 			out, _ := cmd.StdoutPipe()
 			var stderr bytes.Buffer
@@ -202,12 +195,13 @@ func TestRoomServeWorldPin(t *testing.T) {
 			}
 			io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"experiment/CONTRACT.md"}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"TOY-TALLY-v1.md"}}}
 `)
 			// Read until the call is answered (or the room exits), then end
 			// the session by closing stdin.
 			var stdout strings.Builder
 			sc := bufio.NewScanner(out)
+			sc.Buffer(nil, 1<<20)
 			for sc.Scan() {
 				stdout.WriteString(sc.Text() + "\n")
 				if strings.Contains(sc.Text(), `"id":2`) {
@@ -225,12 +219,22 @@ func TestRoomServeWorldPin(t *testing.T) {
 			if code != c.code {
 				t.Fatalf("exit %d, want %d; stderr %s", code, c.code, stderr.String())
 			}
-			want, _ := json.Marshal(string(contract))
+			want, _ := json.Marshal(string(spec))
 			if c.code == 0 && !strings.Contains(stdout.String(), string(want)) {
-				t.Errorf("the contract was not served: %s", stdout.String())
+				t.Errorf("the specification was not served: %.300s", stdout.String())
 			}
-			if c.code == 1 && !strings.Contains(stderr.String(), string(pkgwalk.ErrNotPinned)) {
-				t.Errorf("stderr does not name %q: %s", pkgwalk.ErrNotPinned, stderr.String())
+			if c.code == 1 {
+				for _, rule := range []string{errRoomUnverified.Error(), string(experiment.ErrRunID)} {
+					if !strings.Contains(stderr.String(), rule) {
+						t.Errorf("stderr does not name %q: %s", rule, stderr.String())
+					}
+				}
+				if stdout.Len() != 0 {
+					t.Errorf("a refused room served: %s", stdout.String())
+				}
+				if _, err := os.Stat(ws); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("a refused room created its workspace")
+				}
 			}
 		})
 	}
