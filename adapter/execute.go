@@ -181,10 +181,11 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 			return absent(ErrReservedPath, "%s: frozen path %q", a.Implementation, p)
 		}
 	}
-	dir, err := os.MkdirTemp(opt.ScratchDir, "cleanroom-adapter-"+a.Implementation+"-")
+	dir, release, err := newStagingDir(opt.ScratchDir, a.Implementation)
 	if err != nil {
-		return nil, fmt.Errorf("staging directory: %w", err)
+		return nil, err
 	}
+	defer release()
 	if !opt.Keep {
 		defer os.RemoveAll(dir)
 	}

@@ -148,7 +148,7 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 	// session cleanly (transcript end line), so that this process lives to
 	// remove the mount point.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	done := make(chan error, 1)
 	go func() {
@@ -413,7 +413,7 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 		return fail(refusalCode(err), err)
 	}
 	debug.SetMemoryLimit(serveMemoryLimit(room.View, runtimeInUse()))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if stdin == io.Reader(os.Stdin) && stdout == io.Writer(os.Stdout) {
 		stdin, stdout = pollableStdio()

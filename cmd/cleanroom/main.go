@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/spf13/cobra"
@@ -25,7 +28,9 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	out := &countingWriter{w: stdout}
 	root.SetOut(out)
 	root.SetErr(stderr)
-	cmd, err := root.ExecuteC()
+	ctx, stop := interruptible()
+	defer stop()
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
@@ -53,6 +58,22 @@ func execute(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// interruptible returns the context every command runs under: cancelled by
+// SIGINT, SIGTERM or SIGHUP, so that a signal unwinds the command through
+// its deferred clean-ups (containers killed and their mounts, cgroups,
+// network namespaces and temporary directories removed, partial outputs
+// dropped) instead of ending the process where it stands. The first signal
+// also restores the default dispositions: a second one ends the process at
+// once, for a clean-up that hangs.
+func interruptible() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
 }
 
 // A command whose stdout is not its own result (annotationStdout:

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
+
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/adapter"
 	"io"
 
 	"github.com/cleanroom-dev/cleanroom/sandbox"
@@ -12,7 +15,7 @@ import (
 func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxGCCmd) }
 
 func newSandboxGCCmd() *cobra.Command {
-	var stateRoot string
+	var stateRoot, scratch string
 	var dryRun bool
 	c := &cobra.Command{
 		Use:   "gc [--state-root DIR] [--dry-run]",
@@ -23,13 +26,18 @@ and removes what they left: the run's tmpfs (detached only at the run's own
 directory, never through a symlink), the directory and the run's empty
 cgroups. A cgroup that still has processes is not touched (nothing is
 killed): its run is left whole and named. Live runs are listed, untouched.
-With --dry-run it prints what it would remove. Exit 0 when every stale run
+It also removes the adapter staging directories (cleanroom-adapter-*, in
+--scratch) that a killed measurement left: after a reveal they hold the
+revealed challenges. A live measurement holds a lock on its directory;
+that one is listed and left alone. With --dry-run it prints what it would remove. Exit 0 when every stale run
 was removed, 1 when one could not be (each named with the reason).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := sandbox.GC(stateRoot, dryRun)
+			staging, serr := adapter.GCStaging(scratch, dryRun)
 			if rep != nil {
-				if perr := printResult(cmd, rep, func(w io.Writer) { printGCReport(w, rep) }); perr != nil {
+				out := gcOutput{GCReport: rep, Staging: staging}
+				if perr := printResult(cmd, out, func(w io.Writer) { printGCReport(w, rep); printStagingGC(w, staging, dryRun) }); perr != nil {
 					return perr
 				}
 			}
@@ -38,13 +46,39 @@ was removed, 1 when one could not be (each named with the reason).`,
 				return refusedErr(err)
 			case err != nil:
 				return usageErr(err)
+			case serr != nil:
+				return refusedErr(fmt.Errorf("%w: adapter staging directories: %w", sandbox.ErrGCIncomplete, serr))
 			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&stateRoot, "state-root", sandbox.DefaultStateDir, "the sandbox state root the runs were made under")
+	c.Flags().StringVar(&scratch, "scratch", os.TempDir(), "the directory measurements stage their adapters in ($TMPDIR)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be removed, remove nothing")
 	return c
+}
+
+// gcOutput is the --json document: the sandbox runs' report and the
+// adapter staging directories'.
+type gcOutput struct {
+	*sandbox.GCReport
+	Staging *adapter.StagingGC `json:"adapter_staging"`
+}
+
+func printStagingGC(w io.Writer, s *adapter.StagingGC, dryRun bool) {
+	if s == nil {
+		return
+	}
+	verb := "removed"
+	if dryRun {
+		verb = "would remove"
+	}
+	for _, d := range s.Removed {
+		fmt.Fprintf(w, "orphaned adapter staging directory: %s %s\n", verb, d)
+	}
+	for _, d := range s.Live {
+		fmt.Fprintf(w, "live adapter staging directory %s: untouched\n", d)
+	}
 }
 
 func printGCReport(w io.Writer, r *sandbox.GCReport) {

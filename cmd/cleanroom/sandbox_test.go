@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 )
@@ -102,7 +104,9 @@ func TestDemoSandboxStage(t *testing.T) {
 }
 
 // `sandbox gc` after a SIGKILLed `sandbox exec`: exit 0, the killed run
-// named as removed (JSON), its directory gone; a second gc finds nothing.
+// named as removed (JSON), its directory gone, and with it an adapter
+// staging directory a killed measurement left (revealed challenges in
+// it); a second gc finds nothing.
 func TestSandboxGCAfterKill(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the candidate sandbox needs root")
@@ -112,6 +116,11 @@ func TestSandboxGCAfterKill(t *testing.T) {
 	}
 	bin, _ := cliBinary(t)
 	state := filepath.Join(searchableTempDir(t), "state")
+	scratch := t.TempDir()
+	orphan := filepath.Join(scratch, adapter.StagingPrefix+"candidate-123")
+	if err := os.MkdirAll(filepath.Join(orphan, "cleanroom-io"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	run := exec.Command(bin, "sandbox", "exec", "--state-root", state, "--", "/bin/sh", "-c", "echo ready; exec sleep 1000")
 	out, err := run.StdoutPipe()
 	if err != nil {
@@ -129,7 +138,7 @@ func TestSandboxGCAfterKill(t *testing.T) {
 		t.Fatalf("state root holds %v (%v)", ents, err)
 	}
 	id := ents[0].Name()
-	if code, stdout, errs := runCLI(t, "sandbox", "gc", "--state-root", state, "--json"); code != 0 || !strings.Contains(stdout, `"live": [
+	if code, stdout, errs := runCLI(t, "sandbox", "gc", "--state-root", state, "--scratch", t.TempDir(), "--json"); code != 0 || !strings.Contains(stdout, `"live": [
     "`+id) {
 		t.Fatalf("gc during the run: exit %d, want 0 and %s live:\n%s%s", code, id, stdout, errs)
 	}
@@ -140,7 +149,7 @@ func TestSandboxGCAfterKill(t *testing.T) {
 	var code int
 	var stdout, errs string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if code, stdout, errs = runCLI(t, "sandbox", "gc", "--state-root", state, "--json"); code != 1 {
+		if code, stdout, errs = runCLI(t, "sandbox", "gc", "--state-root", state, "--scratch", scratch, "--json"); code != 1 {
 			break
 		}
 	}
@@ -148,14 +157,30 @@ func TestSandboxGCAfterKill(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("gc: exit %d, %v:\n%s%s", code, err, stdout, errs)
 	}
+	// The first gc of the loop removed it (the staging directories do not
+	// wait for the runs' cgroups).
+	if _, err := os.Lstat(orphan); !os.IsNotExist(err) {
+		t.Errorf("the orphaned staging directory is still there: %v", err)
+	}
 	if code != 0 || len(rep.Stale) != 1 || rep.Stale[0].ID != id || !rep.Stale[0].Removed || len(rep.Stale[0].Cgroups) == 0 {
 		t.Fatalf("gc: exit %d, %+v\n%s", code, rep, errs)
 	}
 	if _, err := os.Lstat(filepath.Join(state, id)); !os.IsNotExist(err) {
 		t.Errorf("the killed run's directory is still there: %v", err)
 	}
-	if code, stdout, _ := runCLI(t, "sandbox", "gc", "--state-root", state); code != 0 || !strings.Contains(stdout, "nothing stale") {
+	if code, stdout, _ := runCLI(t, "sandbox", "gc", "--state-root", state, "--scratch", scratch); code != 0 || !strings.Contains(stdout, "nothing stale") {
 		t.Errorf("second gc: exit %d:\n%s", code, stdout)
+	}
+	orphan2 := filepath.Join(scratch, adapter.StagingPrefix+"reference-456")
+	if err := os.Mkdir(orphan2, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errs = runCLI(t, "sandbox", "gc", "--state-root", state, "--scratch", scratch, "--json")
+	var staging struct {
+		Staging adapter.StagingGC `json:"adapter_staging"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &staging); err != nil || code != 0 || !slices.Equal(staging.Staging.Removed, []string{orphan2}) {
+		t.Errorf("gc of a staging directory: exit %d, %v, removed %v, want %s\n%s%s", code, err, staging.Staging.Removed, orphan2, stdout, errs)
 	}
 }
 
