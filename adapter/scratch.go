@@ -3,6 +3,7 @@ package adapter
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +69,9 @@ func GCStaging(scratch string, dryRun bool) (*StagingGC, error) {
 	}
 	rep := &StagingGC{Dir: scratch, Removed: []string{}, Live: []string{}}
 	ents, err := os.ReadDir(scratch)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rep, nil // nothing was ever staged there
+	}
 	if err != nil {
 		return nil, fmt.Errorf("scratch directory: %w", err)
 	}

@@ -266,6 +266,10 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		}
 	}
 	switch {
+	case ctx.Err() != nil:
+		// A signal (or the caller) stopped the run: the container is gone
+		// and its clean-ups ran; the record says why nothing was scored.
+		return finish(StateInvalidInfrastructure, "the run was interrupted: "+context.Cause(ctx).Error())
 	case out != nil && out.PreStart != "":
 		// A failed mechanism check or an answering sealed store: the
 		// candidate never started.

@@ -192,7 +192,12 @@ anything else (a --world that does not exist, unusable arguments).`,
 			} else {
 				o.StageArgs = roomstage.Args
 			}
-			err = harness.Serve(cmd.Context(), o, os.Stdin, os.Stdout, os.Stderr)
+			// Not cancelled by a signal: Serve passes SIGINT, SIGTERM and
+			// SIGHUP on to the sealed server, which ends its session
+			// cleanly (the transcript's end line) and exits; cancelling
+			// would kill it before that line is written. Serve removes
+			// the view's mount point once it has exited.
+			err = harness.Serve(context.WithoutCancel(cmd.Context()), o, os.Stdin, os.Stdout, os.Stderr)
 			if session != nil {
 				// A room that refused to start leaves an empty session:
 				// it goes (rmdir removes only an empty directory).
