@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 )
 
 // StagingPrefix begins the name of every staging directory [Execute] makes
@@ -18,37 +18,19 @@ import (
 // removal leaves it, and [GCStaging] removes it.
 const StagingPrefix = "cleanroom-adapter-"
 
-// newStagingDir creates a staging directory for impl and holds an
-// exclusive flock on it until release: a held lock is how GCStaging tells
-// a live measurement's directory from one whose process is gone. The lock
-// is on the directory's own descriptor, so the staged view holds no file
-// of cleanroom's.
+// newStagingDir creates a staging directory for impl, held
+// (durable.HoldDir) until release: a held directory is how GCStaging tells
+// a live measurement's directory from one whose process is gone.
 func newStagingDir(scratch, impl string) (dir string, release func(), err error) {
 	dir, err = os.MkdirTemp(scratch, StagingPrefix+impl+"-")
 	if err != nil {
 		return "", nil, fmt.Errorf("staging directory: %w", err)
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err == nil {
-		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-		var st unix.Stat_t
-		if err == nil {
-			err = unix.Fstat(fd, &st)
-		}
-		// A gc between the mkdir and the lock removed it: staging into a
-		// directory no name reaches would fail later and less clearly.
-		if err == nil && st.Nlink == 0 {
-			err = errors.New("removed by a concurrent sandbox gc")
-		}
-		if err != nil {
-			unix.Close(fd)
-		}
-	}
-	if err != nil {
+	if release, err = durable.HoldDir(dir); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("staging directory %s: lock: %w", dir, err)
+		return "", nil, fmt.Errorf("staging directory: %w", err)
 	}
-	return dir, func() { unix.Close(fd) }, nil
+	return dir, release, nil
 }
 
 // StagingGC is what [GCStaging] found.
@@ -81,29 +63,24 @@ func GCStaging(scratch string, dryRun bool) (*StagingGC, error) {
 			continue // a link named like one is not followed: not ours
 		}
 		dir := filepath.Join(scratch, e.Name())
-		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			problems = append(problems, fmt.Errorf("%s: %w", dir, err))
-			continue
-		}
-		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
+		release, err := durable.HoldDir(dir)
+		if errors.Is(err, durable.ErrHeld) {
 			rep.Live = append(rep.Live, dir)
-			unix.Close(fd)
-			continue
-		} else if err != nil {
-			problems = append(problems, fmt.Errorf("%s: lock: %w", dir, err))
-			unix.Close(fd)
 			continue
 		}
-		// Removed while the lock is held: no measurement can take it now.
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		// Removed while held: no measurement can take it now.
 		if !dryRun {
 			if err := os.RemoveAll(dir); err != nil {
 				problems = append(problems, err)
-				unix.Close(fd)
+				release()
 				continue
 			}
 		}
-		unix.Close(fd)
+		release()
 		rep.Removed = append(rep.Removed, dir)
 	}
 	slices.Sort(rep.Removed)

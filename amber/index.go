@@ -666,6 +666,12 @@ func loadForWrite(dir, skeyPath string) (*Index, string, error) {
 	if err := truncateEntries(filepath.Join(dir, IndexEntriesFile), committed, read); err != nil {
 		return nil, "", err
 	}
+	// A write killed between its temporary checkpoint and the rename left
+	// that file in the published index; only a writer (holding the lock
+	// this caller holds) writes one, so any there now is such a leftover.
+	if _, err := durable.RemoveTemps(dir); err != nil {
+		return nil, "", fmt.Errorf("removing what an interrupted write left in the index: %w", err)
+	}
 	return ix, string(skey), nil
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/sys/unix"
 )
@@ -198,5 +200,46 @@ func TestTruncateEntriesOnlyTheVerifiedFile(t *testing.T) {
 	}
 	if err := truncateEntries(p, 10, verified); !errors.Is(err, ErrNotRegular) && !errors.Is(err, unix.ENXIO) {
 		t.Fatalf("truncating a FIFO swapped in: %v, want ErrNotRegular or ENXIO (never a hang)", err)
+	}
+}
+
+// An append killed after its entry line and its temporary checkpoint were
+// written, before the checkpoint's rename, leaves both in the published
+// index. The retry (the key holder's next append) works, and leaves no
+// temporary file behind: only the index's own files remain.
+func TestIndexAppendAfterKilledWrite(t *testing.T) {
+	dir, key := newTestIndex(t, 3)
+	line, err := testEntry(3).Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, IndexEntriesFile), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(append(line, '\n'))
+	f.Close()
+	cp, _ := os.ReadFile(filepath.Join(dir, IndexCheckpointFile))
+	temp := filepath.Join(dir, durable.TempPrefix+IndexCheckpointFile+".0123456789abcdef")
+	if err := os.WriteFile(temp, cp[:len(cp)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AppendCaseFile(dir, key, testEntry(3)); err != nil {
+		t.Fatalf("the retried append: %v", err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := []string{IndexCheckpointFile, IndexEntriesFile, IndexPubFile}; !slices.Equal(names, want) {
+		t.Errorf("index holds %v, want %v", names, want)
+	}
+	ix, err := LoadIndex(dir, "")
+	if err != nil || len(ix.Entries) != 4 {
+		t.Fatalf("index after the retry: %v entries, %v", ix, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -277,6 +278,11 @@ copy is then walked with every rule, content rules included, and hashed: its
 bpkg must be --expect. What is measured is what was delivered; a refused emit
 removes everything it created.
 
+An absent --into is filled in a staging directory beside it (.cleanroom-tmp-…)
+and renamed into place once verified, so the name holds the whole package or
+nothing: a killed emit leaves only the staging directory, which the next emit
+into the same name removes (one a live emit holds is left alone).
+
 --manifest-out FILE writes the manifest record beside the destination and the
 source, never inside either.`,
 		Args: cobra.NoArgs,
@@ -307,7 +313,7 @@ source, never inside either.`,
 				}
 			}
 			p := newWalkProgress("hashing the copy in " + into)
-			m, err := pkgwalk.Emit(cmd.Context(), from, into, expect, pkgwalk.EmitOptions{
+			m, err := emitWhole(cmd.Context(), from, into, expect, intoExisted, pkgwalk.EmitOptions{
 				RootLabel: rootLabel, HoldoutDir: holdoutDir, Sync: !noSync, Progress: p.update,
 			})
 			p.done()
@@ -344,6 +350,40 @@ source, never inside either.`,
 	c.Flags().StringVar(&note, "note", "", "the note member of --manifest-out")
 	c.Flags().BoolVar(&noSync, "no-sync", false, "do not fsync the emitted files (a tmpfs needs none)")
 	return c
+}
+
+// emitWhole is pkgwalk.Emit for `package emit`. An existing (empty)
+// destination, such as a mount point, is filled in place. An absent one is
+// filled in a held staging directory beside it and published by a rename
+// that replaces nothing: a kill at any point leaves the name absent (or
+// whole), never partial, so a retry is not refused for a destination that
+// is not empty; the staging directories killed emits left beside it are
+// removed first (never one a live emit holds).
+func emitWhole(ctx context.Context, from, into, expect string, existed bool, opts pkgwalk.EmitOptions) (*pkgwalk.Manifest, error) {
+	if existed {
+		return pkgwalk.Emit(ctx, from, into, expect, opts)
+	}
+	if _, err := durable.RemoveStaleStages(into); err != nil {
+		return nil, fmt.Errorf("removing what an interrupted emit into %s left: %w", into, err)
+	}
+	stage, release, err := durable.StageDirHeld(into)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	m, err := pkgwalk.Emit(ctx, from, stage, expect, opts)
+	if err == nil {
+		err = durable.CreateDir(stage, into, 0o755)
+	}
+	if err != nil {
+		// Emit removed what it wrote on a refusal; the staging directory
+		// itself (and a copy whose rename failed) goes here.
+		if rerr := os.RemoveAll(stage); rerr != nil {
+			err = fmt.Errorf("%w (and removing %s: %v)", err, stage, rerr)
+		}
+		return nil, err
+	}
+	return m, nil
 }
 
 // undoEmit removes what a successful emit delivered into dest: dest itself

@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
@@ -266,5 +271,65 @@ func TestPackageEmitManifestOutFailureLeavesNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPackageEmitKilledRetry: `package emit` stopped and SIGKILLed while
+// it copies leaves no partial destination (only its staging directory
+// beside it), and the same command run again completes, leaving nothing
+// beside the destination.
+func TestPackageEmitKilledRetry(t *testing.T) {
+	bin, _ := cliBinary(t)
+	pkg := copySyntheticPackage(t)
+	// Enough files that the copy is still running when it is stopped.
+	for i := range 3000 {
+		d := filepath.Join(pkg, "requirements", fmt.Sprintf("r%02d", i/100))
+		os.MkdirAll(d, 0o755)
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("n%04d.md", i)), []byte(fmt.Sprintf("# note %d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, id, errs := runCLI(t, "package", "id", pkg)
+	if code != 0 {
+		t.Fatalf("package id: %d %s", code, errs)
+	}
+	id = strings.TrimSpace(id)
+	work := t.TempDir()
+	into := filepath.Join(work, "out")
+	cmd := exec.Command(bin, "package", "emit", "--from", pkg, "--into", into, "--expect", id)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Stopped once the staging directory holds anything: mid-copy.
+	var stages []string
+	for deadline := time.Now().Add(time.Minute); len(stages) == 0; time.Sleep(time.Millisecond) {
+		all, _ := filepath.Glob(filepath.Join(work, durable.TempPrefix+"out*"))
+		for _, s := range all {
+			if ents, _ := os.ReadDir(s); len(ents) > 0 {
+				stages = append(stages, s)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the emit never staged anything")
+		}
+	}
+	cmd.Process.Signal(syscall.SIGSTOP)
+	if _, err := os.Lstat(into); err == nil {
+		t.Skip("the emit published before it could be stopped")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := os.Lstat(into); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a killed emit left %s: %v", into, err)
+	}
+	if code, out, errs := runCLI(t, "package", "emit", "--from", pkg, "--into", into, "--expect", id); code != 0 {
+		t.Fatalf("the retried emit: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "package", "verify", into, "--expect", id); code != 0 {
+		t.Errorf("the retried emit's destination does not verify: %s", errs)
+	}
+	if left, _ := filepath.Glob(filepath.Join(work, durable.TempPrefix+"*")); len(left) != 0 {
+		t.Errorf("left beside the destination: %v", left)
 	}
 }
