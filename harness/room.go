@@ -263,6 +263,8 @@ func (o *ServeOptions) flags(mount string) []string {
 		"--max-path-bytes", strconv.Itoa(o.Limits.MaxPathBytes),
 		"--max-depth", strconv.Itoa(o.Limits.MaxDepth),
 		"--resume=" + strconv.FormatBool(o.Resume),
+		"--max-session-calls", strconv.Itoa(o.Limits.MaxSessionCalls),
+		"--max-session-bytes", strconv.Itoa(o.Limits.MaxSessionBytes),
 	}
 }
 
@@ -290,6 +292,8 @@ func parseStage(args []string) (*stageConfig, error) {
 	fs.IntVar(&c.Limits.MaxPathBytes, "max-path-bytes", 0, "")
 	fs.IntVar(&c.Limits.MaxDepth, "max-depth", 0, "")
 	fs.BoolVar(&c.Resume, "resume", false, "")
+	fs.IntVar(&c.Limits.MaxSessionCalls, "max-session-calls", 0, "")
+	fs.IntVar(&c.Limits.MaxSessionBytes, "max-session-bytes", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("sealed stage arguments: %w", err)
 	}
@@ -422,6 +426,10 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	if cerr := room.Close(); err == nil {
 		err = cerr
 	}
+	if errors.Is(err, ErrSessionBudget) {
+		// The client's flood, refused by name; the transcript is whole.
+		return fail(1, err)
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fail(2, err)
 	}
@@ -541,8 +549,12 @@ func (r *Room) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	if f, ok := in.(*os.File); ok && f == os.Stdin {
 		rc = f
 	}
-	t := gatedTransport{lineTransport{r: rc, w: out, maxLine: maxLine}}
+	t := gatedTransport{Transport: lineTransport{r: rc, w: out, maxLine: maxLine}, ended: r.ended}
 	err := s.Run(ctx, t)
+	if berr := r.ended(); berr != nil {
+		// The room ended the session: its budget is spent.
+		return berr
+	}
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
 		return nil
 	}

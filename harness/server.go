@@ -32,6 +32,47 @@ type Room struct {
 	Transcript *Transcript // may be nil
 	Limits     Limits
 	listing    string
+
+	budgetMu sync.Mutex
+	calls    int   // tool calls of this session
+	spent    error // the budget's refusal, once spent (the session ends)
+}
+
+// ErrSessionBudget: the session made as many tool calls, or wrote as many
+// transcript bytes, as one session may (Limits.MaxSessionCalls,
+// MaxSessionBytes). A client that floods the room would otherwise grow the
+// transcript past what its readers take in. The call is refused by name,
+// recorded, and the session ends with a whole transcript.
+var ErrSessionBudget = errors.New("session budget spent")
+
+// spend counts one tool call against the session's budget. Past it, the
+// call is recorded as refused and the budget's error returned; the
+// connection closes once that refusal is answered (gatedConn).
+func (r *Room) spend(tool string) error {
+	r.budgetMu.Lock()
+	defer r.budgetMu.Unlock()
+	if r.spent != nil {
+		return r.spent
+	}
+	maxCalls, maxBytes := r.Limits.session()
+	switch written := r.Transcript.Bytes(); {
+	case r.calls >= maxCalls:
+		r.spent = fmt.Errorf("%w: %d tool calls, the session's limit", ErrSessionBudget, maxCalls)
+	case written >= int64(maxBytes):
+		r.spent = fmt.Errorf("%w: transcript of %d bytes, the session's limit %d", ErrSessionBudget, written, maxBytes)
+	default:
+		r.calls++
+		return nil
+	}
+	r.Transcript.call(tool, "session_ended", map[string]any{"refusal": r.spent.Error()})
+	return r.spent
+}
+
+// ended returns the budget's refusal once the session's budget is spent.
+func (r *Room) ended() error {
+	r.budgetMu.Lock()
+	defer r.budgetMu.Unlock()
+	return r.spent
 }
 
 // LoadPrompt reads the prompt out of the verified view (never from disk).
@@ -78,6 +119,9 @@ func NewServer(r *Room) *mcp.Server {
 				// write_source would otherwise change the workspace with
 				// no line to say so.
 				if err := r.Transcript.Err(); err != nil {
+					return nil, err
+				}
+				if err := r.spend(spec.Name); err != nil {
 					return nil, err
 				}
 				var res *mcp.CallToolResult
@@ -183,15 +227,20 @@ var (
 )
 
 // gatedTransport is the room's transport: lineTransport with its
-// connection gated.
-type gatedTransport struct{ mcp.Transport }
+// connection gated. ended (may be nil) reports the room's end of the
+// session: once it does, the connection closes after the answer it is
+// writing.
+type gatedTransport struct {
+	mcp.Transport
+	ended func() error
+}
 
 func (t gatedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &gatedConn{Connection: c, slot: make(chan struct{}, 1), closed: make(chan struct{})}, nil
+	return &gatedConn{Connection: c, slot: make(chan struct{}, 1), closed: make(chan struct{}), ended: t.ended}, nil
 }
 
 // gatedConn reads no message while a call of the client is unanswered:
@@ -207,6 +256,7 @@ type gatedConn struct {
 	slot      chan struct{} // holds a token while a call is unanswered
 	closed    chan struct{}
 	closeOnce sync.Once
+	ended     func() error
 }
 
 func (c *gatedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -249,6 +299,12 @@ func (c *gatedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (c *gatedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	err := c.Connection.Write(ctx, msg)
 	if _, ok := msg.(*jsonrpc.Response); ok {
+		if c.ended != nil && c.ended() != nil {
+			// The refusal that spent the budget is written: nothing more
+			// is read, and the session ends.
+			c.Close()
+			return err
+		}
 		select {
 		case <-c.slot:
 		default:

@@ -36,6 +36,17 @@ type Transcript struct {
 	summary summary
 	now     func() time.Time
 	err     error // the first failed write; the room stops serving on it
+	written int64 // bytes written, lines whole
+}
+
+// Bytes returns the bytes written to the transcript so far (0 for none).
+func (t *Transcript) Bytes() int64 {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.written
 }
 
 // summary is the end line's files_read, refused_reads and files_written,
@@ -160,6 +171,11 @@ func startTranscript(f *os.File, h TranscriptHeader, resumed bool) (*Transcript,
 		return nil, fmt.Errorf("locking transcript %s: %w", f.Name(), err)
 	}
 	t := &Transcript{f: f, summary: newSummary(), now: time.Now}
+	// A resumed record's earlier sessions count against the byte budget
+	// (Limits.MaxSessionBytes): the readers take in the whole file.
+	if st, err := f.Stat(); err == nil {
+		t.written = st.Size()
+	}
 	rec := map[string]any{
 		"event":              "start",
 		"type":               TranscriptType,
@@ -198,7 +214,9 @@ func (t *Transcript) line(v map[string]any) error {
 		t.err = fmt.Errorf("transcript line: %w", err)
 		return t.err
 	}
-	if _, err := t.f.Write(append(b, '\n')); err != nil {
+	n, err := t.f.Write(append(b, '\n'))
+	t.written += int64(n)
+	if err != nil {
 		t.err = fmt.Errorf("writing transcript: %w", err)
 		return t.err
 	}

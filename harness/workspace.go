@@ -43,6 +43,11 @@ type Limits struct {
 	MaxWrites     int // write_source calls, accepted or not
 	MaxPathBytes  int
 	MaxDepth      int
+	// MaxSessionCalls and MaxSessionBytes are one session's budget: tool
+	// calls, and bytes of its transcript. Past either the session ends
+	// (ErrSessionBudget). 0 means the default's value.
+	MaxSessionCalls int
+	MaxSessionBytes int
 }
 
 // DefaultLimits are generous for a source tree and small for a disk.
@@ -53,6 +58,26 @@ var DefaultLimits = Limits{
 	MaxWrites:     5000,
 	MaxPathBytes:  255,
 	MaxDepth:      16,
+	// A session of a hundred thousand calls is far beyond any
+	// implementation's; a flood of them must not grow the transcript
+	// without bound.
+	MaxSessionCalls: 100_000,
+	// Half the readers' limit: the end line (at most the strict reader's
+	// limit, as its refused reads are bounded) and the relay's line fit
+	// after the last call, so the record stays readable whole.
+	MaxSessionBytes: MaxTranscriptBytes / 2,
+}
+
+// session returns the session budget, the default's for a zero field.
+func (l Limits) session() (calls, bytes int) {
+	calls, bytes = l.MaxSessionCalls, l.MaxSessionBytes
+	if calls <= 0 {
+		calls = DefaultLimits.MaxSessionCalls
+	}
+	if bytes <= 0 || bytes > DefaultLimits.MaxSessionBytes {
+		bytes = DefaultLimits.MaxSessionBytes
+	}
+	return calls, bytes
 }
 
 // Workspace is the implementer's only writable place: a directory created

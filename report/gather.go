@@ -14,6 +14,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/internal/textsafe"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
 )
@@ -751,16 +752,26 @@ func (r *Report) gatherRoom(path string) {
 		r.note("clean-room transcript %s: %v", path, err)
 		return
 	}
-	get := func(k string) any { v, _ := doc.Get(k); return v }
+	// The transcript records what the model sent, raw: a refused path
+	// (or a model name, a written path) may hold bidirectional controls,
+	// zero-width characters or terminal escapes that would reorder or hide
+	// what the report shows. Every string taken from it is shown escaped.
+	get := func(k string) any {
+		v, _ := doc.Get(k)
+		if s, ok := v.(string); ok {
+			return textsafe.Visible(s)
+		}
+		return v
+	}
 	strs := func(k string) []string {
 		a, _ := get(k).([]any)
 		out := []string{}
 		for _, x := range a {
-			out = append(out, str(x))
+			out = append(out, textsafe.Visible(str(x)))
 		}
 		return out
 	}
-	room := &Room{File: path, BlindPackageID: str(get("blind_package_id")), SealDigest: str(get("seal_digest")),
+	room := &Room{File: textsafe.Visible(path), BlindPackageID: str(get("blind_package_id")), SealDigest: str(get("seal_digest")),
 		ServedFiles: get("served_file_count"), FilesRead: strs("files_read"), RefusedReads: strs("refused_reads"),
 		Model: get("model"), Stop: get("stop"), Turns: get("turns")}
 	if a, ok := get("access").([]any); ok {
@@ -775,7 +786,7 @@ func (r *Report) gatherRoom(path string) {
 		p, _ := o.Get("path")
 		sz, _ := o.Get("size")
 		sum, _ := o.Get("sha256")
-		room.FilesWritten = append(room.FilesWritten, Written{Path: str(p), Size: sz, SHA256: str(sum)})
+		room.FilesWritten = append(room.FilesWritten, Written{Path: textsafe.Visible(str(p)), Size: sz, SHA256: textsafe.Visible(str(sum))})
 	}
 	if room.BlindPackageID != "" && room.BlindPackageID != r.BlindPackageID {
 		r.note("the transcript served %s, but the run pins %s", room.BlindPackageID, r.BlindPackageID)

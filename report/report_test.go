@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -602,5 +603,50 @@ func TestReportUnverifiedRunSaysSo(t *testing.T) {
 	}
 	if !strings.Contains(md, "run verify refuses this run") {
 		t.Errorf("the Markdown does not say the run is refused")
+	}
+}
+
+// The transcript keeps what the model sent raw — a refused path with a
+// right-to-left override, a zero-width space and a terminal escape — and
+// the report shows each of them spelled out, on the page and in the
+// Markdown, never as the character itself.
+func TestReportTranscriptInvisibleEscaped(t *testing.T) {
+	w := revealedWorld(t)
+	rec, err := w.ReadRecord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "gpj.\u202eexe\u200b\x1b[2J.md"
+	p := filepath.Join(t.TempDir(), "room.jsonl")
+	sum := strings.Repeat("ab", 32)
+	q, _ := json.Marshal(path)
+	lines := []string{
+		`{"blind_package_id":"` + rec.BlindPackageID + `","event":"start","instruction_path":"experiment/CLEAN-ROOM-PROMPT-v1.md","instruction_sha256":"` + sum + `","seal_digest":"` + sum + `","served_file_count":30,"time":"2026-01-01T00:00:00Z","type":"TRVM-CLEAN-ROOM-TRANSCRIPT-v1","view_mountinfo":"","workspace":"/ws"}`,
+		`{"event":"call","outcome":"refused","path":` + string(q) + `,"seq":1,"time":"2026-01-01T00:00:02Z","tool":"read_file"}`,
+		`{"calls":1,"event":"end","files_read":[],"files_written":[],"refused_reads":[` + string(q) + `],"time":"2026-01-01T00:00:04Z"}`,
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := os.ReadFile(p); !strings.Contains(string(raw), "\u202e") || !strings.Contains(string(raw), "\u200b") {
+		t.Fatal("the transcript does not hold the characters raw")
+	}
+	r, err := Gather(context.Background(), w, Options{Transcript: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Room == nil || len(r.Room.RefusedReads) != 1 {
+		t.Fatalf("room %+v, notes %q", r.Room, r.Notes)
+	}
+	html, md := render(t, r)
+	for name, page := range map[string]string{"html": html, "markdown": md} {
+		for _, c := range []string{"\u202e", "\u200b", "\x1b"} {
+			if strings.Contains(page, c) {
+				t.Errorf("%s shows %q raw", name, c)
+			}
+		}
+		if !strings.Contains(page, "202E") || !strings.Contains(page, "200B") {
+			t.Errorf("%s does not spell out the hidden characters", name)
+		}
 	}
 }

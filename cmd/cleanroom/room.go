@@ -18,6 +18,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/harness/roomstage"
+	"github.com/cleanroom-dev/cleanroom/internal/textsafe"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
@@ -414,7 +415,10 @@ output is a summary; --json prints the whole document.`,
 				return refusedErr(fmt.Errorf("%s: %w", args[0], err))
 			}
 			return printResult(cmd, doc, func(w io.Writer) {
-				get := func(k string) string { v, _ := doc.Get(k); return plainValue(v) }
+				// Shown escaped: the transcript holds what the model (or the
+				// agent) sent raw, bidirectional controls and terminal
+				// escapes included (--json prints it as recorded).
+				get := func(k string) string { v, _ := doc.Get(k); return textsafe.Visible(plainValue(v)) }
 				count := func(k string) int { v, _ := doc.Get(k); a, _ := v.([]any); return len(a) }
 				fmt.Fprintf(w, "%s\nblind_package_id %s\nseal_digest %s\nserved files %s, read %d, refused reads %d, written %d, calls %d\nmodel %s, turns %s, stop %s, complete %s, retries %d, resumptions %d\n",
 					get("type"), get("blind_package_id"), get("seal_digest"), get("served_file_count"), count("files_read"),
@@ -440,7 +444,7 @@ output is a summary; --json prints the whole document.`,
 						}
 					}
 					fmt.Fprintf(w, "agent %s, version %q, connections %d (refused %d), relay connections %s\n",
-						plainValue(av("command")), plainValue(av("version")), len(conns), refused, plainValue(av("relay_connections")))
+						textsafe.Visible(plainValue(av("command"))), plainValue(av("version")), len(conns), refused, plainValue(av("relay_connections")))
 				}
 			})
 		},

@@ -63,7 +63,7 @@ non-zero or was killed (timeout, memory), or the room refused the package;
 2: unusable arguments; 3: the isolation could not be established here.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ro, err := f.options()
+			ro, err := f.options(cmd.Context())
 			if err != nil {
 				return err
 			}

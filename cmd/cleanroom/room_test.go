@@ -415,3 +415,27 @@ func TestRoomAgentCLI(t *testing.T) {
 		}
 	})
 }
+
+// `room transcript` shows what the transcript holds raw (a hostile value
+// in any of its strings) spelled out in its text output, and as recorded
+// with --json.
+func TestRoomTranscriptShowsInvisibleEscaped(t *testing.T) {
+	sum := strings.Repeat("ab", 32)
+	id := "bpkg-\u202eevil\u200b\x1b]0;title\x07"
+	q, _ := json.Marshal(id)
+	p := filepath.Join(t.TempDir(), "t.jsonl")
+	lines := `{"blind_package_id":` + string(q) + `,"event":"start","instruction_path":"experiment/CLEAN-ROOM-PROMPT-v1.md","instruction_sha256":"` + sum + `","seal_digest":"` + sum + `","served_file_count":3,"time":"2026-01-01T00:00:00Z","type":"TRVM-CLEAN-ROOM-TRANSCRIPT-v1","view_mountinfo":"","workspace":"/ws"}
+{"calls":0,"event":"end","files_read":[],"files_written":[],"refused_reads":[],"time":"2026-01-01T00:00:04Z"}
+`
+	if err := os.WriteFile(p, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "room", "transcript", p)
+	if code != 0 || !strings.Contains(out, `bpkg-\u{202E}evil\u{200B}\u{001B}]0;title\u{0007}`) || strings.ContainsAny(out, "\u202e\u200b\x1b\x07") {
+		t.Errorf("room transcript text: exit %d %q %s", code, out, errs)
+	}
+	code, out, _ = runCLI(t, "room", "transcript", "--json", p)
+	if code != 0 || !strings.Contains(out, "\u202e") {
+		t.Errorf("room transcript --json does not print the value as recorded: %q", out)
+	}
+}
