@@ -17,6 +17,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/hosttree"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
@@ -90,6 +91,15 @@ func (r *CollectReport) OK() bool {
 // and candidate. A run that fails is reported, never skipped; the error
 // return is for what stops the whole collection (into unusable, ctx).
 func Collect(ctx context.Context, runs []Run, from, into string, opt CollectOptions) (*CollectReport, error) {
+	// The results are written where the operator points: never into /etc,
+	// /usr, /proc, / or another system tree (hosttree.ErrSystemTree).
+	abs, err := filepath.Abs(into)
+	if err != nil {
+		return nil, fmt.Errorf("results dir: %w", err)
+	}
+	if err := hosttree.Check(abs); err != nil {
+		return nil, fmt.Errorf("results dir: %w", err)
+	}
 	if err := os.MkdirAll(into, 0o755); err != nil {
 		return nil, fmt.Errorf("results dir: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/internal/hosttree"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared/runworld"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
@@ -506,5 +507,25 @@ func TestBindRefusals(t *testing.T) {
 	}
 	if _, err := Bind(dir, KindBlind, "run-b", hexA, hexB); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("second bind: %v, want fs.ErrExist", err)
+	}
+}
+
+// collect never writes into a system tree of the host: --into /etc, /usr,
+// /proc, /, or a link to one, is refused by its rule before anything is
+// created or read.
+func TestCollectRefusesSystemTrees(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "to-etc")
+	if err := os.Symlink("/etc", link); err != nil {
+		t.Fatal(err)
+	}
+	runs := []Run{{Name: "amber-good", Kind: KindAmber}}
+	for _, into := range []string{"/etc", "/etc/cleanroom-results", "/usr/local/results", "/proc/self/cwd", "/sys", "/dev/shm/r", "/", "/var", link, filepath.Join(link, "results")} {
+		rep, err := Collect(context.Background(), runs, t.TempDir(), into, CollectOptions{})
+		if !errors.Is(err, hosttree.ErrSystemTree) || rep != nil {
+			t.Errorf("Collect into %s: %v, want %v", into, err, hosttree.ErrSystemTree)
+		}
+	}
+	if _, err := os.Lstat("/etc/cleanroom-results"); err == nil {
+		t.Errorf("a refused collect created /etc/cleanroom-results")
 	}
 }

@@ -63,12 +63,17 @@ func ParseEndpoint(s string) (Endpoint, error) {
 	if ap.Port() == 0 {
 		return Endpoint{}, fmt.Errorf("%w: endpoint %q: port 0", ErrConfig, s)
 	}
-	// An unspecified or multicast address would widen a host route into
-	// something that is not one destination.
-	if a := ap.Addr(); a.IsUnspecified() || a.IsMulticast() || a.Zone() != "" {
+	// A zoned address names an interface of this host, not a destination.
+	if ap.Addr().Zone() != "" {
 		return Endpoint{}, fmt.Errorf("%w: endpoint %q: not a single unicast address", ErrConfig, s)
 	}
-	return Endpoint{Addr: ap.Addr().Unmap(), Port: ap.Port()}, nil
+	e := Endpoint{Addr: ap.Addr().Unmap(), Port: ap.Port()}
+	// Unspecified, broadcast, multicast, link-local, loopback, the
+	// sandbox's own pool: each refused by its rule.
+	if err := CheckAllowlist([]Endpoint{e}); err != nil {
+		return Endpoint{}, fmt.Errorf("endpoint %q: %w", s, err)
+	}
+	return e, nil
 }
 
 // Config is the one description of a candidate run. Spec renders it as an

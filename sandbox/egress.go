@@ -60,7 +60,68 @@ func linkNames(id string) (host, cand string) {
 	return "crh" + s, "crc" + s
 }
 
+// The rules of an egress allowlist (CheckAllowlist). Each entry becomes a
+// host route and a filter rule for one remote service; these addresses
+// would make it something else.
+var (
+	// ErrAllowUnspecified: 0.0.0.0 or :: is no destination (to the kernel,
+	// this host).
+	ErrAllowUnspecified = errors.New("allowlist entry is the unspecified address")
+	// ErrAllowBroadcast: 255.255.255.255 reaches every host on a link.
+	ErrAllowBroadcast = errors.New("allowlist entry is the limited broadcast address")
+	// ErrAllowMulticast: a group address reaches every member of a group.
+	ErrAllowMulticast = errors.New("allowlist entry is a multicast address")
+	// ErrAllowLinkLocal: 169.254.0.0/16 (and fe80::/10) is the link's own,
+	// where cloud metadata services (169.254.169.254) hand out credentials.
+	ErrAllowLinkLocal = errors.New("allowlist entry is link-local (cloud metadata lives there)")
+	// ErrAllowLoopback: a loopback address is the host itself.
+	ErrAllowLoopback = errors.New("allowlist entry is a loopback address")
+	// ErrAllowOwnPool: the sandbox numbers its own links from egressPool;
+	// an entry there names another run's candidate or this host's end.
+	ErrAllowOwnPool = errors.New("allowlist entry is in the sandbox's own link pool")
+	// ErrAllowDuplicate: the same address and port twice (a list that says
+	// one thing twice is not what its writer meant).
+	ErrAllowDuplicate = errors.New("allowlist entry appears twice")
+)
+
+// CheckAllowlist refuses an allowlist with an entry that is not one remote
+// unicast service: each refusal wraps ErrConfig and names its rule and the
+// entry.
+func CheckAllowlist(allow []Endpoint) error {
+	seen := map[Endpoint]bool{}
+	for _, e := range allow {
+		a := e.Addr.Unmap()
+		var rule error
+		switch {
+		case a.IsUnspecified():
+			rule = ErrAllowUnspecified
+		case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+			rule = ErrAllowBroadcast
+		case a.IsMulticast():
+			rule = ErrAllowMulticast
+		case a.IsLinkLocalUnicast():
+			rule = ErrAllowLinkLocal
+		case a.IsLoopback():
+			rule = ErrAllowLoopback
+		case egressPool.Contains(a):
+			rule = ErrAllowOwnPool
+		case seen[e]:
+			rule = ErrAllowDuplicate
+		}
+		if rule != nil {
+			return fmt.Errorf("%w: %w: %s", ErrConfig, rule, e)
+		}
+		seen[e] = true
+	}
+	return nil
+}
+
 func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, err error) {
+	// Checked where every caller's list arrives (sandbox exec, amber run,
+	// probe): an address a host route must not be made for.
+	if err := CheckAllowlist(allow); err != nil {
+		return nil, err
+	}
 	for _, e := range allow {
 		if !e.Addr.Is4() {
 			// Host routes, the filter and the check are IPv4-only here;

@@ -354,3 +354,42 @@ func TestAllowlistNamesAPublicTarget(t *testing.T) {
 		}
 	}
 }
+
+// Each address that is not one remote unicast service is refused by its
+// own rule, in a list and as one endpoint (ParseEndpoint, what --net
+// allow: and an AMBER manifest's allowlist go through).
+func TestCheckAllowlist(t *testing.T) {
+	ok := Endpoint{Addr: netip.MustParseAddr("192.0.2.10"), Port: 443}
+	for _, tc := range []struct {
+		entry string
+		rule  error
+	}{
+		{"255.255.255.255:80", ErrAllowBroadcast},
+		{"169.254.169.254:80", ErrAllowLinkLocal},
+		{"169.254.0.1:443", ErrAllowLinkLocal},
+		{"[fe80::1]:443", ErrAllowLinkLocal},
+		{"224.0.0.1:80", ErrAllowMulticast},
+		{"239.1.2.3:80", ErrAllowMulticast},
+		{"[ff02::1]:80", ErrAllowMulticast},
+		{"0.0.0.0:80", ErrAllowUnspecified},
+		{"[::]:80", ErrAllowUnspecified},
+		{"127.0.0.1:80", ErrAllowLoopback},
+		{"10.213.0.1:80", ErrAllowOwnPool},
+		{"10.213.255.254:443", ErrAllowOwnPool},
+	} {
+		ap := netip.MustParseAddrPort(tc.entry)
+		e := Endpoint{Addr: ap.Addr().Unmap(), Port: ap.Port()}
+		if err := CheckAllowlist([]Endpoint{ok, e}); !errors.Is(err, tc.rule) || !errors.Is(err, ErrConfig) {
+			t.Errorf("CheckAllowlist(%s) = %v, want %v", tc.entry, err, tc.rule)
+		}
+		if _, err := ParseEndpoint(tc.entry); !errors.Is(err, tc.rule) {
+			t.Errorf("ParseEndpoint(%s) = %v, want %v", tc.entry, err, tc.rule)
+		}
+	}
+	if err := CheckAllowlist([]Endpoint{ok, {Addr: ok.Addr, Port: 80}, ok}); !errors.Is(err, ErrAllowDuplicate) {
+		t.Errorf("a duplicate entry: %v, want %v", err, ErrAllowDuplicate)
+	}
+	if err := CheckAllowlist([]Endpoint{ok, {Addr: netip.MustParseAddr("10.214.0.3"), Port: 80}}); err != nil {
+		t.Errorf("a unicast list refused: %v", err)
+	}
+}

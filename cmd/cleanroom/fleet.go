@@ -139,7 +139,9 @@ planned case manifest and candidate (provider/model). Every result must hold
 the plan entry fleet bind wrote for this run of this run list (name,
 run_sha256, the list's sha256) bound to the record beside it: results swapped
 between two runs pinned alike are refused. Every run is reported;
-the exit is 1 unless every run verified.`,
+the exit is 1 unless every run verified. INTO is never a system tree of this
+host (/, /etc, /usr, /proc, /sys, /dev, /var/lib, …, or a link to one): it is
+refused before anything is written (exit 2).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			runs, _, err := readRuns(runsPath)

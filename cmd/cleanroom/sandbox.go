@@ -178,6 +178,10 @@ func parseNetMode(s string) ([]sandbox.Endpoint, error) {
 		}
 		out = append(out, e)
 	}
+	// Refused before anything runs, each by its rule.
+	if err := sandbox.CheckAllowlist(out); err != nil {
+		return nil, fmt.Errorf("--net: %w", err)
+	}
 	return out, nil
 }
 

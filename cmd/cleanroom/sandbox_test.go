@@ -72,9 +72,13 @@ func TestSandboxCommands(t *testing.T) {
 		{"exec --workspace not empty", []string{"sandbox", "exec", "--workspace", pkg, "--", "/bin/true"}, 2, "rule not_empty"},
 		{"exec --package /etc", []string{"sandbox", "exec", "--package", "/etc", "--", "/bin/true"}, 2, "rule system_tree"},
 		{"exec --package the state root", []string{"sandbox", "exec", "--package", sandbox.DefaultStateDir, "--", "/bin/true"}, 2, "rule state_root"},
+		{"exec --net metadata address", []string{"sandbox", "exec", "--net", "allow:169.254.169.254:80", "--", "/bin/true"}, 2, sandbox.ErrAllowLinkLocal.Error()},
+		{"exec --net broadcast", []string{"sandbox", "exec", "--net", "allow:255.255.255.255:80", "--", "/bin/true"}, 2, sandbox.ErrAllowBroadcast.Error()},
+		{"exec --net own pool", []string{"sandbox", "exec", "--net", "allow:10.213.0.3:80", "--", "/bin/true"}, 2, sandbox.ErrAllowOwnPool.Error()},
+		{"exec --net duplicate", []string{"sandbox", "exec", "--net", "allow:192.0.2.1:80,192.0.2.1:80", "--", "/bin/true"}, 2, sandbox.ErrAllowDuplicate.Error()},
 		{"exec bad --memory", []string{"sandbox", "exec", "--memory", "lots", "--", "/bin/true"}, 2, "invalid size"},
 		{"probe sealed", []string{"sandbox", "probe", "--sealed", ln.Addr().String()}, 0, ""},
-		{"probe allowlist without control", []string{"sandbox", "probe", "--net", "allow:10.213.255.1:80", "--sealed", ln.Addr().String()}, 2, "needs a positive control"},
+		{"probe allowlist without control", []string{"sandbox", "probe", "--net", "allow:10.215.255.1:80", "--sealed", ln.Addr().String()}, 2, "needs a positive control"},
 		{"probe without --sealed", []string{"sandbox", "probe"}, 2, `required flag(s) "sealed" not set`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
