@@ -96,6 +96,13 @@ const (
 	ErrReceiptMissing RunRule = "no receipt witnesses the status"
 	// ErrReceiptBytes: a receipt the chain needs fails the strict reader.
 	ErrReceiptBytes RunRule = "receipt refused at the byte boundary"
+	// ErrReceiptForm: a receipt's bytes are not the reference's rendering
+	// of its body (JSON.stringify(body, null, 1) + "\n", §5.5 member
+	// order). A receipt is written once, in that form: other bytes with the
+	// same reading (re-indented, members reordered) were written by
+	// something else, and a receipt's sha256 (shown in reports, signed by
+	// its detached signature) must name one byte string per body.
+	ErrReceiptForm RunRule = "receipt is not in the reference byte form"
 	// ErrChain: the receipt chain is broken (wrong names, illegal step,
 	// cycle, no PINNED within 64 steps, subjects changed, release moved).
 	ErrChain RunRule = "receipt chain broken"

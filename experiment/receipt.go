@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -221,6 +222,11 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 		rc, rps := parseReceipt(b, w.stateRel(rel(name)))
 		if len(rps) > 0 {
 			return nil, &RunProblem{Rule: rps[0].Rule, File: w.stateRel(rel(name)), Err: &VerifyError{What: "reading the receipt", Problems: rps}}
+		}
+		// Bound to the reference's byte form (a re-indented receipt reads
+		// the same but is not what any transition wrote).
+		if form, err := rc.Bytes(); err != nil || !bytes.Equal(form, b) {
+			return nil, problem(ErrReceiptForm, w.stateRel(rel(name)), "not JSON.stringify(body, null, 1) + \"\\n\" in §5.5 member order (first difference at byte %d)", firstDiff(form, b))
 		}
 		return &ChainLink{File: rel(name), Receipt: rc, SHA256: pkgwalk.SHA256Hex(b), ModTime: mod}, nil
 	}

@@ -1,7 +1,9 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -221,6 +223,28 @@ func TestLifecycleAttacks(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, []byte(strings.Replace(string(b), `"status": "CANDIDATE_FROZEN",`, `"status": "REVEALED", "status": "CANDIDATE_FROZEN",`, 1)), 0o644)
 		}, revealErr, evidence.ClassDuplicateName},
+		{"receipt re-indented (same reading, other bytes)", func(t *testing.T, w *World) {
+			frozen(t, w)
+			r, _ := w.ReadRecord()
+			p := filepath.Join(w.ReceiptsDir(), ReceiptFile(r.RunID, r.Status))
+			b, _ := os.ReadFile(p)
+			var buf bytes.Buffer
+			if err := json.Indent(&buf, bytes.TrimSpace(b), "", "    "); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(p, append(buf.Bytes(), '\n'), 0o644)
+		}, verifyErr, ErrReceiptForm},
+		{"predecessor receipt without its final line feed", func(t *testing.T, w *World) {
+			frozen(t, w)
+			rc, _ := os.ReadDir(w.ReceiptsDir())
+			for _, e := range rc {
+				if strings.HasSuffix(e.Name(), ".PINNED.json") {
+					p := filepath.Join(w.ReceiptsDir(), e.Name())
+					b, _ := os.ReadFile(p)
+					os.WriteFile(p, bytes.TrimSuffix(b, []byte("\n")), 0o644)
+				}
+			}
+		}, revealErr, ErrReceiptForm},
 		{"AA2 unknown member in a predecessor receipt", func(t *testing.T, w *World) {
 			frozen(t, w)
 			r, _ := w.ReadRecord()
