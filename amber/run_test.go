@@ -289,7 +289,7 @@ func TestRunEvaluatorInputFIFO(t *testing.T) {
 	needSandbox(t)
 	f := newRunFixture(t)
 	sealed := sealedStore(t)
-	iso := &SandboxIsolation{StateDir: filepath.Join(t.TempDir(), "state")}
+	iso := &SandboxIsolation{StateDir: sandboxStateDir(t)}
 	for _, tc := range []struct{ name, script string }{
 		{"fifo", "mkfifo /workspace/answer.txt"},
 		{"link to a device", "ln -s /dev/zero /workspace/answer.txt"},

@@ -100,7 +100,7 @@ func TestSignalSandboxExec(t *testing.T) {
 	bin, _ := cliBinary(t)
 	for _, sig := range stopSignals {
 		t.Run(sig.String(), func(t *testing.T) {
-			state, tmp := filepath.Join(t.TempDir(), "state"), t.TempDir()
+			state, tmp := filepath.Join(searchableTempDir(t), "state"), t.TempDir()
 			cmd := exec.Command(bin, "sandbox", "exec", "--state-root", state, "--", "/bin/sh", "-c", "echo ready; exec sleep 1000")
 			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 			out, err := cmd.StdoutPipe()
@@ -195,7 +195,7 @@ func TestSignalAmberRun(t *testing.T) {
 	}
 	for _, sig := range stopSignals {
 		t.Run(sig.String(), func(t *testing.T) {
-			state, tmp, run := filepath.Join(t.TempDir(), "state"), t.TempDir(), filepath.Join(t.TempDir(), "run")
+			state, tmp, run := filepath.Join(searchableTempDir(t), "state"), t.TempDir(), filepath.Join(searchableTempDir(t), "run")
 			cmd := exec.Command(bin, "amber", "run", p("case"), "--candidate", "x/y", "--pub", p("k.pub"), "--key", p("k"), "--index", p("ix"),
 				"--sealed", "192.0.2.1:443", "--state-dir", state, "--out", run, "--", "/bin/sh", "-c", "echo ready; exec sleep 1000")
 			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
