@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/internal/hosttree"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,20 +45,11 @@ func (e *PathRefusal) Is(target error) bool { return target == ErrHostPath || ta
 // Unwrap returns the underlying error.
 func (e *PathRefusal) Unwrap() error { return e.Err }
 
-// systemTrees are refused as a workspace or package, with everything in
-// them and every ancestor of them (so / and /var too): binding one
-// read-write would hand host configuration, kernel interfaces, devices or
-// other programs' state to the candidate, and binding one read-only still
-// shows it host secrets.
-var systemTrees = []string{
-	"/etc", "/proc", "/sys", "/dev", "/usr", "/boot", "/bin", "/sbin",
-	"/lib", "/lib32", "/lib64", "/libx32", "/run", "/var/lib", "/var/log",
-	"/var/cache", "/var/spool", "/var/mail", "/var/backups", "/var/run", "/snap",
-}
-
-// systemDirs are refused themselves (what lies beneath them is the
-// users'): each holds other users' or programs' files.
-var systemDirs = []string{"/home", "/root", "/tmp", "/var/tmp", "/opt", "/srv", "/mnt", "/media"}
+// The system trees (internal/hosttree, shared with every command that
+// writes where an operator points) are refused as a workspace or package:
+// binding one read-write would hand host configuration, kernel interfaces,
+// devices or other programs' state to the candidate, and binding one
+// read-only still shows it host secrets.
 
 // within reports whether p is dir or lies beneath it.
 func within(p, dir string) bool {
@@ -93,15 +85,8 @@ func CheckHostDir(role, dir, stateDir string) (string, error) {
 				return refuse(dir, RuleStateRoot, fmt.Sprintf("the sandbox state root is %s", r))
 			}
 		}
-		for _, t := range systemTrees {
-			if within(p, t) || within(t, p) {
-				return refuse(dir, RuleSystemTree, fmt.Sprintf("%s is %s, inside it or one of its parents", p, t))
-			}
-		}
-		for _, t := range systemDirs {
-			if p == t {
-				return refuse(dir, RuleSystemTree, fmt.Sprintf("%s holds other users' or programs' files", p))
-			}
+		if why, ok := hosttree.System(p); ok {
+			return refuse(dir, RuleSystemTree, why)
 		}
 		for _, r := range roots {
 			if within(r, p) {

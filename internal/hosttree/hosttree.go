@@ -51,17 +51,26 @@ func Check(p string) error {
 }
 
 func judge(named, p string) error {
+	if why, ok := System(p); ok {
+		return fmt.Errorf("%s: %w (%s)", named, ErrSystemTree, why)
+	}
+	return nil
+}
+
+// System reports whether the absolute, clean path p (taken as written: no
+// link resolved) is a system tree, inside one or a parent of one, and why.
+func System(p string) (why string, ok bool) {
 	for _, t := range trees {
 		if within(p, t) || within(t, p) {
-			return fmt.Errorf("%s: %w (%s is %s, inside it or one of its parents)", named, ErrSystemTree, p, t)
+			return fmt.Sprintf("%s is %s, inside it or one of its parents", p, t), true
 		}
 	}
 	for _, d := range dirs {
 		if p == d {
-			return fmt.Errorf("%s: %w (%s holds other users' or programs' files)", named, ErrSystemTree, p)
+			return fmt.Sprintf("%s holds other users' or programs' files", p), true
 		}
 	}
-	return nil
+	return "", false
 }
 
 // realPath resolves the links of p's longest existing prefix and appends
