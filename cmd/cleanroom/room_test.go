@@ -23,6 +23,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // roomBinary is the cleanroom binary the CLI tests share: the room re-executes itself, so
@@ -437,5 +438,121 @@ func TestRoomTranscriptShowsInvisibleEscaped(t *testing.T) {
 	code, out, _ = runCLI(t, "room", "transcript", "--json", p)
 	if code != 0 || !strings.Contains(out, "\u202e") {
 		t.Errorf("room transcript --json does not print the value as recorded: %q", out)
+	}
+}
+
+// TestRoomServeWorldRootLabel: a world made by `world init --root-label
+// spec/checksum` keeps its package in spec/checksum, named by the
+// cleanroom-package at its root. `room serve --world` serves that
+// directory under the run's own pin (list_files and read_file answer with
+// its files, from the official Go SDK client); the same record edited to
+// name the package the same bytes have under the default label (a pin
+// measured from another directory) does not verify, and the room refuses
+// it, exit 1, naming the rule, before anything is served.
+func TestRoomServeWorldRootLabel(t *testing.T) {
+	needRoom(t)
+	bin := roomBinary(t)
+	world := filepath.Join(t.TempDir(), "world")
+	if code, out, errs := runCLI(t, "world", "init", world, "--root-label", "spec/checksum"); code != 0 {
+		t.Fatalf("world init --root-label spec/checksum: %d %s%s", code, out, errs)
+	}
+	pkg, hold := filepath.Join(world, "spec", "checksum"), filepath.Join(world, "governance", "holdout")
+	for _, step := range [][]string{
+		{"release", "issue", pkg, "--spec-revision", "1", "--experiment-revision", "1", "--corpus-revision", "1", "--holdout", hold},
+		{"run", "pin", "--world", world},
+	} {
+		if code, out, errs := runCLI(t, step...); code != 0 {
+			t.Fatalf("%v: %d %s%s", step, code, out, errs)
+		}
+	}
+	spec, err := os.ReadFile(filepath.Join(pkg, "SPEC.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same bytes measured under the default label: another bpkg.
+	code, defaultID, errs := runCLI(t, "package", "id", pkg, "--holdout", hold, "--root-label", "docs/spec/proof-wire")
+	defaultID = strings.TrimSpace(defaultID)
+	if code != 0 || !regexp.MustCompile(`^bpkg-[0-9a-f]{64}$`).MatchString(defaultID) {
+		t.Fatalf("package id --root-label docs/spec/proof-wire: %d %q %s", code, defaultID, errs)
+	}
+	record := filepath.Join(world, "governance", "blind-run.json")
+	for _, c := range []struct {
+		name string
+		edit func(t *testing.T)
+		code int
+	}{
+		{"pinned under its label", func(*testing.T) {}, 0},
+		{"record naming the default label's package", func(t *testing.T) {
+			b, err := os.ReadFile(record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			re := regexp.MustCompile(`bpkg-[0-9a-f]{64}`)
+			pinned := re.Find(b)
+			if pinned == nil || string(pinned) == defaultID {
+				t.Fatalf("pinned %q, the default label's package %s: want a pin of its own", pinned, defaultID)
+			}
+			if err := os.WriteFile(record, re.ReplaceAll(b, []byte(defaultID)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.edit(t)
+			ws := filepath.Join(t.TempDir(), "ws")
+			cmd := exec.Command(bin, "room", "serve", "--world", world, "--workspace", ws)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			// A session that hangs fails the test instead of waiting.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "root-label-test", Version: "v0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if c.code != 0 {
+				if err == nil {
+					cs.Close()
+					t.Fatalf("a room on an unverified run answered initialize; stderr %s", &stderr)
+				}
+				cmd.Wait() // the transport started it; reap it if it has not been
+				if code := cmd.ProcessState.ExitCode(); code != c.code {
+					t.Errorf("exit %d, want %d; stderr %s", code, c.code, &stderr)
+				}
+				// The package rule, at the labelled directory, against the pin the record names.
+				for _, rule := range []string{errRoomUnverified.Error(), "spec/checksum: " + string(experiment.ErrBlindPackage) + ": pinned " + defaultID} {
+					if !strings.Contains(stderr.String(), rule) {
+						t.Errorf("stderr does not name %q: %s", rule, &stderr)
+					}
+				}
+				if _, err := os.Stat(ws); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("a refused room created its workspace")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("connect: %v; stderr %s", err, &stderr)
+			}
+			text := func(name string, args map[string]any) string {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+				if err != nil || res.IsError || len(res.Content) == 0 {
+					t.Fatalf("%s: %+v %v", name, res, err)
+				}
+				tc, ok := res.Content[0].(*mcp.TextContent)
+				if !ok {
+					t.Fatalf("%s answered %T", name, res.Content[0])
+				}
+				return tc.Text
+			}
+			files := text("list_files", map[string]any{})
+			for _, f := range []string{"SPEC.md", "experiment/CONTRACT.md", "vectors/public/messages/hello.txt"} {
+				if !strings.Contains(files, f) {
+					t.Errorf("list_files does not show %s: %s", f, files)
+				}
+			}
+			if got := text("read_file", map[string]any{"path": "SPEC.md"}); got != string(spec) {
+				t.Errorf("read_file SPEC.md served %.200q, want the bytes of spec/checksum/SPEC.md", got)
+			}
+			if err := cs.Close(); err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("close: %v; stderr %s", err, &stderr)
+			}
+		})
 	}
 }
