@@ -24,12 +24,14 @@ import (
 // not exist, and an import along no rule all fail TestDependencies.
 const dependencyRules = `
 # Leaves: the standard library and third-party modules only.
-NONE < ., evidence, internal/durable, internal/testshared, pkgwalk/internal/sha2x,
+NONE < ., internal/durable, internal/fsx, internal/ident, internal/testshared, pkgwalk/internal/sha2x,
 	sandbox/seal, sandbox/cgprime, sandbox/sandboxinit, bench/mcpclient, docs;
 
-evidence, internal/durable, pkgwalk/internal/sha2x < pkgwalk;
+internal/fsx < evidence;
+
+evidence, internal/durable, internal/ident, pkgwalk/internal/sha2x < pkgwalk;
 evidence, internal/durable < sign;
-internal/durable, sandbox/cgprime, sandbox/sandboxinit, sandbox/seal < sandbox;
+internal/durable, internal/fsx, sandbox/cgprime, sandbox/sandboxinit, sandbox/seal < sandbox;
 
 # Blind runs.
 pkgwalk, sign < experiment;
@@ -61,8 +63,12 @@ var (
 	// sandbox/seal is linked by the room's own binary, which is built
 	// without cgo and the container runtime: the standard library and
 	// x/sys only.
+	// internal/fsx and internal/ident are used by every layer, so they may
+	// not pull anything in.
 	sealOnly = map[string][]string{
 		"sandbox/seal": {"golang.org/x/sys/"},
+		"internal/fsx": {"golang.org/x/sys/"},
+		"internal/ident": {},
 	}
 	// The room's binary starts several times per session and links no
 	// container runtime and no Kubernetes types.
