@@ -28,6 +28,8 @@ NONE < ., internal/durable, internal/fsx, internal/ident, internal/testshared, p
 	sandbox/seal, sandbox/cgprime, sandbox/sandboxinit, bench/mcpclient, docs;
 
 internal/fsx < evidence;
+# Schema validation: not linked by the room (evidence/schema's own test).
+evidence < evidence/schema;
 
 evidence, internal/durable, internal/ident, pkgwalk/internal/sha2x < pkgwalk;
 evidence, internal/durable < sign;
@@ -35,14 +37,17 @@ internal/durable, internal/fsx, sandbox/cgprime, sandbox/sandboxinit, sandbox/se
 
 # Blind runs.
 pkgwalk, sign < experiment;
-experiment < holdout, worldinit;
+evidence/schema, experiment < holdout;
+experiment < worldinit;
 holdout, sandbox < adapter;
 
 # The clean room: no container runtime, no holdout.
 pkgwalk, sandbox/seal < harness < harness/roomstage < cmd/cleanroom-room;
+# Any agent in the sandbox against the clean room.
+harness, sandbox < agentroom;
 
 # AMBER and fleets.
-pkgwalk, sandbox, sign < amber;
+evidence/schema, pkgwalk, sandbox, sign < amber;
 amber, experiment < fleet;
 
 # Rendering.
@@ -50,7 +55,7 @@ adapter, harness, holdout < report;
 
 # The command line.
 sandbox/cgprime < cmd/cleanroom/internal/earlyprime;
-., adapter, amber, fleet, harness/roomstage, report, worldinit,
+., adapter, agentroom, amber, fleet, harness/roomstage, report, worldinit,
 	cmd/cleanroom/internal/earlyprime < cmd/cleanroom;
 
 # Tests' and benchmarks' helpers.
