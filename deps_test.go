@@ -71,8 +71,8 @@ var (
 	// internal/fsx and internal/ident are used by every layer, so they may
 	// not pull anything in.
 	sealOnly = map[string][]string{
-		"sandbox/seal": {"golang.org/x/sys/"},
-		"internal/fsx": {"golang.org/x/sys/"},
+		"sandbox/seal":   {"golang.org/x/sys/"},
+		"internal/fsx":   {"golang.org/x/sys/"},
 		"internal/ident": {},
 	}
 	// The room's binary starts several times per session and links no

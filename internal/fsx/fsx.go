@@ -8,37 +8,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// alwaysFlags are added to every open (see withAlways).
-const alwaysFlags = 0 |
-	// O_CLOEXEC: a descriptor never leaks into a child process (the
-	// candidate's container, an adapter, git).
-	unix.O_CLOEXEC |
-	// O_NOFOLLOW: a symbolic link as the last component is refused
-	// (ELOOP), not followed; RESOLVE_NO_SYMLINKS below covers the
-	// components before it.
-	unix.O_NOFOLLOW |
-	// O_NOCTTY (added unless O_PATH, which openat2 allows only with
-	// O_CLOEXEC, O_DIRECTORY and O_NOFOLLOW): a terminal device planted at
-	// the name cannot become the process's controlling terminal by being
-	// opened.
-	0
+// alwaysFlags are added to every open (see withAlways):
+//   - O_CLOEXEC: a descriptor never leaks into a child process (the
+//     candidate's container, an adapter, git).
+//   - O_NOFOLLOW: a symbolic link as the last component is refused
+//     (ELOOP), not followed; RESOLVE_NO_SYMLINKS covers the components
+//     before it. (With O_PATH it opens the link itself, for an fstat.)
+//   - O_NOCTTY, unless the open is O_PATH (which openat2 allows only with
+//     O_CLOEXEC, O_DIRECTORY and O_NOFOLLOW): a terminal device planted at
+//     the name cannot become the controlling terminal by being opened.
+const alwaysFlags = unix.O_CLOEXEC | unix.O_NOFOLLOW
 
-// resolveBeneath is the resolve set every caller needs.
-const resolveBeneath = 0 |
-	// RESOLVE_BENEATH: the lookup never leaves the directory: an absolute
-	// name or a ".." that would climb out of it is refused (EXDEV).
-	unix.RESOLVE_BENEATH |
-	// RESOLVE_NO_SYMLINKS: no symbolic link is followed in any component,
-	// so a link planted in the tree cannot stand in for a file or a
-	// directory.
-	unix.RESOLVE_NO_SYMLINKS |
-	// RESOLVE_NO_MAGICLINKS: no /proc magic link (/proc/self/fd/N,
-	// /proc/PID/root) is followed; they jump to any file a process holds.
-	unix.RESOLVE_NO_MAGICLINKS |
-	// RESOLVE_NO_XDEV: a mount stacked on an entry (a bind mount of a
-	// host file or directory over a name in the tree) is refused, not
-	// entered. [AcrossMounts] drops it.
-	unix.RESOLVE_NO_XDEV
+// resolveBeneath is the resolve set every caller needs:
+//   - RESOLVE_BENEATH: the lookup never leaves the directory: an absolute
+//     name or a ".." that would climb out of it is refused (EXDEV).
+//   - RESOLVE_NO_SYMLINKS: no symbolic link is followed in any component,
+//     so a link planted in the tree cannot stand in for a file or a
+//     directory.
+//   - RESOLVE_NO_MAGICLINKS: no /proc magic link (/proc/self/fd/N,
+//     /proc/PID/root) is followed; they jump to any file a process holds.
+//   - RESOLVE_NO_XDEV: a mount stacked on an entry (a bind mount of a host
+//     file or directory over a name in the tree) is refused, not entered.
+//     [AcrossMounts] drops it.
+const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
 
 // Option changes what Open resolves.
 type Option int
