@@ -11,13 +11,15 @@ import (
 // alwaysFlags are added to every open (see withAlways):
 //   - O_CLOEXEC: a descriptor never leaks into a child process (the
 //     candidate's container, an adapter, git).
-//   - O_NOFOLLOW: a symbolic link as the last component is refused
-//     (ELOOP), not followed; RESOLVE_NO_SYMLINKS covers the components
-//     before it. (With O_PATH it opens the link itself, for an fstat.)
+//   - O_NOFOLLOW, unless the open is O_PATH: a symbolic link as the last
+//     component is refused (ELOOP), not followed; RESOLVE_NO_SYMLINKS
+//     covers the components before it. With O_PATH, O_NOFOLLOW would open
+//     the link itself, so an O_PATH caller that wants that passes it; left
+//     out, RESOLVE_NO_SYMLINKS refuses the link with ELOOP.
 //   - O_NOCTTY, unless the open is O_PATH (which openat2 allows only with
 //     O_CLOEXEC, O_DIRECTORY and O_NOFOLLOW): a terminal device planted at
 //     the name cannot become the controlling terminal by being opened.
-const alwaysFlags = unix.O_CLOEXEC | unix.O_NOFOLLOW
+const alwaysFlags = unix.O_CLOEXEC
 
 // resolveBeneath is the resolve set every caller needs:
 //   - RESOLVE_BENEATH: the lookup never leaves the directory: an absolute
@@ -44,7 +46,8 @@ const (
 
 // Open opens name beneath the directory dirfd with openat2(2): flags (the
 // access mode and what the caller needs, e.g. O_DIRECTORY, O_NONBLOCK,
-// O_CREAT|O_EXCL) plus O_CLOEXEC|O_NOFOLLOW|O_NOCTTY, resolved with
+// O_CREAT|O_EXCL) plus O_CLOEXEC|O_NOFOLLOW|O_NOCTTY (O_CLOEXEC only
+// with O_PATH), resolved with
 // RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV
 // unless an option says otherwise. mode is the permission of a file O_CREAT
 // makes. It returns the raw errno (compare with errors.Is).
@@ -91,11 +94,12 @@ func OpenPath(path string, flags int) (int, error) {
 	})
 }
 
-// withAlways adds alwaysFlags, and O_NOCTTY unless flags has O_PATH.
+// withAlways adds alwaysFlags, and O_NOFOLLOW|O_NOCTTY unless flags has
+// O_PATH.
 func withAlways(flags int) uint64 {
 	flags |= alwaysFlags
 	if flags&unix.O_PATH == 0 {
-		flags |= unix.O_NOCTTY
+		flags |= unix.O_NOFOLLOW | unix.O_NOCTTY
 	}
 	return uint64(flags)
 }

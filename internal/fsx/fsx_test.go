@@ -55,7 +55,8 @@ func TestOpen(t *testing.T) {
 		{"sub/../file", unix.O_RDONLY, nil}, // ".." that stays beneath is fine
 		{"sub", unix.O_RDONLY | unix.O_DIRECTORY, nil},
 		{"sub", unix.O_PATH | unix.O_DIRECTORY, nil}, // O_PATH takes no O_NOCTTY
-		{"link", unix.O_PATH, nil},                   // the link itself (O_PATH|O_NOFOLLOW); the caller's fstat sees a symlink
+		{"link", unix.O_PATH, unix.ELOOP},            // O_PATH: RESOLVE_NO_SYMLINKS refuses the link
+		{"link", unix.O_PATH | unix.O_NOFOLLOW, nil}, // unless the caller asks for the link itself
 		{"dirlink/inner", unix.O_PATH, unix.ELOOP},
 		{"fifo", unix.O_RDONLY | unix.O_NONBLOCK, nil}, // opened; the caller's fstat refuses it
 		{"link", unix.O_RDONLY, unix.ELOOP},            // the last component a symlink
