@@ -24,7 +24,7 @@ import (
 // not exist, and an import along no rule all fail TestDependencies.
 const dependencyRules = `
 # Leaves: the standard library and third-party modules only.
-NONE < ., internal/durable, internal/fsx, internal/ident, internal/testshared, pkgwalk/internal/sha2x,
+NONE < ., internal/durable, internal/fsx, internal/hosttree, internal/ident, internal/textsafe, internal/testshared, pkgwalk/internal/sha2x,
 	sandbox/seal, sandbox/cgprime, sandbox/sandboxinit, bench/mcpclient, docs;
 
 internal/fsx < evidence;
@@ -33,7 +33,7 @@ evidence < evidence/schema;
 
 evidence, internal/durable, internal/ident, pkgwalk/internal/sha2x < pkgwalk;
 evidence, internal/durable < sign;
-internal/durable, internal/fsx, sandbox/cgprime, sandbox/sandboxinit, sandbox/seal < sandbox;
+internal/durable, internal/fsx, internal/hosttree, sandbox/cgprime, sandbox/sandboxinit, sandbox/seal < sandbox;
 
 # Blind runs.
 pkgwalk, sign < experiment;
@@ -51,7 +51,7 @@ evidence/schema, pkgwalk, sandbox, sign < amber;
 amber, experiment < fleet;
 
 # Rendering.
-adapter, harness, holdout < report;
+adapter, harness, holdout, internal/textsafe < report;
 
 # The command line.
 sandbox/cgprime < cmd/cleanroom/internal/earlyprime;
