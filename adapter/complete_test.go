@@ -197,7 +197,9 @@ func TestEvidenceTamperRefused(t *testing.T) {
 	}{
 		{"observation edited", func(t *testing.T, w *experiment.World, l LoggedSubject) {
 			p := filepath.Join(w.StateDir(), filepath.FromSlash(l.Observation.File))
-			os.Chmod(p, 0o644)
+			if err := os.Chmod(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(p, []byte(`{"edited":true}`), 0o644); err != nil {
 				t.Fatal(err)
 			}

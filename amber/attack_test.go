@@ -25,9 +25,15 @@ func TestIndexHugeCheckpointSize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(dir, IndexPubFile), []byte(vkey+"\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, IndexCheckpointFile), signed, 0o644)
-		os.WriteFile(filepath.Join(dir, IndexEntriesFile), nil, 0o644)
+		if err := os.WriteFile(filepath.Join(dir, IndexPubFile), []byte(vkey+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, IndexCheckpointFile), signed, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, IndexEntriesFile), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		_, err = LoadIndex(dir, "")
 		if got := CheckOf(err); got != CheckEntryCount {
 			t.Errorf("size %d: failed check %q (%v), want %q", size, got, err, CheckEntryCount)
@@ -94,7 +100,9 @@ func TestIndexConsistencyAndInclusionEdges(t *testing.T) {
 	if err := os.CopyFS(fork, os.DirFS(dir)); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(fork, IndexEntriesFile), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(fork, IndexEntriesFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fx, err := LoadIndexUnchecked(fork)
 	if err != nil {
 		t.Fatal(err)

@@ -37,9 +37,10 @@ const (
 
 // Rules a build refuses.
 var (
-	ErrShallowSource   = errors.New("source repository is shallow")
-	ErrPartialSource   = errors.New("source repository is a partial clone")
-	ErrSubmodule       = errors.New("submodule (gitlink) reachable from the cutoff: vendor it or the case is ineligible")
+	ErrShallowSource = errors.New("source repository is shallow")
+	ErrPartialSource = errors.New("source repository is a partial clone")
+	ErrSubmodule     = errors.New("submodule (gitlink) reachable from the cutoff: vendor it or the case is ineligible")
+	//lint:ignore ST1005 "Git LFS" is a proper noun, written as its project writes it.
 	ErrLFS             = errors.New("Git LFS content reachable from the cutoff: vendor it or the case is ineligible")
 	ErrPinBytes        = errors.New("pinned file is not UTF-8 with LF line endings and no BOM")
 	ErrCutoffRef       = errors.New("temporary ref " + BundleRef + " already exists in the source")

@@ -25,7 +25,9 @@ func TestVerifyBundleRefusesUnreachableObjects(t *testing.T) {
 	i := bytes.Index(b, []byte("\n\nPACK"))
 	hostile := append([]byte("# v3 git bundle\n@object-format=sha1\n"+repo.Cutoff+" "+BundleRef+"\n"), b[i+1:]...)
 	p := filepath.Join(dir, "base.bundle")
-	os.WriteFile(p, hostile, 0o644)
+	if err := os.WriteFile(p, hostile, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	m := &Manifest{CutoffCommit: repo.Cutoff,
 		Construction: Construction{BundleFormatVersion: "3", HashAlgorithm: "sha1", BundleSize: int64(len(hostile))},
 		Artifacts:    Artifacts{BaseBundleSHA256: sha256sumTool(t, p)}}

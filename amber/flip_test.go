@@ -37,23 +37,31 @@ func TestSignedDocumentsEveryByte(t *testing.T) {
 			for i := range orig {
 				b := append([]byte(nil), orig...)
 				b[i] ^= 0x01
-				os.WriteFile(d.path, b, 0o644)
+				if err := os.WriteFile(d.path, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
 				if err := d.verify(); CheckOf(err) != d.check {
 					t.Fatalf("bit flipped at byte %d: check %q (%v), want %q", i, CheckOf(err), err, d.check)
 				}
 			}
-			os.WriteFile(d.path, append(append([]byte(nil), orig...), '\n'), 0o644)
+			if err := os.WriteFile(d.path, append(append([]byte(nil), orig...), '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			if err := d.verify(); CheckOf(err) != d.check {
 				t.Fatalf("a byte appended: check %q (%v)", CheckOf(err), err)
 			}
-			os.WriteFile(d.path, orig, 0o644)
+			if err := os.WriteFile(d.path, orig, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			// The same key's signature over the same bytes in every other
 			// namespace.
 			sigOrig, _ := os.ReadFile(d.path + ".sig")
 			defer os.WriteFile(d.path+".sig", sigOrig, 0o644)
 			for _, ns := range []string{sign.NamespaceCaseManifest, sign.NamespaceSummary, sign.NamespaceRunRecord, sign.NamespaceReceipt} {
 				sig, _ := f.s.Sign(ns, orig)
-				os.WriteFile(d.path+".sig", sig, 0o644)
+				if err := os.WriteFile(d.path+".sig", sig, 0o644); err != nil {
+					t.Fatal(err)
+				}
 				err := d.verify()
 				if string(sig) == string(sigOrig) {
 					if err != nil {
@@ -73,12 +81,16 @@ func TestSignedDocumentsEveryByte(t *testing.T) {
 			for i := range orig {
 				b := append([]byte(nil), orig...)
 				b[i] ^= 0x01
-				os.WriteFile(p, b, 0o644)
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
 				if _, err := LoadIndex(f.ixDir, string(vkey)); err == nil {
 					t.Fatalf("%s: bit flipped at byte %d verifies", name, i)
 				}
 			}
-			os.WriteFile(p, orig, 0o644)
+			if err := os.WriteFile(p, orig, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := LoadIndex(f.ixDir, string(vkey)); err != nil {
 			t.Fatal(err)

@@ -168,25 +168,33 @@ func TestIndexTampering(t *testing.T) {
 			p := filepath.Join(dir, IndexEntriesFile)
 			b, _ := os.ReadFile(p)
 			b = bytes.Replace(b, []byte(testEntry(3).OraclePackSHA256), []byte(testEntry(4).OraclePackSHA256), 1)
-			os.WriteFile(p, b, 0o644)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, CheckRootHash, false},
 		{"entries reordered", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, IndexEntriesFile)
 			b, _ := os.ReadFile(p)
 			ls := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
 			ls[1], ls[2] = ls[2], ls[1]
-			os.WriteFile(p, append(bytes.Join(ls, []byte("\n")), '\n'), 0o644)
+			if err := os.WriteFile(p, append(bytes.Join(ls, []byte("\n")), '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, CheckRootHash, false},
 		{"entry removed", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, IndexEntriesFile)
 			b, _ := os.ReadFile(p)
 			ls := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
-			os.WriteFile(p, append(bytes.Join(ls[:6], []byte("\n")), '\n'), 0o644)
+			if err := os.WriteFile(p, append(bytes.Join(ls[:6], []byte("\n")), '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, CheckEntryCount, false},
 		{"non-canonical spelling", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, IndexEntriesFile)
 			b, _ := os.ReadFile(p)
-			os.WriteFile(p, bytes.Replace(b, []byte(`{"base`), []byte(`{ "base`), 1), 0o644)
+			if err := os.WriteFile(p, bytes.Replace(b, []byte(`{"base`), []byte(`{ "base`), 1), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, CheckEntryForm, false},
 		{"checkpoint signed by another key", func(t *testing.T, dir string) {
 			skey, _, _ := note.GenerateKey(nil, "cases.example.org/index")
@@ -194,14 +202,18 @@ func TestIndexTampering(t *testing.T) {
 			ix, _ := LoadIndex(dir, "")
 			root, _ := ix.Root()
 			signed, _ := note.Sign(&note.Note{Text: FormatCheckpoint("cases.example.org/index", 7, root)}, s)
-			os.WriteFile(filepath.Join(dir, IndexCheckpointFile), signed, 0o644)
+			if err := os.WriteFile(filepath.Join(dir, IndexCheckpointFile), signed, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, CheckCheckpointSignature, false},
 		{"history rewritten and re-signed", func(t *testing.T, dir string) {
 			// The key holder rebuilds the log with entry 3 changed: the new
 			// checkpoint verifies alone but not as an extension of the
 			// trusted one.
 			p := filepath.Join(dir, IndexEntriesFile)
-			os.WriteFile(p, nil, 0o644)
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			ix, err := LoadIndexUnchecked(dir)
 			if err != nil {
 				t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -221,7 +222,7 @@ type shape interface {
 // regexp engine (the index checks four per entry).
 type sha256Hex struct{}
 
-func (sha256Hex) MatchString(s string) bool { return isSHA256Hex(s) }
+func (sha256Hex) MatchString(s string) bool { return ident.IsDigest(s) }
 func (sha256Hex) String() string            { return `^[0-9a-f]{64}$` }
 
 // reSHA256 is the sha256 shape, spelled like the regexp shapes.
@@ -462,17 +463,4 @@ func decodeChecked(v any, out any) error {
 		return fmt.Errorf("%w: %w", ErrYAMLUnknownField, err)
 	}
 	return nil
-}
-
-// isSHA256Hex reports whether s is 64 lowercase hex digits.
-func isSHA256Hex(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -70,7 +70,9 @@ func TestPackLongNameRoundTrip(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(long)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, long), []byte("x"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, long), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var b bytes.Buffer
 	if err := WritePack(dir, &b); err != nil {
 		t.Fatal(err)

@@ -22,8 +22,12 @@ func TestPackDeterministic(t *testing.T) {
 	}
 	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 	os.Chtimes(filepath.Join(b, "rubric.md"), old, old)
-	os.Chmod(filepath.Join(b, "rubric.md"), 0o600)
-	os.Chmod(filepath.Join(b, "evaluate"), 0o700)
+	if err := os.Chmod(filepath.Join(b, "rubric.md"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(b, "evaluate"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	os.Chown(filepath.Join(b, "rubric.md"), 1234, 1234)
 	var pa, pb bytes.Buffer
 	if err := WritePack(a, &pa); err != nil {
@@ -48,7 +52,9 @@ func TestPackDeterministic(t *testing.T) {
 	}
 	if _, err := exec.LookPath("tar"); err == nil {
 		p := filepath.Join(t.TempDir(), "o.pack")
-		os.WriteFile(p, pa.Bytes(), 0o644)
+		if err := os.WriteFile(p, pa.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		out, err := exec.Command("tar", "-tvf", p).CombinedOutput()
 		if err != nil {
 			t.Fatalf("GNU tar refuses the pack: %v %s", err, out)

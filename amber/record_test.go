@@ -95,7 +95,9 @@ func TestRecordByValue(t *testing.T) {
 	}{
 		{"edited record", func(t *testing.T, rec, sum, spec string) string {
 			b, _ := os.ReadFile(rec)
-			os.WriteFile(rec, bytes.Replace(b, []byte(`"answer": 1`), []byte(`"answer": 2`), 1), 0o644)
+			if err := os.WriteFile(rec, bytes.Replace(b, []byte(`"answer": 1`), []byte(`"answer": 2`), 1), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			return vkey
 		}, CheckRecordSignature, sign.ErrBadSignature},
 		{"record signed by another key", func(t *testing.T, rec, sum, spec string) string {
@@ -134,7 +136,9 @@ func TestRecordByValue(t *testing.T) {
 			dir := copyDir(t, filepath.Dir(rec))
 			spec := filepath.Join(t.TempDir(), "CORE.md")
 			sb, _ := os.ReadFile(f.specDir)
-			os.WriteFile(spec, sb, 0o644)
+			if err := os.WriteFile(spec, sb, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			r, s := filepath.Join(dir, RecordFile), filepath.Join(dir, SummaryFile)
 			vk := tc.tamper(t, r, s, spec)
 			_, err := VerifyRecordByValue(r, f.s.PublicKey(), vk, s, spec)

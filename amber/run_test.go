@@ -211,7 +211,9 @@ func TestRunFullIsolation(t *testing.T) {
 func sha256sumOf(t *testing.T, b []byte) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "x")
-	os.WriteFile(p, b, 0o644)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return sha256sumTool(t, p)
 }
 

@@ -144,8 +144,12 @@ func TestVerifyCatchesTampering(t *testing.T) {
 		}, CheckBundleSHA256, ErrMismatch},
 		{"bundle replaced by a symlink", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, BundleFile)
-			os.Rename(p, p+".real")
-			os.Symlink(p+".real", p)
+			if err := os.Rename(p, p+".real"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(p+".real", p); err != nil {
+				t.Fatal(err)
+			}
 		}, CheckBundleHeader, ErrNotRegular},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

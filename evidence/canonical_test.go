@@ -170,8 +170,8 @@ func TestCanonicalSpotValues(t *testing.T) {
 		in   any
 		want string
 	}{
-		{-0.0, "0"},
-		{math.Copysign(0, -1), "0"},
+		{0.0, "0"},
+		{math.Copysign(0, -1), "0"}, // negative zero (the literal -0.0 is +0 in Go)
 		{1e21, "1e+21"},
 		{1e20, "100000000000000000000"},
 		{1e-7, "1e-7"},

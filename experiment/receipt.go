@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -233,7 +234,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 
 	// Only a well-formed identity and a state can name a receipt file: a
 	// run_id such as "../blind-run" must never select another state file.
-	if !runIDRE().MatchString(r.RunID) || !r.Status.Valid() {
+	if !ident.Is(ident.Brun, r.RunID) || !r.Status.Valid() {
 		return nil, []*RunProblem{problem(ErrChain, w.stateRel(RecordFileName), "run_id %q / status %q cannot name a receipt", r.RunID, r.Status)}
 	}
 	cur, bad := load(r.RunID, r.Status)
@@ -286,7 +287,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 			break
 		}
 		prevID := *rc.PreviousRunID
-		if !runIDRE().MatchString(prevID) {
+		if !ident.Is(ident.Brun, prevID) {
 			ps = append(ps, problem(ErrChain, file, "names a malformed predecessor %q", prevID))
 			break
 		}

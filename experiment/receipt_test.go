@@ -114,7 +114,9 @@ func TestRevealInstallsAnOutsideHoldout(t *testing.T) {
 			if tc.tamper {
 				p := filepath.Join(outside, "INDEX.json")
 				b, _ := os.ReadFile(p)
-				os.WriteFile(p, append(b, ' '), 0o644)
+				if err := os.WriteFile(p, append(b, ' '), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			_, err := Reveal(bg, w, RevealOptions{Holdout: outside})
 			if tc.tamper {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -32,9 +33,6 @@ const (
 // labelRE is the implementation label vocabulary: an identifier, never a
 // path, because the label names the subject's archived observation file.
 var labelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
-
-// runIDRE is the shape of a run identity.
-var runIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^brun-[0-9a-f]{64}$`) })
 
 // ValidLabel reports whether s is a valid implementation label.
 func ValidLabel(s string) bool { return labelRE().MatchString(s) }
@@ -261,7 +259,7 @@ func (r *Record) Preimage() string {
 // ComputeRunID returns "brun-" + hex(SHA-256(UTF-8(Preimage()))). The status
 // is inside the identity, so every transition changes it.
 func (r *Record) ComputeRunID() string {
-	return "brun-" + pkgwalk.SHA256Hex([]byte(r.Preimage()))
+	return ident.Brun + pkgwalk.SHA256Hex([]byte(r.Preimage()))
 }
 
 // The closed vocabularies of the record (TRVM-FORMATS §5.1).

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -22,7 +23,7 @@ const (
 	JCSPath        = "testdata/"
 	JCSCommit      = "19d51d7fe467d4706a3ff08adf8a748f29fc21e0"
 	HoldoutAbsent  = "absent"
-	SrelPrefix     = "srel-"
+	SrelPrefix     = ident.Srel
 	maxSafeInteger = 1<<53 - 1
 )
 
@@ -139,12 +140,12 @@ func ParseRelease(b []byte) (*Release, error) {
 		}
 	}
 	r.HoldoutCommitment = p.str(obj, "", "holdout_commitment")
-	if r.HoldoutCommitment != HoldoutAbsent && obj.Has("holdout_commitment") && !isHex64(r.HoldoutCommitment) {
+	if r.HoldoutCommitment != HoldoutAbsent && obj.Has("holdout_commitment") && !ident.IsDigest(r.HoldoutCommitment) {
 		p.add("/holdout_commitment", ErrDigestForm, fmt.Sprintf("%q is neither a digest nor %q", r.HoldoutCommitment, HoldoutAbsent))
 	}
 	r.HoldoutEntries = p.integer(obj, "", "holdout_entries", 0, ErrCount)
 	r.SpecReleaseID = p.str(obj, "", "spec_release_id")
-	if obj.Has("spec_release_id") && !isSrel(r.SpecReleaseID) {
+	if obj.Has("spec_release_id") && !ident.Is(SrelPrefix, r.SpecReleaseID) {
 		p.add("/spec_release_id", ErrDigestForm, fmt.Sprintf("%q is not srel- + 64 hex", r.SpecReleaseID))
 	}
 	if len(p.errs) > 0 {
@@ -282,21 +283,6 @@ func ArchivePath(pkgDir, srel string) string {
 	return filepath.Join(pkgDir, ReleasesDir, srel+".json")
 }
 
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-func isSrel(s string) bool { return strings.HasPrefix(s, SrelPrefix) && isHex64(s[len(SrelPrefix):]) }
-
 // shapeReader collects every shape problem of one record.
 type shapeReader struct{ errs []error }
 
@@ -334,7 +320,7 @@ func (p *shapeReader) str(o *evidence.Object, ptr, name string) string {
 func (p *shapeReader) digest(o *evidence.Object, ptr, name string) string {
 	s := p.str(o, ptr, name)
 	if v, ok := o.Get(name); ok {
-		if _, isStr := v.(string); isStr && !isHex64(s) {
+		if _, isStr := v.(string); isStr && !ident.IsDigest(s) {
 			p.add(ptr+"/"+name, ErrDigestForm, fmt.Sprintf("%q", s))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -175,7 +176,7 @@ func manifestCAS(disk []pkgwalk.FileDigest, pkgDir string) []pkgwalk.FileDigest 
 		fs, ok1 := file.(string)
 		ss, ok2 := sha.(string)
 		// Recorded paths are only compared with walked paths, never opened.
-		if ok1 && ok2 && isHex64(ss) && fs != "" {
+		if ok1 && ok2 && ident.IsDigest(ss) && fs != "" {
 			out = append(out, pkgwalk.FileDigest{Path: "vectors/public/" + fs, SHA256: ss})
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 )
@@ -246,7 +247,7 @@ func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
 		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: err}
 	}
 	archive, _, err := readRegularBeneath(w.PackageDir(), ReleasesDir+"/"+rel0.SpecReleaseID+".json")
-	if err != nil || !srelRE().MatchString(rel0.SpecReleaseID) || !bytes.Equal(archive, relRaw) {
+	if err != nil || !ident.Is(SrelPrefix, rel0.SpecReleaseID) || !bytes.Equal(archive, relRaw) {
 		return nil, problem(ErrRunReleaseNotArchived, w.PackageLabel()+"/"+ReleaseFile, "%s is not archived byte for byte at %s/%s.json", rel0.SpecReleaseID, ReleasesDir, rel0.SpecReleaseID)
 	}
 	// The release must be what the package is: every digest recomputed

@@ -194,8 +194,12 @@ func TestLifecycleAttacks(t *testing.T) {
 			frozen(t, w)
 			other := newWorld(t)
 			revealed(t, other)
-			os.Rename(w.StateDir(), w.StateDir()+".orig")
-			os.Symlink(other.StateDir(), w.StateDir())
+			if err := os.Rename(w.StateDir(), w.StateDir()+".orig"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other.StateDir(), w.StateDir()); err != nil {
+				t.Fatal(err)
+			}
 		}, func(w *World) error { _, err := Abort(bg, w, "via a link", TransitionOptions{}); return err }, ErrStateRoot},
 		{"X implementation ../../../escape", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "../../../escape" }), ErrLabel},
 		{"duplicate label", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "javascript" }), ErrDuplicateLabel},
@@ -221,7 +225,9 @@ func TestLifecycleAttacks(t *testing.T) {
 			r, _ := w.ReadRecord()
 			p := filepath.Join(w.ReceiptsDir(), ReceiptFile(r.RunID, r.Status))
 			b, _ := os.ReadFile(p)
-			os.WriteFile(p, []byte(strings.Replace(string(b), `"status": "CANDIDATE_FROZEN",`, `"status": "REVEALED", "status": "CANDIDATE_FROZEN",`, 1)), 0o644)
+			if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"status": "CANDIDATE_FROZEN",`, `"status": "REVEALED", "status": "CANDIDATE_FROZEN",`, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, revealErr, evidence.ClassDuplicateName},
 		{"receipt re-indented (same reading, other bytes)", func(t *testing.T, w *World) {
 			frozen(t, w)
@@ -253,7 +259,9 @@ func TestLifecycleAttacks(t *testing.T) {
 				if strings.HasSuffix(e.Name(), ".PINNED.json") {
 					p := filepath.Join(w.ReceiptsDir(), e.Name())
 					b, _ := os.ReadFile(p)
-					os.WriteFile(p, []byte(strings.Replace(string(b), `"note": "pinned"`, `"note": "pinned", "approved_by": "root"`, 1)), 0o644)
+					if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"note": "pinned"`, `"note": "pinned", "approved_by": "root"`, 1)), 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			_ = r
@@ -311,7 +319,9 @@ func TestLifecycleAttacks(t *testing.T) {
 			frozen(t, w)
 			p := filepath.Join(w.PackageDir(), "experiment", "holdout-recipe-v1.schema.json")
 			b, _ := os.ReadFile(p)
-			os.WriteFile(p, append(b, ' '), 0o644)
+			if err := os.WriteFile(p, append(b, ' '), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, revealErr, ErrInstrumentDigest},
 		{"a later release while the run is in flight", func(t *testing.T, w *World) {
 			frozen(t, w)
@@ -323,7 +333,9 @@ func TestLifecycleAttacks(t *testing.T) {
 			frozen(t, w)
 			p := filepath.Join(w.HoldoutDir(), "INDEX.json")
 			b, _ := os.ReadFile(p)
-			os.WriteFile(p, append(b, '\n'), 0o644)
+			if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, revealErr, ErrHoldoutCommitment},
 		{"R COMPLETE transition without a RESULT", func(t *testing.T, w *World) {
 			revealed(t, w)

@@ -152,7 +152,9 @@ func TestCompletedEvidenceTampering(t *testing.T) {
 		{"T RESULT truncated", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
 			b, _ := os.ReadFile(p)
-			os.WriteFile(p, b[:len(b)/2], 0o644)
+			if err := os.WriteFile(p, b[:len(b)/2], 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, ErrResult},
 		{"T archived observation edited", func(t *testing.T, w *World, tr *Transition) {
 			writeWorldFile(t, w, "governance/receipts/"+ObservationFile(tr.RunID, "candidate"), `{"implementation": "candidate", "observations": {"x": 1}}`, 0o644)
@@ -166,29 +168,39 @@ func TestCompletedEvidenceTampering(t *testing.T) {
 		{"U predicate numbers edited in the RESULT", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
 			b, _ := os.ReadFile(p)
-			os.WriteFile(p, []byte(strings.Replace(string(b), `"total": 20`, `"total": 25`, 1)), 0o644)
+			if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"total": 20`, `"total": 25`, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, ErrResult},
 		{"AA3 duplicate member in the RESULT", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
 			b, _ := os.ReadFile(p)
-			os.WriteFile(p, []byte(strings.Replace(string(b), `"interop": {`, `"interop": {"findings": 3,`, 1)), 0o644)
+			if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"interop": {`, `"interop": {"findings": 3,`, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, evidence.ClassDuplicateName},
 		{"Z role swapped in the RESULT", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
 			b, _ := os.ReadFile(p)
-			os.WriteFile(p, []byte(strings.Replace(string(b), `"role": "reference"`, `"role": "candidate"`, 1)), 0o644)
+			if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"role": "reference"`, `"role": "candidate"`, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, ErrResult},
 		{"Z bogus subject row before the genuine one", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
 			b, _ := os.ReadFile(p)
 			bogus := `{"implementation": "javascript", "role": "candidate", "package_digest": "0", "binary_digest": null, "observation_sha256": "0", "predicates": {"total": 999, "satisfied": 999, "unsatisfied": 0, "unresolved": 0}},`
-			os.WriteFile(p, []byte(strings.Replace(string(b), `"subjects": [`, `"subjects": [`+bogus, 1)), 0o644)
+			if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"subjects": [`, `"subjects": [`+bogus, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, ErrDuplicateLabel},
 		{"Z duplicate adapter in the COMPLETE receipt", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.ReceiptsDir(), ReceiptFile(tr.RunID, StatusComplete))
 			b, _ := os.ReadFile(p)
 			bogus := `{"implementation": "candidate", "role": "reference", "package_digest": "0", "binary_digest": null, "environment": null},`
-			os.WriteFile(p, []byte(strings.Replace(string(b), `"adapters": [`, `"adapters": [`+bogus, 1)), 0o644)
+			if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"adapters": [`, `"adapters": [`+bogus, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, ErrDuplicateLabel},
 		{"the COMPLETE receipt deleted", func(t *testing.T, w *World, tr *Transition) {
 			os.Remove(filepath.Join(w.ReceiptsDir(), ReceiptFile(tr.RunID, StatusComplete)))
@@ -196,7 +208,9 @@ func TestCompletedEvidenceTampering(t *testing.T) {
 		{"holdout edited after completion", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.HoldoutDir(), "INDEX.json")
 			b, _ := os.ReadFile(p)
-			os.WriteFile(p, append(b, ' '), 0o644)
+			if err := os.WriteFile(p, append(b, ' '), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, ErrHoldoutCommitment},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

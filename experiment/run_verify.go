@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
@@ -150,10 +151,6 @@ type EvidenceFunc func(ctx context.Context, w *World, runIDs []string) []*RunPro
 
 // pathish matches a command argument that names a file.
 var pathish = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/|\.(mjs|cjs|js|py|sh|exe|bin|out)$`) })
-
-// srelRE is the shape of a release identity; anything else cannot name a
-// file in releases/.
-var srelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^srel-[0-9a-f]{64}$`) })
 
 // interpreters may launch a subject without a frozen binary in a
 // reference-protocol world (a world may declare its own:
@@ -339,7 +336,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	}
 
 	// The selected release is archived.
-	if _, err := os.Lstat(ArchivePath(w.PackageDir(), r.SpecReleaseID)); err != nil || !srelRE().MatchString(r.SpecReleaseID) {
+	if _, err := os.Lstat(ArchivePath(w.PackageDir(), r.SpecReleaseID)); err != nil || !ident.Is(SrelPrefix, r.SpecReleaseID) {
 		rep.add("selected release archived", []*RunProblem{problem(ErrRunReleaseNotArchived, recFile, "%s is not in %s/%s/", r.SpecReleaseID, w.PackageLabel(), ReleasesDir)})
 	} else {
 		rep.add("selected release archived", nil)

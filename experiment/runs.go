@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"golang.org/x/sys/unix"
 )
 
@@ -306,7 +307,7 @@ func (w *World) SelectRun(id string) (*SelectedRun, error) {
 	if id == "" {
 		return current()
 	}
-	if !runIDRE().MatchString(id) {
+	if !ident.Is(ident.Brun, id) {
 		return nil, problem(ErrRunUnknown, "", "%q is not a run_id (brun- and 64 lowercase hex digits; cleanroom run list shows them)", id)
 	}
 	runs, err := w.Runs()

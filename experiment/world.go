@@ -13,6 +13,8 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fsx"
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
 )
@@ -264,43 +266,19 @@ func (w *World) stateRootProblem() *RunProblem {
 // problems and output.
 func (w *World) stateRel(rel string) string { return path.Join(StateDirName, rel) }
 
-// resolveFlags: nothing in the state root resolves outside it, and no link
-// of any kind is followed, so a planted symlink cannot stand in for a
-// receipt or the record.
-const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
-
-// openBeneath opens rel beneath the directory dir with openat2.
+// openBeneath opens rel beneath the directory dir with fsx.OpenFile:
+// nothing in the state root (or the package) resolves outside it, no link
+// of any kind is followed and no mount is entered, so a planted symlink or
+// bind mount cannot stand in for a receipt or the record.
 func openBeneath(dir, rel string, flags int, mode uint32) (*os.File, error) {
-	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	for {
-		fd, err := unix.Openat2(int(d.Fd()), rel, &unix.OpenHow{
-			Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Mode: uint64(mode), Resolve: resolveFlags,
-		})
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "openat2", Path: filepath.Join(dir, rel), Err: err}
-		}
-		return os.NewFile(uintptr(fd), filepath.Join(dir, rel)), nil
-	}
+	return fsx.OpenFile(dir, rel, flags, mode)
 }
 
-// readRegularBeneath reads rel beneath dir (no symlink followed, nothing
-// outside dir) with the strict reader's file rules (evidence.ReadOpenFile:
-// a regular file, fstat on the descriptor, at most evidence.MaxSize bytes).
+// readRegularBeneath reads rel beneath dir with evidence.ReadRegularBeneath
+// (openat2 beneath dir, a regular file by fstat, at most evidence.MaxSize
+// bytes) and returns the file's modification time too.
 func readRegularBeneath(dir, rel string) ([]byte, time.Time, error) {
-	// O_NONBLOCK: a FIFO planted at rel cannot stall the open.
-	f, err := openBeneath(dir, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	defer f.Close()
-	b, fi, err := evidence.ReadOpenFile(f)
+	b, fi, err := evidence.ReadRegularBeneath(dir, rel)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -491,7 +469,7 @@ func (w *World) eachLeftover(fn func(d *os.File, rel string)) {
 	visit("", nil)
 	var runs []string
 	visit(ReceiptsDirName, func(e os.DirEntry) {
-		if e.IsDir() && runIDRE().MatchString(e.Name()) {
+		if e.IsDir() && ident.Is(ident.Brun, e.Name()) {
 			// The run's archived record is written here, its observations below.
 			runs = append(runs, path.Join(ReceiptsDirName, e.Name()), path.Join(ReceiptsDirName, e.Name(), "observations"))
 		}

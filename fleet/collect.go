@@ -17,6 +17,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/internal/hosttree"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/crypto/ssh"
@@ -277,11 +278,10 @@ func copyResult(src, dst string) (int, error) {
 // following any link, and checks its bytes hash to what the walk saw.
 func copyOne(rootfd int, f pkgwalk.File, tmp string) error {
 	// O_NONBLOCK: a FIFO swapped in after the walk cannot hang the open
-	// itself (the mode check below then refuses it).
-	fd, err := unix.Openat2(rootfd, f.Path, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	// itself (the mode check below then refuses it). fsx.Open refuses a
+	// mount crossed on the way, as the walk did: a bind mount swapped in
+	// after the walk cannot bring a host file into the copy.
+	fd, err := fsx.Open(rootfd, f.Path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrResultTree, f.Path, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -101,7 +102,7 @@ func (e *Entry) check() error {
 		return fmt.Errorf("%w: run: %w", ErrPlanEntry, err)
 	}
 	for _, d := range []struct{ name, v string }{{"run_sha256", e.RunSHA256}, {"plan_sha256", e.PlanSHA256}} {
-		if !reHex64().MatchString(d.v) {
+		if !ident.IsDigest(d.v) {
 			return fmt.Errorf("%w: %s %q: want 64 lowercase hex digits", ErrPlanEntry, d.name, d.v)
 		}
 	}

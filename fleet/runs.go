@@ -12,6 +12,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -105,7 +106,6 @@ func (e *RunListError) Unwrap() error { return e.Rule }
 // The shapes are compiled on first use, not at start-up: every start of the
 // binary (the room's stages too) would otherwise pay for them.
 var (
-	reHex64 = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 	// A candidate is a label: a blind run's implementation name or an AMBER
 	// run's provider/model.
 	reCandidate = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,252}$`) })
@@ -217,7 +217,7 @@ func parseRun(v any, file, ptr string) (Run, error) {
 		// The identities as their records write them: srel-<hex>,
 		// bpkg-<hex>, and the case manifest's bare sha256.
 		prefix := identityPrefix[n]
-		if !strings.HasPrefix(s, prefix) || !reHex64().MatchString(s[len(prefix):]) {
+		if !ident.Is(prefix, s) {
 			return refuse(n, ErrIdentity, "%q: want %q followed by 64 lowercase hex digits", s, prefix)
 		}
 		switch n {

@@ -293,7 +293,9 @@ func TestReopenWorkspace(t *testing.T) {
 		t.Errorf("a third file: %v, want %q", err, ErrWorkspaceFull)
 	}
 	w.Close()
-	os.Symlink("/etc", filepath.Join(dir, "a", "out"))
+	if err := os.Symlink("/etc", filepath.Join(dir, "a", "out")); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ReopenWorkspace(dir, lim); err == nil || !strings.Contains(err.Error(), string(ErrWorkspaceEntry)) {
 		t.Errorf("a workspace holding a link: %v, want %q", err, ErrWorkspaceEntry)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
 )
@@ -215,15 +216,12 @@ func (w *Workspace) Write(p string, content []byte) error {
 	return nil
 }
 
-// resolveBeneath confines every lookup to the workspace: no "..", no
-// symlink, no magic link, no other mount on the way.
-const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
-
 // writeBeneath creates the parent directories one at a time under the
 // workspace descriptor, writes the content to a fresh temporary name
 // (O_CREAT|O_EXCL) in the parent, syncs it, and renames it into place: the
 // final name is replaced, never written through, so a planted hard link
-// cannot carry the write outside.
+// cannot carry the write outside. Every directory is opened by fsx.Open:
+// no ".." out of the workspace, no link, no other mount on the way.
 func (w *Workspace) writeBeneath(segs []string, content []byte) error {
 	parent := w.dirfd
 	closeParent := func() {}
@@ -233,7 +231,7 @@ func (w *Workspace) writeBeneath(segs []string, content []byte) error {
 		if err := unix.Mkdirat(parent, s, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("mkdir %s: %w", rel, err)
 		}
-		fd, err := unix.Openat2(w.dirfd, rel, &unix.OpenHow{Flags: unix.O_DIRECTORY | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: resolveBeneath})
+		fd, err := fsx.Open(w.dirfd, rel, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 		if err != nil {
 			return fmt.Errorf("open %s: %w", rel, err)
 		}
@@ -318,7 +316,7 @@ func (w *Workspace) takeBack(fd int, rel string) error {
 				return refuse("two directories differ only by case")
 			}
 			w.dirs[p], w.dirs[lower], w.dirFold[lower] = true, true, p
-			sub, err := unix.Openat2(fd, name, &unix.OpenHow{Flags: unix.O_DIRECTORY | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: resolveBeneath})
+			sub, err := fsx.Open(fd, name, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 			if err != nil {
 				return fmt.Errorf("workspace %s: %w", p, err)
 			}

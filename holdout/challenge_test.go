@@ -39,13 +39,19 @@ func TestLoadDirRefusals(t *testing.T) {
 		class evidence.Class
 	}{
 		{"extra file", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, "H99-extra.json"), []byte(`{}`), 0o644)
+			if err := os.WriteFile(filepath.Join(dir, "H99-extra.json"), []byte(`{}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, ErrIndexMismatch, ""},
 		{"subdirectory", func(t *testing.T, dir string) { os.Mkdir(filepath.Join(dir, "sub"), 0o755) }, ErrIndexMismatch, ""},
 		{"symlinked challenge", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "H3-shared-child-structure.json")
-			os.Rename(p, filepath.Join(t.TempDir(), "moved.json"))
-			os.Symlink("/etc/hostname", p)
+			if err := os.Rename(p, filepath.Join(t.TempDir(), "moved.json")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/etc/hostname", p); err != nil {
+				t.Fatal(err)
+			}
 		}, ErrIndexMismatch, ""},
 		{"challenge replaced by a FIFO", func(t *testing.T, dir string) {
 			// Opening a FIFO blocks until a writer appears: the load must

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/ident"
 )
 
 const (
@@ -20,7 +20,7 @@ const (
 	// idDomain separates the bpkg preimage from every other hash.
 	idDomain = "TRVM-BLIND-PACKAGE-v1|"
 	// IDPrefix starts every blind_package_id.
-	IDPrefix = "bpkg-"
+	IDPrefix = ident.Bpkg
 )
 
 // Manifest is a TRVM-BLIND-PACKAGE-v1 manifest (TRVM-FORMATS §4.2): the
@@ -144,7 +144,7 @@ func (m *Manifest) Validate() error {
 		if err := CheckPath(f.Path); err != nil {
 			return fmt.Errorf("%w: files[%d]: %w", ErrBadManifest, i, err)
 		}
-		if !isHex64(f.SHA256) {
+		if !ident.IsDigest(f.SHA256) {
 			return bad("files[%d] (%q): sha256 is not 64 lowercase hex digits", i, f.Path)
 		}
 		if i > 0 && evidence.CompareUTF16(m.Files[i-1].Path, f.Path) >= 0 {
@@ -171,19 +171,6 @@ func (m *Manifest) Validate() error {
 		dirs[k] = d
 	}
 	return nil
-}
-
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // ParseManifestRecord reads a record file's bytes
@@ -296,7 +283,7 @@ func ReadManifestFile(path string) (*Manifest, error) {
 
 // CheckID reports whether s has the form of a blind_package_id.
 func CheckID(s string) error {
-	if !strings.HasPrefix(s, IDPrefix) || !isHex64(s[len(IDPrefix):]) {
+	if !ident.Is(IDPrefix, s) {
 		return fmt.Errorf("%q: %w", s, ErrBadID)
 	}
 	return nil

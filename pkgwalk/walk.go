@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk/internal/sha2x"
 	"golang.org/x/sys/unix"
 )
@@ -107,19 +108,13 @@ const MaxKeptFile = 1 << 30
 // reader here too.
 var pairReader = sha2x.Available
 
-// openFlags and resolveFlags are how every entry is opened: relative to the
-// descriptor of its parent directory, never by a path from the top.
-const (
-	// O_NOFOLLOW: a symlink is refused, never followed. O_NONBLOCK: a FIFO
-	// swapped in cannot hang the walk. O_NOCTTY: a terminal cannot become
-	// ours.
-	openFlags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
-	// RESOLVE_BENEATH: nothing resolves outside the parent descriptor.
-	// RESOLVE_NO_SYMLINKS / NO_MAGICLINKS: no link of any kind is followed,
-	// including /proc magic links. RESOLVE_NO_XDEV: a mount stacked on an
-	// entry (a bind mount of a file or directory) is refused, not entered.
-	resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
-)
+// openFlags is how every entry is opened for reading, relative to the
+// descriptor of its parent directory, never by a path from the top, with
+// fsx.Open's resolve rules (nothing outside the parent, no link of any kind
+// followed, no mount entered: a bind mount over an entry is refused).
+// O_NOFOLLOW: a symlink is refused, never followed. O_NONBLOCK: a FIFO
+// swapped in cannot hang the walk. O_NOCTTY: a terminal cannot become ours.
+const openFlags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
 
 // openEntry opens name beneath the directory dirfd. It (with createEntry,
 // its form for a file Emit creates) is the only way entries are opened:
@@ -134,14 +129,7 @@ func openEntry(dirfd int, name string, flags uint64) (int, error) {
 // (O_CREAT) gets: Emit's destination files are made beneath their
 // directory with the same resolve rules.
 func createEntry(dirfd int, name string, flags, mode uint64) (int, error) {
-	how := &unix.OpenHow{Flags: flags, Mode: mode, Resolve: resolveFlags}
-	for {
-		fd, err := unix.Openat2(dirfd, name, how)
-		if err == unix.EINTR {
-			continue
-		}
-		return fd, err
-	}
+	return fsx.Open(dirfd, name, int(flags), uint32(mode))
 }
 
 // Walk walks the package at root and returns every regular file with its

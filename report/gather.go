@@ -3,8 +3,6 @@ package report
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/textsafe"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
-	"golang.org/x/sys/unix"
 )
 
 // Outcomes of one predicate for one implementation.
@@ -802,29 +799,7 @@ func (r *Report) gatherRoom(path string) {
 // bytes from outside the world, a FIFO hang the report, /dev/zero exhaust
 // its memory.
 func readReceipt(w *experiment.World, rel string) ([]byte, error) {
-	dir := w.ReceiptsDir()
-	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	var fd int
-	for {
-		// O_NONBLOCK: a FIFO planted at rel cannot stall the open.
-		fd, err = unix.Openat2(int(d.Fd()), rel, &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
-		})
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		return nil, &os.PathError{Op: "openat2", Path: filepath.Join(dir, filepath.FromSlash(rel)), Err: err}
-	}
-	f := os.NewFile(uintptr(fd), filepath.Join(dir, filepath.FromSlash(rel)))
-	defer f.Close()
-	b, _, err := evidence.ReadOpenFile(f)
+	b, _, err := evidence.ReadRegularBeneath(w.ReceiptsDir(), rel)
 	return b, err
 }
 

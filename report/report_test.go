@@ -275,7 +275,9 @@ func TestReportBrokenParts(t *testing.T) {
 		t.Errorf("notes %q: want the run state and the absent transcript named", r.Notes)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.jsonl")
-	os.WriteFile(bad, []byte(`{"event":"start"}`+"\n"), 0o644)
+	if err := os.WriteFile(bad, []byte(`{"event":"start"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r, err = Gather(context.Background(), w, Options{Transcript: bad})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"golang.org/x/sys/unix"
 )
@@ -38,12 +39,10 @@ func openStateRoot(dir string, create bool) (int, error) {
 			return -1, fmt.Errorf("%w: %w", ErrStateRoot, err)
 		}
 	}
-	// RESOLVE_NO_SYMLINKS: a symlinked state root would make mountinfo's
-	// paths and gc's removals name something other than what was opened.
-	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
-		Flags:   unix.O_DIRECTORY | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	// No symlink in the path (fsx.OpenPath): a symlinked state root would
+	// make mountinfo's paths and gc's removals name something other than
+	// what was opened. The path starts at / and crosses mounts by nature.
+	fd, err := fsx.OpenPath(dir, unix.O_DIRECTORY|unix.O_RDONLY)
 	if err != nil {
 		return -1, fmt.Errorf("%w: %s: %w", ErrStateRoot, dir, err)
 	}

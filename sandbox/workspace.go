@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/internal/hosttree"
 	"golang.org/x/sys/unix"
 )
@@ -225,12 +226,10 @@ func walkLevel(d *os.File, rel string, depth int, fn func(dirfd int, name, rel s
 	return nil
 }
 
-// openWorkspace opens the workspace directory without following a symlink.
+// openWorkspace opens the workspace directory without following a symlink
+// in any component of its path (fsx.OpenPath).
 func openWorkspace(dir string) (int, error) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	fd, err := fsx.OpenPath(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return -1, fmt.Errorf("workspace %s: %w", dir, err)
 	}

@@ -95,7 +95,9 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 		t.Run(step.name, func(t *testing.T) {
 			switch step.name {
 			case "case build, CRLF spec":
-				os.WriteFile(p("crlf.md"), []byte("# core\r\n"), 0o644)
+				if err := os.WriteFile(p("crlf.md"), []byte("# core\r\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			case "index verify since":
 				// cp1: the checkpoint after the first append, kept by a consumer.
 			}
@@ -121,7 +123,9 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 				t.Errorf("output lacks %q:\nstdout: %s\nstderr: %s", step.want, out, errb)
 			}
 			if step.name == "index prove" {
-				os.WriteFile(p("proof"), []byte(out), 0o644)
+				if err := os.WriteFile(p("proof"), []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if step.name == "index prove --out existing" {
 				// The refused second write left the first proof as it was.
@@ -132,7 +136,9 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 			}
 			if step.name == "index append" {
 				b, _ := os.ReadFile(p("ix/checkpoint"))
-				os.WriteFile(p("cp1"), b, 0o644)
+				if err := os.WriteFile(p("cp1"), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	}
@@ -166,7 +172,9 @@ func TestAmberCLIVerifyNamesTheCheck(t *testing.T) {
 			f := filepath.Join(dir, tc.file)
 			b, _ := os.ReadFile(f)
 			b[len(b)/2] ^= 1
-			os.WriteFile(f, b, 0o644)
+			if err := os.WriteFile(f, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			code, out, _ := runCLI(t, "--json", "amber", "case", "verify", dir, "--pub", p("k.pub"))
 			if code != 1 {
 				t.Fatalf("exit %d, want 1: %s", code, out)

@@ -280,9 +280,13 @@ func TestRunReportCLI(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	w := runWorld(t)
 	out := filepath.Join(t.TempDir(), "exists.md")
-	os.WriteFile(out, []byte("x"), 0o644)
+	if err := os.WriteFile(out, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	rec := filepath.Join(t.TempDir(), "blind-run.json")
-	os.WriteFile(rec, []byte(`{"type":"TRVM-BLIND-IMPLEMENTATION-RUN-v3","type":"x"}`), 0o644)
+	if err := os.WriteFile(rec, []byte(`{"type":"TRVM-BLIND-IMPLEMENTATION-RUN-v3","type":"x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -384,7 +388,9 @@ func TestRunReportWritesBothOrNeither(t *testing.T) {
 	out := t.TempDir()
 	html := filepath.Join(out, "r.html")
 	exists := filepath.Join(out, "exists.md")
-	os.WriteFile(exists, []byte("kept"), 0o644)
+	if err := os.WriteFile(exists, []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		md   string

@@ -80,7 +80,9 @@ func TestHoldoutInteropCLI(t *testing.T) {
 	other := filepath.Join(t.TempDir(), "other.json")
 	b, _ := os.ReadFile(doc)
 	b = []byte(strings.Replace(string(b), `"fixture-fine"`, `"fixture-changed"`, 1))
-	os.WriteFile(other, b, 0o644)
+	if err := os.WriteFile(other, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out, _ = runCLI(t, "holdout", "interop", doc, other)
 	if code != 1 || !strings.Contains(out, "UNCLASSIFIED_FINDING  S1.resolve.outcome") {
 		t.Errorf("one change: exit %d %s", code, out)
@@ -105,13 +107,21 @@ func TestHoldoutCheckAndCommitmentCLI(t *testing.T) {
 	}
 	root := t.TempDir()
 	pkg := filepath.Join(root, "docs", "spec", "proof-wire")
-	os.MkdirAll(pkg, 0o755)
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	rb, _ := os.ReadFile(filepath.Join(w, "docs", "spec", "proof-wire", "SPEC-RELEASE.json"))
-	os.WriteFile(filepath.Join(pkg, "SPEC-RELEASE.json"), rb, 0o644)
-	os.MkdirAll(filepath.Join(pkg, "experiment"), 0o755)
+	if err := os.WriteFile(filepath.Join(pkg, "SPEC-RELEASE.json"), rb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(pkg, "experiment"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{"holdout-recipe-v1.schema.json", "holdout-observation-v1.schema.json"} {
 		b, _ := os.ReadFile(filepath.Join(w, "docs", "spec", "proof-wire", "experiment", f))
-		os.WriteFile(filepath.Join(pkg, "experiment", f), b, 0o644)
+		if err := os.WriteFile(filepath.Join(pkg, "experiment", f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	hd := filepath.Join(root, "governance", "holdout")
 	if err := os.CopyFS(hd, os.DirFS(filepath.Join(w, "governance", "holdout"))); err != nil {
@@ -122,10 +132,14 @@ func TestHoldoutCheckAndCommitmentCLI(t *testing.T) {
 		t.Fatalf("unchanged copy: exit %d %s", code, errs)
 	}
 	p := filepath.Join(hd, "H8-policy-weakening.json")
-	os.Chmod(p, 0o644)
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	b, _ := os.ReadFile(p)
 	b[10] ^= 0x20
-	os.WriteFile(p, b, 0o644)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, _, errs = runCLI(t, "holdout", "check", "--package", pkg, hd)
 	if code != 1 || !strings.Contains(errs, "does not match the release's holdout_commitment") {
 		t.Errorf("one byte changed: exit %d %s", code, errs)

@@ -371,8 +371,12 @@ func TestRoomServeSessions(t *testing.T) {
 		}
 		cancel()
 	}
-	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a session"), 0o644)
-	os.Mkdir(filepath.Join(dir, "other"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a session"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	code, stdout, stderr := runCLI(t, "--json", "room", "sessions", dir)
 	if code != 0 {

@@ -23,9 +23,13 @@ func TestRunCompleteCLI(t *testing.T) {
 	must(0, "release", "issue", filepath.Join(w, "docs/spec/proof-wire"), "--spec-revision", "1", "--experiment-revision", "1",
 		"--corpus-revision", "1", "--holdout", filepath.Join(w, "governance/holdout"))
 	must(0, "run", "pin", "--world", w, "--reference", filepath.Join(w, "governance/reference-adapter.json"))
-	os.MkdirAll(filepath.Join(w, "workspace"), 0o755)
+	if err := os.MkdirAll(filepath.Join(w, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	b, _ := os.ReadFile(filepath.Join(w, "implementer/tally-candidate"))
-	os.WriteFile(filepath.Join(w, "workspace/tally-candidate"), b, 0o755)
+	if err := os.WriteFile(filepath.Join(w, "workspace/tally-candidate"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	must(0, "run", "freeze", "--world", w, "--implementation", "candidate", "--files", "workspace/tally-candidate",
 		"--binary", "workspace/tally-candidate", "--toolchain", "node", "--model", "scripted", "--tool-version", "test")
 	out := must(1, "run", "complete", "--world", w, "--no-sandbox")
@@ -103,8 +107,12 @@ func TestRunMeasureNamesFailingPredicate(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = []byte(strings.Replace(string(b), "const doc = {", "if (observations.H3) observations.H3.candidate.C2.structure.edges = 3;\nconst doc = {", 1))
-	os.MkdirAll(filepath.Join(w, "workspace"), 0o755)
-	os.WriteFile(filepath.Join(w, "workspace/tally-candidate"), b, 0o755)
+	if err := os.MkdirAll(filepath.Join(w, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w, "workspace/tally-candidate"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	must(0, "release", "issue", filepath.Join(w, "docs/spec/proof-wire"), "--spec-revision", "1", "--experiment-revision", "1",
 		"--corpus-revision", "1", "--holdout", filepath.Join(w, "governance/holdout"))
 	must(0, "run", "pin", "--world", w, "--reference", filepath.Join(w, "governance/reference-adapter.json"))

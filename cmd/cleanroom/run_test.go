@@ -81,7 +81,9 @@ func TestRunIDCLI(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "dup.json")
 	b, _ := os.ReadFile(rec)
-	os.WriteFile(bad, []byte(strings.Replace(string(b), `"status": "PINNED",`, `"status": "REVEALED", "status": "PINNED",`, 1)), 0o644)
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(b), `"status": "PINNED",`, `"status": "REVEALED", "status": "PINNED",`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, errs := runCLI(t, "run", "id", bad); code != 1 || !strings.Contains(errs, "duplicate-name") {
 		t.Errorf("run id of a record with two readings: exit %d %s", code, errs)
 	}

@@ -1,0 +1,119 @@
+package fsx
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// alwaysFlags are added to every open (see withAlways):
+//   - O_CLOEXEC: a descriptor never leaks into a child process (the
+//     candidate's container, an adapter, git).
+//   - O_NOFOLLOW, unless the open is O_PATH: a symbolic link as the last
+//     component is refused (ELOOP), not followed; RESOLVE_NO_SYMLINKS
+//     covers the components before it. With O_PATH, O_NOFOLLOW would open
+//     the link itself, so an O_PATH caller that wants that passes it; left
+//     out, RESOLVE_NO_SYMLINKS refuses the link with ELOOP.
+//   - O_NOCTTY, unless the open is O_PATH (which openat2 allows only with
+//     O_CLOEXEC, O_DIRECTORY and O_NOFOLLOW): a terminal device planted at
+//     the name cannot become the controlling terminal by being opened.
+const alwaysFlags = unix.O_CLOEXEC
+
+// resolveBeneath is the resolve set every caller needs:
+//   - RESOLVE_BENEATH: the lookup never leaves the directory: an absolute
+//     name or a ".." that would climb out of it is refused (EXDEV).
+//   - RESOLVE_NO_SYMLINKS: no symbolic link is followed in any component,
+//     so a link planted in the tree cannot stand in for a file or a
+//     directory.
+//   - RESOLVE_NO_MAGICLINKS: no /proc magic link (/proc/self/fd/N,
+//     /proc/PID/root) is followed; they jump to any file a process holds.
+//   - RESOLVE_NO_XDEV: a mount stacked on an entry (a bind mount of a host
+//     file or directory over a name in the tree) is refused, not entered.
+//     [AcrossMounts] drops it.
+const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
+
+// Option changes what Open resolves.
+type Option int
+
+const (
+	// AcrossMounts drops RESOLVE_NO_XDEV: the lookup may cross into a
+	// mount beneath the directory. For trees whose mounts are part of the
+	// layout by design; the caller says why where it passes it.
+	AcrossMounts Option = iota + 1
+)
+
+// Open opens name beneath the directory dirfd with openat2(2): flags (the
+// access mode and what the caller needs, e.g. O_DIRECTORY, O_NONBLOCK,
+// O_CREAT|O_EXCL) plus O_CLOEXEC|O_NOFOLLOW|O_NOCTTY (O_CLOEXEC only
+// with O_PATH), resolved with
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV
+// unless an option says otherwise. mode is the permission of a file O_CREAT
+// makes. It returns the raw errno (compare with errors.Is).
+func Open(dirfd int, name string, flags int, mode uint32, opts ...Option) (int, error) {
+	resolve := uint64(resolveBeneath)
+	for _, o := range opts {
+		if o == AcrossMounts {
+			resolve &^= unix.RESOLVE_NO_XDEV
+		}
+	}
+	return openat2(dirfd, name, &unix.OpenHow{
+		Flags:   withAlways(flags),
+		Mode:    uint64(mode),
+		Resolve: resolve,
+	})
+}
+
+// OpenFile opens the directory dir (O_NOFOLLOW: dir itself must not be a
+// symbolic link; links in the path leading to it are the caller's choice)
+// and name beneath it as [Open] does, and returns the file named
+// dir/name. Errors are *os.PathError naming dir/name.
+func OpenFile(dir, name string, flags int, mode uint32, opts ...Option) (*os.File, error) {
+	full := filepath.Join(dir, filepath.FromSlash(name))
+	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	fd, err := Open(int(d.Fd()), name, flags, mode, opts...)
+	if err != nil {
+		return nil, &os.PathError{Op: "openat2", Path: full, Err: err}
+	}
+	return os.NewFile(uintptr(fd), full), nil
+}
+
+// OpenPath opens the absolute path with no symbolic or magic link followed
+// in any of its components. It is for a directory named by the operator
+// (a state root): the path starts at / and so necessarily crosses mounts,
+// which is why RESOLVE_BENEATH and RESOLVE_NO_XDEV do not apply.
+func OpenPath(path string, flags int) (int, error) {
+	return openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags:   withAlways(flags),
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+}
+
+// withAlways adds alwaysFlags, and O_NOFOLLOW|O_NOCTTY unless flags has
+// O_PATH.
+func withAlways(flags int) uint64 {
+	flags |= alwaysFlags
+	if flags&unix.O_PATH == 0 {
+		flags |= unix.O_NOFOLLOW | unix.O_NOCTTY
+	}
+	return uint64(flags)
+}
+
+// openat2 calls openat2(2), retrying once when the call was interrupted
+// (EINTR: a signal arrived during a blocking open) or the kernel asked for
+// a retry (EAGAIN: with RESOLVE_BENEATH a concurrent rename or mount
+// anywhere on the system makes the lookup give up rather than risk an
+// escape). A second failure is returned: a tree being renamed under us
+// without pause is not one to keep trying on.
+func openat2(dirfd int, name string, how *unix.OpenHow) (int, error) {
+	fd, err := unix.Openat2(dirfd, name, how)
+	if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+		fd, err = unix.Openat2(dirfd, name, how)
+	}
+	return fd, err
+}
