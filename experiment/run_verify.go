@@ -352,7 +352,14 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	}
 
 	// Instrument members exist and the digest matches the tree.
-	inst, instFiles, instErr := w.instrumentDigest()
+	// From the declaration just read (not instrumentDigest, which would
+	// read world.json a second time): one reading of it per verify.
+	var inst string
+	var instFiles []pkgwalk.FileDigest
+	instErr := declErr
+	if declErr == nil {
+		inst, instFiles, instErr = pkgwalk.DigestOfPaths(w.PackageDir(), decl.Instrument)
+	}
 	var missing []*RunProblem
 	var absent []string
 	var notCarried []string

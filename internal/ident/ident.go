@@ -57,8 +57,8 @@ func Check(prefix, s string) error {
 func Parse(s string) (prefix, digest string, err error) {
 	for _, p := range []string{Srel, Bpkg, Brun} {
 		if rest, ok := strings.CutPrefix(s, p); ok {
-			if !IsDigest(rest) {
-				return "", "", fmt.Errorf("%q: %w: want %q followed by %d lowercase hex digits", s, ErrForm, p, DigestLen)
+			if err := Check(p, s); err != nil {
+				return "", "", err
 			}
 			return p, rest, nil
 		}
