@@ -52,18 +52,14 @@ func (r *relayRecord) line(rec map[string]any) error {
 	}
 	// A record that does not end with a whole line was cut short: a line
 	// appended to it would be glued to the cut one and hide it.
-	st, err := r.f.Stat()
+	st, whole, err := endsWithWholeLine(r.f)
 	if err != nil {
 		return fmt.Errorf("transcript %s: %w", r.path, err)
 	}
 	if st.Size() == 0 {
 		return fmt.Errorf("%w: %s: empty, no start line", ErrTranscript, r.path)
 	}
-	last := make([]byte, 1)
-	if _, err := r.f.ReadAt(last, st.Size()-1); err != nil {
-		return fmt.Errorf("transcript %s: %w", r.path, err)
-	}
-	if last[0] != '\n' {
+	if !whole {
 		return fmt.Errorf("%w: %s: the last line was cut short; the %v line is not appended", ErrTranscript, r.path, rec["event"])
 	}
 	rec["time"] = time.Now().UTC().Format(time.RFC3339Nano)
