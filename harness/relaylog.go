@@ -29,6 +29,8 @@ type relayRecord struct {
 }
 
 func openRelayRecord(path string) (*relayRecord, error) {
+	// O_NOFOLLOW: a link planted at the transcript's path would send the
+	// relay's lines into whatever file it names.
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening transcript %s: %w", path, err)
@@ -50,18 +52,14 @@ func (r *relayRecord) line(rec map[string]any) error {
 	}
 	// A record that does not end with a whole line was cut short: a line
 	// appended to it would be glued to the cut one and hide it.
-	st, err := r.f.Stat()
+	st, whole, err := endsWithWholeLine(r.f)
 	if err != nil {
 		return fmt.Errorf("transcript %s: %w", r.path, err)
 	}
 	if st.Size() == 0 {
 		return fmt.Errorf("%w: %s: empty, no start line", ErrTranscript, r.path)
 	}
-	last := make([]byte, 1)
-	if _, err := r.f.ReadAt(last, st.Size()-1); err != nil {
-		return fmt.Errorf("transcript %s: %w", r.path, err)
-	}
-	if last[0] != '\n' {
+	if !whole {
 		return fmt.Errorf("%w: %s: the last line was cut short; the %v line is not appended", ErrTranscript, r.path, rec["event"])
 	}
 	rec["time"] = time.Now().UTC().Format(time.RFC3339Nano)
@@ -140,11 +138,6 @@ func AppendTranscriptLine(path string, rec map[string]any) error {
 
 // appendDrive appends the relay's drive line to the transcript.
 func appendDrive(path string, r *DriveResult, profile string, messages []any, loopErr error) error {
-	rec, err := openRelayRecord(path)
-	if err != nil {
-		return err
-	}
-	defer rec.close()
 	line := map[string]any{
 		"event": "drive", "model": r.Model, "seed": r.Seed, "profile": profile,
 		"turns": r.Turns, "stop": r.Stop, "usage": usageValue(r.Usage), "messages": plainAll(messages),
@@ -154,7 +147,7 @@ func appendDrive(path string, r *DriveResult, profile string, messages []any, lo
 		// The rule the session ended on, with the messages up to it.
 		line["error"] = fmt.Sprintf("%.1000s", strings.ToValidUTF8(loopErr.Error(), "\uFFFD"))
 	}
-	return rec.line(line)
+	return AppendTranscriptLine(path, line)
 }
 
 // The rules a transcript must meet to be resumed.
@@ -230,6 +223,8 @@ func ReadResumable(path string) (*PriorSession, error) {
 // TranscriptHeld reports whether a running room holds the transcript's
 // lock (or it cannot be opened to tell).
 func TranscriptHeld(path string) bool {
+	// O_NOFOLLOW and O_NONBLOCK: a link or FIFO planted at the path can
+	// neither point the check at another file's lock nor hang it.
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return true

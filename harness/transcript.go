@@ -142,16 +142,27 @@ func ResumeTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 		return nil, fmt.Errorf("opening transcript %s: %w", path, err)
 	}
 	f := os.NewFile(uintptr(fd), path)
-	st, err := f.Stat()
-	last := make([]byte, 1)
-	if err == nil && st.Size() > 0 {
-		_, err = f.ReadAt(last, st.Size()-1)
-	}
-	if err != nil || !st.Mode().IsRegular() || st.Size() == 0 || last[0] != '\n' {
+	st, whole, err := endsWithWholeLine(f)
+	if err != nil || !st.Mode().IsRegular() || !whole {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s: not a record that ends with a whole line (%v)", ErrTranscript, path, err)
 	}
 	return startTranscript(f, h, true)
+}
+
+// endsWithWholeLine stats f and reports whether its last byte is a
+// newline (false for an empty file): a line appended after a cut-short
+// one would be glued to it and hide the cut.
+func endsWithWholeLine(f *os.File) (os.FileInfo, bool, error) {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return st, false, err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+		return st, false, err
+	}
+	return st, last[0] == '\n', nil
 }
 
 // ErrTranscriptBusy: another room holds the transcript (its lock): two

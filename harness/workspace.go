@@ -103,8 +103,8 @@ type Workspace struct {
 // CreateWorkspace creates dir (mode 0755) exclusively — refusing one that
 // exists — and opens it.
 func CreateWorkspace(dir string, limits Limits) (*Workspace, error) {
-	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || strings.ContainsRune(dir, 0) {
-		return nil, &pkgwalk.RefusalError{Path: dir, Rule: ErrWorkspacePath}
+	if err := checkWorkspacePath(dir); err != nil {
+		return nil, err
 	}
 	// mkdir is create-exclusive: an existing directory, file or symlink at
 	// dir fails with EEXIST, so nothing planted beforehand is adopted.
@@ -114,6 +114,22 @@ func CreateWorkspace(dir string, limits Limits) (*Workspace, error) {
 		}
 		return nil, fmt.Errorf("creating workspace %s: %w", dir, err)
 	}
+	return openWorkspaceDir(dir, limits)
+}
+
+// checkWorkspacePath refuses a relative, unclean or NUL-bearing path: a
+// ".." or relative workspace would put the room's writes somewhere other
+// than the directory the record names.
+func checkWorkspacePath(dir string) error {
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || strings.ContainsRune(dir, 0) {
+		return &pkgwalk.RefusalError{Path: dir, Rule: ErrWorkspacePath}
+	}
+	return nil
+}
+
+// openWorkspaceDir opens dir as a Workspace; O_NOFOLLOW: a link swapped in
+// at dir would carry every write out of the workspace.
+func openWorkspaceDir(dir string, limits Limits) (*Workspace, error) {
 	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening workspace %s: %w", dir, err)
@@ -265,15 +281,14 @@ const ErrWorkspaceEntry pkgwalk.Rule = "workspace holds an entry the room did no
 // also say what the workspace holds). The relay has already held the
 // files to the transcript's record (checkWorkspace).
 func ReopenWorkspace(dir string, limits Limits) (*Workspace, error) {
-	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || strings.ContainsRune(dir, 0) {
-		return nil, &pkgwalk.RefusalError{Path: dir, Rule: ErrWorkspacePath}
+	if err := checkWorkspacePath(dir); err != nil {
+		return nil, err
 	}
-	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	w, err := openWorkspaceDir(dir, limits)
 	if err != nil {
-		return nil, fmt.Errorf("opening workspace %s: %w", dir, err)
+		return nil, err
 	}
-	w := &Workspace{Path: dir, limits: limits, dirfd: fd, sizes: map[string]int{}, folded: map[string]string{}, dirs: map[string]bool{}, dirFold: map[string]string{}}
-	if err := w.takeBack(fd, ""); err != nil {
+	if err := w.takeBack(w.dirfd, ""); err != nil {
 		w.Close()
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -328,7 +329,7 @@ func TestRoomDriveResume(t *testing.T) {
 
 	// A completed session is not resumed, and an edit of the record is
 	// seen: both refused (exit 1).
-	if code, _, stderr := runCLI(t, driveArgs(srv.URL, "--resume", tpath)...); code != 1 || !strings.Contains(stderr, "cannot be resumed") {
+	if code, _, stderr := runCLI(t, driveArgs(srv.URL, "--resume", tpath)...); code != 1 || !strings.Contains(stderr, harness.ErrNotResumable.Error()) {
 		t.Errorf("resuming a completed session: exit %d, %s", code, stderr)
 	}
 	b, _ := os.ReadFile(tpath)
