@@ -19,25 +19,28 @@ import (
 )
 
 func TestOptionsRefused(t *testing.T) {
+	// says is what the refusal must name, so a case cannot pass on
+	// another option's refusal.
 	cases := []struct {
 		name   string
 		change func(o *Options)
+		says   string
 	}{
-		{"no command", func(o *Options) { o.Command = nil }},
-		{"no transcript", func(o *Options) { o.Room.Transcript = "" }},
-		{"relative relay", func(o *Options) { o.Relay = "cleanroom" }},
-		{"bind over the relay", func(o *Options) { o.Binds = []sandbox.Bind{{Source: "/usr", Destination: "/opt/cleanroom/x"}} }},
-		{"proxy variable", func(o *Options) { o.Env = []string{"https_proxy=http://elsewhere:1"} }},
-		{"HOME", func(o *Options) { o.Env = []string{"HOME=/root"} }},
-		{"existing workspace", func(o *Options) { o.Room.Workspace = t.TempDir() }},
+		{"no command", func(o *Options) { o.Command = nil }, "no agent command"},
+		{"no transcript", func(o *Options) { o.Room.Transcript = "" }, "a transcript is required"},
+		{"relative relay", func(o *Options) { o.Relay = "cleanroom" }, `relay binary "cleanroom"`},
+		{"bind over the relay", func(o *Options) { o.Binds = []sandbox.Bind{{Source: "/usr", Destination: "/opt/cleanroom/x"}} }, "/opt/cleanroom is room agent's"},
+		{"proxy variable", func(o *Options) { o.Env = []string{"https_proxy=http://elsewhere:1"} }, "the proxy variables are set by room agent"},
+		{"HOME", func(o *Options) { o.Env = []string{"HOME=/root"} }, "--env HOME: set by the sandbox"},
+		{"existing workspace", func(o *Options) { o.Room.Workspace = t.TempDir() }, "exists (or cannot be checked"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o, _, _ := testOptions(t, "/bin/true")
 			c.change(&o)
 			res, err := Run(context.Background(), o)
-			if !errors.Is(err, ErrAgentOptions) || res != nil {
-				t.Errorf("Run: %v, %v; want ErrAgentOptions", res, err)
+			if !errors.Is(err, ErrAgentOptions) || res != nil || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("Run: %v, %v; want ErrAgentOptions naming %q", res, err, c.says)
 			}
 			if _, err := os.Stat(o.Room.Transcript); o.Room.Transcript != "" && !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("a refused session left a transcript")

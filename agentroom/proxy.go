@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -302,14 +303,7 @@ func closeWrite(c net.Conn) {
 	c.Close()
 }
 
-func (p *Proxy) allowed(t HostPort) bool {
-	for _, a := range p.Allow {
-		if a == t {
-			return true
-		}
-	}
-	return false
-}
+func (p *Proxy) allowed(t HostPort) bool { return slices.Contains(p.Allow, t) }
 
 // dial resolves t on the host (or through Resolve) and connects to the
 // first address that answers. It returns the address dialled.

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,19 +20,26 @@ func TestBindsRefused(t *testing.T) {
 	if err := os.Symlink("/usr", link); err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string][]Bind{
-		"over /usr":       {{Source: dir, Destination: "/usr"}},
-		"over /etc":       {{Source: dir, Destination: "/etc/x"}},
-		"/opt itself":     {{Source: dir, Destination: "/opt"}},
-		"dot-dot":         {{Source: dir, Destination: "/opt/../etc"}},
-		"relative source": {{Source: "usr", Destination: "/opt/usr"}},
-		"symlink source":  {{Source: link, Destination: "/opt/usr"}},
-		"twice":           {{Source: dir, Destination: "/opt/a"}, {Source: dir, Destination: "/opt/a"}},
+	// says is what the refusal must name, so a case cannot pass on
+	// another rule's refusal.
+	const where = "want an absolute clean source and a distinct clean destination under /opt"
+	const symlink = "symlinks are refused"
+	cases := map[string]struct {
+		binds []Bind
+		says  string
+	}{
+		"over /usr":       {[]Bind{{Source: dir, Destination: "/usr"}}, where},
+		"over /etc":       {[]Bind{{Source: dir, Destination: "/etc/x"}}, where},
+		"/opt itself":     {[]Bind{{Source: dir, Destination: "/opt"}}, where},
+		"dot-dot":         {[]Bind{{Source: dir, Destination: "/opt/../etc"}}, where},
+		"relative source": {[]Bind{{Source: "usr", Destination: "/opt/usr"}}, where},
+		"symlink source":  {[]Bind{{Source: link, Destination: "/opt/usr"}}, symlink},
+		"twice":           {[]Bind{{Source: dir, Destination: "/opt/a"}, {Source: dir, Destination: "/opt/a"}}, where},
 	}
-	for name, binds := range cases {
-		_, err := Exec(context.Background(), Config{Args: []string{"/bin/true"}, Binds: binds}, Stdio{})
-		if !errors.Is(err, ErrConfig) {
-			t.Errorf("%s: %v, want %v", name, err, ErrConfig)
+	for name, tc := range cases {
+		_, err := Exec(context.Background(), Config{Args: []string{"/bin/true"}, Binds: tc.binds}, Stdio{})
+		if !errors.Is(err, ErrConfig) || !strings.Contains(fmt.Sprint(err), tc.says) {
+			t.Errorf("%s: %v, want %v naming %q", name, err, ErrConfig, tc.says)
 		}
 	}
 }

@@ -314,15 +314,16 @@ func TestParseEndpoint(t *testing.T) {
 	for _, tc := range []struct {
 		in, want string
 		ok       bool
+		rule     error // the allowlist rule a refusal must name, if one applies
 	}{
-		{"10.1.2.3:443", "10.1.2.3:443", true},
-		{"[2001:db8::1]:80", "[2001:db8::1]:80", true},
-		{"[::ffff:10.0.0.1]:80", "10.0.0.1:80", true},
-		{"example.com:443", "", false},
-		{"10.1.2.3", "", false},
-		{"10.1.2.3:0", "", false},
-		{"0.0.0.0:80", "", false},
-		{"224.0.0.1:80", "", false},
+		{"10.1.2.3:443", "10.1.2.3:443", true, nil},
+		{"[2001:db8::1]:80", "[2001:db8::1]:80", true, nil},
+		{"[::ffff:10.0.0.1]:80", "10.0.0.1:80", true, nil},
+		{"example.com:443", "", false, nil},
+		{"10.1.2.3", "", false, nil},
+		{"10.1.2.3:0", "", false, nil},
+		{"0.0.0.0:80", "", false, ErrAllowUnspecified},
+		{"224.0.0.1:80", "", false, ErrAllowMulticast},
 	} {
 		e, err := ParseEndpoint(tc.in)
 		if tc.ok != (err == nil) || tc.ok && e.String() != tc.want {
@@ -330,6 +331,9 @@ func TestParseEndpoint(t *testing.T) {
 		}
 		if !tc.ok && !errors.Is(err, ErrConfig) {
 			t.Errorf("ParseEndpoint(%q) error %v is not ErrConfig", tc.in, err)
+		}
+		if tc.rule != nil && !errors.Is(err, tc.rule) {
+			t.Errorf("ParseEndpoint(%q) error %v does not name %v", tc.in, err, tc.rule)
 		}
 	}
 }

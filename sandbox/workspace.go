@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/internal/hosttree"
@@ -52,11 +51,6 @@ func (e *PathRefusal) Unwrap() error { return e.Err }
 // devices or other programs' state to the candidate, and binding one
 // read-only still shows it host secrets.
 
-// within reports whether p is dir or lies beneath it.
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
-}
-
 // CheckHostDir applies the path rules to a workspace or package directory
 // and returns the path to bind: dir with every symlink in its parents
 // resolved, so what is checked is what the bind mount names. stateDir is
@@ -82,7 +76,7 @@ func CheckHostDir(role, dir, stateDir string) (string, error) {
 			roots = append(roots, r)
 		}
 		for _, r := range roots {
-			if within(p, r) {
+			if hosttree.Within(p, r) {
 				return refuse(dir, RuleStateRoot, fmt.Sprintf("the sandbox state root is %s", r))
 			}
 		}
@@ -90,7 +84,7 @@ func CheckHostDir(role, dir, stateDir string) (string, error) {
 			return refuse(dir, RuleSystemTree, why)
 		}
 		for _, r := range roots {
-			if within(r, p) {
+			if hosttree.Within(r, p) {
 				return refuse(dir, RuleStateRoot, fmt.Sprintf("%s holds the sandbox state root %s", p, r))
 			}
 		}

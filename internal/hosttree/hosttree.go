@@ -24,8 +24,8 @@ var trees = []string{
 // each holds other users' or programs' files.
 var dirs = []string{"/home", "/root", "/tmp", "/var/tmp", "/opt", "/srv", "/mnt", "/media"}
 
-// within reports whether p is dir or lies beneath it.
-func within(p, dir string) bool {
+// Within reports whether the clean path p is dir or lies beneath it.
+func Within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
@@ -61,7 +61,7 @@ func judge(named, p string) error {
 // link resolved) is a system tree, inside one or a parent of one, and why.
 func System(p string) (why string, ok bool) {
 	for _, t := range trees {
-		if within(p, t) || within(t, p) {
+		if Within(p, t) || Within(t, p) {
 			return fmt.Sprintf("%s is %s, inside it or one of its parents", p, t), true
 		}
 	}

@@ -261,11 +261,15 @@ const (
 // checks, then the shared returns.
 func candidateFilter(abi abiSyscalls) []unix.SockFilter {
 	a := &asm{labels: map[string]int{}, fix: map[int]string{}}
+	// Another ABI (i386, arm32) numbers calls differently: entering
+	// through it would slip past the native allowlist.
 	a.ld(offArch)
 	a.op(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, abi.arch, 1, 0)
 	a.ja(lKill)
 	a.ld(offNr)
 	if abi.x32Bit != 0 {
+		// x32 shares x86_64's arch value: its numbers (bit 30 set) would
+		// otherwise be a second, unjudged ABI.
 		a.jset(abi.x32Bit, lKill)
 	}
 	// Above every number known: ENOSYS, as an older kernel answers.
