@@ -171,6 +171,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if d.StateDir == "" {
 		d.StateDir = DefaultStateDir
+		if r := rootless(); r.on {
+			d.StateDir = RootlessStateDir(r.hostUID)
+		}
 	}
 	if d.PackageEmit != nil && d.PackageBytes == 0 {
 		d.PackageBytes = 256 << 20
@@ -279,7 +282,7 @@ type Result struct {
 	PackageSeal *seal.Assertion `json:"package_seal,omitempty"`
 	// HostUID is the candidate's uid as the host sees it (read from
 	// /proc/PID/status of its first process before the command started):
-	// CandidateUID, never 0.
+	// CandidateUID (rootless: the user's own uid), never 0.
 	HostUID int `json:"host_uid"`
 	// Workspace lists what the post-run walk of the workspace found: set-id
 	// bits it stripped, FIFOs, sockets and devices the caller must refuse.
@@ -296,6 +299,9 @@ type Result struct {
 func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := rootlessAllows(cfg); err != nil {
 		return nil, err
 	}
 	id, err := newID()
@@ -357,7 +363,7 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	lc, err := toLibcontainer(spec)
+	lc, err := toLibcontainer(spec, id)
 	if err != nil {
 		return nil, err
 	}
@@ -625,13 +631,24 @@ func sameNetNS(ns netns.NsHandle, pid int) error {
 	return nil
 }
 
-// ErrHostRoot: the candidate's first process is not CandidateUID on the
-// host (the user namespace did not take).
+// ErrHostRoot: the candidate's first process is not the sandbox's
+// unprivileged uid on the host (the user namespace did not take).
 var ErrHostRoot = errors.New("candidate is not the sandbox's unprivileged uid on the host")
 
 // hostUID reads the real, effective, saved and file-system uids of pid
-// from the host's /proc and requires all four to be CandidateUID.
+// from /proc, maps each through this process's own uid_map to the host's
+// (the identity for host root; one level up in the rootless child), and
+// requires all four to be the candidate's host uid — CandidateUID, or in
+// rootless mode the user's own — and never 0.
 func hostUID(pid int) (int, error) {
+	want, self := CandidateUID, "/proc/self/uid_map"
+	if r := rootless(); r.on {
+		want = r.hostUID
+	}
+	maps, err := readIDMap(self)
+	if err != nil {
+		return -1, fmt.Errorf("%w: %w", ErrHostRoot, err)
+	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return -1, fmt.Errorf("%w: %w", ErrHostRoot, err)
@@ -643,12 +660,15 @@ func hostUID(pid int) (int, error) {
 		}
 		f := strings.Fields(rest)
 		for _, v := range f {
-			if v != strconv.Itoa(CandidateUID) {
-				return -1, fmt.Errorf("%w: uids %s", ErrHostRoot, strings.Join(f, " "))
+			id, err := strconv.ParseUint(v, 10, 32)
+			host, mapped := outside(maps, id)
+			// Host root is never the candidate, whatever the mode.
+			if err != nil || !mapped || host != uint64(want) || host == 0 {
+				return -1, fmt.Errorf("%w: uids %s (want host uid %d)", ErrHostRoot, strings.Join(f, " "), want)
 			}
 		}
 		if len(f) == 4 {
-			return CandidateUID, nil
+			return want, nil
 		}
 	}
 	return -1, fmt.Errorf("%w: no Uid line in /proc/%d/status", ErrHostRoot, pid)

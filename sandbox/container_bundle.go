@@ -35,7 +35,7 @@ const bundleSource = "cleanroom-bundle"
 // group), so neither it nor the package view mounted in it ever appears in
 // another mount namespace.
 func mountBundle(bundle string) (unmount func(), err error) {
-	opts := fmt.Sprintf("mode=0710,uid=0,gid=%d,size=%d", CandidateUID, bundleFSBytes)
+	opts := fmt.Sprintf("mode=0710,uid=0,gid=%d,size=%d", candidateID(), bundleFSBytes)
 	if err := unix.Mount(bundleSource, bundle, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
 		return nil, fmt.Errorf("sandbox bundle tmpfs: %w", err)
 	}

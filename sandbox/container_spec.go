@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -131,6 +132,30 @@ func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 		res.Memory.Swap = &memory
 	}
 	env := append([]string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/workspace"}, cfg.Env...)
+	rlimits := []specs.POSIXRlimit{
+		{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 1024},
+		{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+	}
+	idMap := []specs.LinuxIDMapping{{ContainerID: 0, HostID: CandidateUID, Size: CandidateIDs}}
+	cgroupsPath := filepath.Join(cgroupParent, id)
+	if r := rootless(); r.on {
+		// The user's own uid and gid (0 of the rootless child's user
+		// namespace) are the only ones it has to give.
+		idMap = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 1}}
+		// No device rules: a delegated subtree cannot hold them (the
+		// candidate's /dev holds only the default nodes, bound from the
+		// host's, and it has no CAP_MKNOD).
+		res.Devices = nil
+		if r.limits == LimitsDelegated {
+			cgroupsPath = filepath.Join(strings.TrimPrefix(r.cgroup, "/sys/fs/cgroup"), "cleanroom-"+id)
+		} else {
+			// No cgroup is writable: per-process rlimits stand in for
+			// the memory and task limits (see rlimitsFor).
+			cgroupsPath, res = "", nil
+			rlimits = append(rlimits, rlimitsFor(cfg.Memory, cfg.Pids)...)
+		}
+		rlimits = clampRlimits(rlimits)
+	}
 	return &specs.Spec{
 		Version:  specs.Version,
 		Hostname: "candidate",
@@ -143,10 +168,7 @@ func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 			// Empty sets: no capabilities at all.
 			Capabilities:    &specs.LinuxCapabilities{Bounding: []string{}, Effective: []string{}, Permitted: []string{}, Inheritable: []string{}, Ambient: []string{}},
 			NoNewPrivileges: true,
-			Rlimits: []specs.POSIXRlimit{
-				{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 1024},
-				{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
-			},
+			Rlimits:         rlimits,
 		},
 		Mounts: mounts,
 		Linux: &specs.Linux{
@@ -155,9 +177,9 @@ func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 				{Type: specs.UTSNamespace}, {Type: specs.NetworkNamespace, Path: netnsPath},
 				{Type: specs.UserNamespace}, {Type: specs.CgroupNamespace},
 			},
-			UIDMappings:       []specs.LinuxIDMapping{{ContainerID: 0, HostID: CandidateUID, Size: CandidateIDs}},
-			GIDMappings:       []specs.LinuxIDMapping{{ContainerID: 0, HostID: CandidateUID, Size: CandidateIDs}},
-			CgroupsPath:       filepath.Join(cgroupParent, id),
+			UIDMappings:       idMap,
+			GIDMappings:       idMap,
+			CgroupsPath:       cgroupsPath,
 			Resources:         res,
 			MaskedPaths:       maskedPaths,
 			ReadonlyPaths:     readonlyPaths,
@@ -257,8 +279,13 @@ func prepareRootfs(bundle string, withPackage, withShim bool, binds []Bind) (str
 
 // toLibcontainer converts the spec with runc's own converter, so the
 // container is exactly what `runc run` would make of the same config.json.
-func toLibcontainer(spec *specs.Spec) (*configs.Config, error) {
-	lc, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{Spec: spec, NoNewKeyring: true})
+func toLibcontainer(spec *specs.Spec, id string) (*configs.Config, error) {
+	// In the rootless child no host cgroup is writable: libcontainer
+	// skips the hierarchies it cannot join when no path is set (rlimits;
+	// the name only keeps it from taking this process's own cgroup for
+	// the container's), and fails on any limit it cannot set where one is
+	// (delegated).
+	lc, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{Spec: spec, NoNewKeyring: true, RootlessCgroups: rootless().on, CgroupName: "cleanroom-" + id})
 	if err != nil {
 		return nil, fmt.Errorf("converting the sandbox spec: %w", err)
 	}
@@ -270,6 +297,37 @@ var rlimitTypes = map[string]int{
 	"RLIMIT_CORE":   unix.RLIMIT_CORE,
 	"RLIMIT_NPROC":  unix.RLIMIT_NPROC,
 	"RLIMIT_FSIZE":  unix.RLIMIT_FSIZE,
+	"RLIMIT_DATA":   unix.RLIMIT_DATA,
+}
+
+// rlimitsFor is what stands in for the memory and pids cgroup limits when
+// no cgroup can be used (rootless, rlimits): RLIMIT_DATA bounds each
+// process's private writable memory (heap, anonymous mappings; unlike
+// RLIMIT_AS it leaves runtimes that reserve address space up front, such
+// as V8 and Go, alone), RLIMIT_NPROC the tasks of the candidate's uid in
+// its own user namespace. Both are per process (NPROC per uid), not a
+// total over the container: N tasks may each use memory bytes.
+func rlimitsFor(memory, pids int64) []specs.POSIXRlimit {
+	return []specs.POSIXRlimit{
+		{Type: "RLIMIT_DATA", Hard: uint64(memory), Soft: uint64(memory)},
+		{Type: "RLIMIT_NPROC", Hard: uint64(pids), Soft: uint64(pids)},
+	}
+}
+
+// clampRlimits lowers each limit to this process's own hard limit: an
+// unprivileged user cannot raise one (the container's init would fail to
+// set it), and a lower limit only narrows.
+func clampRlimits(in []specs.POSIXRlimit) []specs.POSIXRlimit {
+	out := make([]specs.POSIXRlimit, len(in))
+	for i, r := range in {
+		var cur unix.Rlimit
+		if t, ok := rlimitTypes[r.Type]; ok && unix.Getrlimit(t, &cur) == nil {
+			r.Hard = min(r.Hard, cur.Max)
+			r.Soft = min(r.Soft, r.Hard)
+		}
+		out[i] = r
+	}
+	return out
 }
 
 // processFor builds the container's first process from spec.Process.

@@ -21,19 +21,24 @@ var ErrUnsupported = errors.New("the kernel cannot establish the candidate sandb
 // KernelReport is what `cleanroom sandbox check` prints: what the kernel
 // offers for the candidate sandbox, and what is missing.
 type KernelReport struct {
-	// Root is true when the effective uid is 0: the sandbox needs host
-	// root to set up (cgroups, the network namespace's check, the
-	// bind mounts); the candidate itself runs in a user namespace as host
-	// uid CandidateUID.
+	// Root is true when this process is host root (uid 0 in the initial
+	// user namespace).
 	Root bool `json:"root"`
-	// Mode is how this machine runs candidates: "root" (set up by host
-	// root, the candidate unprivileged in a user namespace), or
-	// "unavailable". There is no rootless mode (set up without host root,
-	// rlimits for cgroups) yet.
+	// Mode is how this machine runs candidates for this user: ModeRoot
+	// (set up by host root, the candidate host uid CandidateUID in a user
+	// namespace, cgroup limits), ModeRootless (set up by this unprivileged
+	// user in a user namespace of its own, the candidate this user's uid,
+	// limits per Limits), or ModeUnavailable (Missing says why).
 	Mode string `json:"mode"`
+	// Limits is how the candidate's memory, tasks and CPU are limited:
+	// LimitsCgroups (root), LimitsDelegated or LimitsRlimits (rootless);
+	// empty when unavailable.
+	Limits string `json:"limits,omitempty"`
+	// Why says in words why this mode (and these limits) and not another.
+	Why string `json:"why"`
 	// CandidateUID is the host uid the candidate runs as (its root inside
-	// its user namespace); uids and gids CandidateUID … +65535 are the
-	// sandbox's.
+	// its user namespace): CandidateUID (uids and gids CandidateUID …
+	// +65535 are the sandbox's) as root, this user's uid rootless.
 	CandidateUID int `json:"candidate_uid"`
 	// Namespaces maps each namespace kind to whether /proc/self/ns shows it.
 	Namespaces map[string]bool `json:"namespaces"`
@@ -70,7 +75,7 @@ var requiredControllers = map[int][]string{
 // CheckKernel inspects this machine and returns the report. The error wraps
 // ErrUnsupported and names the missing pieces when the sandbox cannot run.
 func CheckKernel() (*KernelReport, error) {
-	r := &KernelReport{Root: os.Geteuid() == 0, Namespaces: map[string]bool{}, Controllers: []string{}, Missing: []string{}}
+	r := &KernelReport{Root: os.Geteuid() == 0 && !NeedsRootless() && !rootless().on, Namespaces: map[string]bool{}, Controllers: []string{}, Missing: []string{}}
 	for _, ns := range reportedNamespaces {
 		_, err := os.Lstat(filepath.Join("/proc/self/ns", ns))
 		r.Namespaces[ns] = err == nil
@@ -83,9 +88,6 @@ func CheckKernel() (*KernelReport, error) {
 	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
 		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		r.UserNamespaces = n > 0 && r.Namespaces["user"]
-	}
-	if !r.Root {
-		r.Missing = append(r.Missing, "root (the sandbox is not rootless: run as uid 0)")
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs("/sys/fs/cgroup", &st); err != nil {
@@ -101,29 +103,63 @@ func CheckKernel() (*KernelReport, error) {
 		r.CgroupVersion = 1
 		r.Controllers = append(r.Controllers, v1Controllers()...)
 	}
-	have := map[string]bool{}
-	for _, c := range r.Controllers {
-		have[c] = true
-	}
-	for _, c := range requiredControllers[r.CgroupVersion] {
-		if !have[c] {
-			r.Missing = append(r.Missing, fmt.Sprintf("cgroup v%d controller %s", r.CgroupVersion, c))
-		}
-	}
-	if c, err := nftables.New(); err == nil {
-		_, err = c.ListTables()
-		r.EgressFilter = err == nil
-	}
 	if !r.UserNamespaces {
-		r.Missing = append(r.Missing, "user namespaces (max_user_namespaces is 0): the candidate runs in one")
+		r.Missing = append(r.Missing, "user namespaces (user.max_user_namespaces is 0): the candidate runs in one")
 	}
-	r.CandidateUID = CandidateUID
+	switch {
+	case r.Root:
+		have := map[string]bool{}
+		for _, c := range r.Controllers {
+			have[c] = true
+		}
+		for _, c := range requiredControllers[r.CgroupVersion] {
+			if !have[c] {
+				r.Missing = append(r.Missing, fmt.Sprintf("cgroup v%d controller %s", r.CgroupVersion, c))
+			}
+		}
+		if c, err := nftables.New(); err == nil {
+			_, err = c.ListTables()
+			r.EgressFilter = err == nil
+		}
+		r.CandidateUID, r.Limits = CandidateUID, LimitsCgroups
+		r.Why = "host root: the candidate runs in a user namespace as host uid " + fmt.Sprint(CandidateUID) + ", limited by cgroups"
+	case rootless().on:
+		// The rootless child: its user namespace exists, the probe is
+		// what it is doing.
+		rs := rootless()
+		r.CandidateUID, r.Limits = rs.hostUID, rs.limits
+		r.Why = rootlessWhy(rs.hostUID, rs.limits, rs.cgroup)
+	default:
+		if err := probeRootless(); err != nil {
+			r.Missing = append(r.Missing, err.Error())
+			break
+		}
+		r.CandidateUID, r.Limits = os.Geteuid(), LimitsRlimits
+		dir, ok := delegatedCgroup("/sys/fs/cgroup", "/proc/self/cgroup", os.Geteuid())
+		if ok {
+			r.Limits = LimitsDelegated
+		}
+		r.Why = rootlessWhy(os.Geteuid(), r.Limits, dir)
+	}
 	if len(r.Missing) > 0 {
-		r.Mode = "unavailable"
+		r.Mode, r.Limits = ModeUnavailable, ""
+		r.Why = strings.Join(r.Missing, "; ")
 		return r, fmt.Errorf("%w: missing %s", ErrUnsupported, strings.Join(r.Missing, "; "))
 	}
-	r.Mode = "root"
+	r.Mode = ModeRootless
+	if r.Root {
+		r.Mode = ModeRoot
+	}
 	return r, nil
+}
+
+// rootlessWhy says why a rootless sandbox limits the way it does.
+func rootlessWhy(uid int, limits, cgroup string) string {
+	s := fmt.Sprintf("not host root: unprivileged user namespaces work here; the candidate runs as this user's uid %d, ", uid)
+	if limits == LimitsDelegated {
+		return s + "limited by the delegated cgroup v2 subtree " + cgroup
+	}
+	return s + "limited by rlimits (no cgroup v2 subtree with memory and pids is delegated to this user)"
 }
 
 // v1Controllers returns the controllers mounted as cgroup v1 hierarchies:

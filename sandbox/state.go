@@ -51,7 +51,7 @@ func openStateRoot(dir string, create bool) (int, error) {
 		// container's init, host uid CandidateUID in the candidate's user
 		// namespace, must pass through to reach its root: root-owned,
 		// group CandidateUID with search permission only (0710).
-		if err := unix.Fchown(fd, 0, CandidateUID); err != nil {
+		if err := unix.Fchown(fd, 0, candidateID()); err != nil {
 			unix.Close(fd)
 			return -1, fmt.Errorf("%w: %s: chown: %w", ErrStateRoot, dir, err)
 		}
@@ -77,9 +77,10 @@ func searchableByCandidate(dir string) error {
 		if err := unix.Stat(p, &st); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
-		ok := st.Mode&0o001 != 0 || (st.Gid == CandidateUID && st.Mode&0o010 != 0) || (st.Uid == CandidateUID && st.Mode&0o100 != 0)
+		id := uint32(candidateID())
+		ok := st.Mode&0o001 != 0 || (st.Gid == id && st.Mode&0o010 != 0) || (st.Uid == id && st.Mode&0o100 != 0)
 		if !ok {
-			return fmt.Errorf("%s (mode %#o) is not searchable by the candidate's uid %d: the container's init passes through it to reach its root (chmod o+x, or choose another directory)", p, st.Mode&0o7777, CandidateUID)
+			return fmt.Errorf("%s (mode %#o) is not searchable by the candidate's uid %d: the container's init passes through it to reach its root (chmod o+x, or choose another directory)", p, st.Mode&0o7777, id)
 		}
 		if p == "/" {
 			return nil
@@ -159,6 +160,11 @@ func privateStateRoot(dir string, fd int) error {
 // gc` (which holds it exclusively) never sees a run half-made. end unmounts
 // the tmpfs, removes the directory and then releases the lock.
 func startRun(stateDir, id string) (bundle string, end func(), err error) {
+	if rootless().on {
+		if err := prepareRootlessStateRoot(stateDir); err != nil {
+			return "", nil, err
+		}
+	}
 	root, err := openStateRoot(stateDir, true)
 	if err != nil {
 		return "", nil, err

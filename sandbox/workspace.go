@@ -129,7 +129,10 @@ func CheckNewWorkspace(dir, stateDir string) error {
 	if err := unix.Lstat(dir, &st); err != nil {
 		return &PathRefusal{Role: "workspace", Path: dir, Rule: RuleNotDir, Why: err.Error()}
 	}
-	if st.Uid == CandidateUID {
+	// In rootless mode the candidate is this user: ownership tells no
+	// run's workspace from any other directory of the user's, so only an
+	// empty one is given.
+	if st.Uid == CandidateUID && !rootless().on {
 		return nil
 	}
 	f, err := os.Open(dir)
@@ -240,7 +243,8 @@ func giveWorkspace(dir string) error {
 		return err
 	}
 	defer unix.Close(fd)
-	if err := unix.Fchown(fd, CandidateUID, CandidateUID); err != nil {
+	cand := candidateID()
+	if err := unix.Fchown(fd, cand, cand); err != nil {
 		return fmt.Errorf("workspace %s: chown: %w", dir, err)
 	}
 	dup, err := unix.Dup(fd)
@@ -253,7 +257,7 @@ func giveWorkspace(dir string) error {
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
 			return nil
 		}
-		if err := unix.Fchownat(dirfd, name, CandidateUID, CandidateUID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fchownat(dirfd, name, cand, cand, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("workspace %s: chown %s: %w", dir, rel, err)
 		}
 		return nil

@@ -75,10 +75,15 @@ func printKernelReport(w io.Writer, r *sandbox.KernelReport) {
 	}
 	fmt.Fprintf(w, "root:            %v\n", r.Root)
 	switch r.Mode {
-	case "root":
-		fmt.Fprintf(w, "mode:            root (set up by host root; the candidate runs in a user namespace as host uid %d, never root; no rootless mode)\n", r.CandidateUID)
+	case sandbox.ModeRoot:
+		fmt.Fprintf(w, "mode:            root (cgroups)\n")
+	case sandbox.ModeRootless:
+		fmt.Fprintf(w, "mode:            rootless (cgroups: %s)\n", r.Limits)
 	default:
-		fmt.Fprintf(w, "mode:            %s (no rootless mode: the sandbox is set up by host root)\n", r.Mode)
+		fmt.Fprintf(w, "mode:            %s: %s\n", r.Mode, r.Why)
+	}
+	if r.Mode != sandbox.ModeUnavailable {
+		fmt.Fprintf(w, "why:             %s\n", r.Why)
 	}
 	fmt.Fprintf(w, "namespaces:      %s\n", strings.Join(ns, " "))
 	fmt.Fprintf(w, "user namespaces: %v\n", r.UserNamespaces)
@@ -215,6 +220,22 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 --json the run's record is printed on stderr when CMD ends.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sandbox.NeedsRootless() {
+				// Not host root: the whole command runs again in a user
+				// namespace of its own (rootless mode), where it sets up
+				// what host root would.
+				code, err := sandbox.EnterRootless(cmd.Context(), os.Args[1:])
+				if err != nil {
+					return isolationErr(err)
+				}
+				if code != 0 {
+					return &exitError{code: code}
+				}
+				return nil
+			}
+			if sandbox.InRootlessChild() && !cmd.Flags().Changed("state-root") {
+				f.stateRoot = sandbox.RootlessStateDir(sandbox.RootlessHostUID())
+			}
 			cfg, err := f.config(args)
 			if err != nil {
 				return usageErr(err)
@@ -256,6 +277,8 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			switch {
 			case errors.Is(err, sandbox.ErrConfig):
 				return usageErr(err)
+			case errors.Is(err, sandbox.ErrUnsupported):
+				return isolationErr(err)
 			case refused:
 				return refusedErr(fmt.Errorf("%w (terminal state %s)", err, sandbox.TerminalInvalidInfrastructure))
 			case errors.Is(err, sandbox.ErrPackage):
