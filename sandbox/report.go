@@ -129,9 +129,11 @@ func CheckKernel() (*KernelReport, error) {
 		rs := rootless()
 		r.CandidateUID, r.Limits = rs.hostUID, rs.limits
 		r.Why = rootlessWhy(rs.hostUID, rs.limits, rs.cgroup)
+	case !r.UserNamespaces:
+		// Missing names user.max_user_namespaces already.
 	default:
 		if err := probeRootless(); err != nil {
-			r.Missing = append(r.Missing, err.Error())
+			r.Missing = append(r.Missing, strings.TrimPrefix(err.Error(), ErrRootless.Error()+": "))
 			break
 		}
 		r.CandidateUID, r.Limits = os.Geteuid(), LimitsRlimits
@@ -143,7 +145,7 @@ func CheckKernel() (*KernelReport, error) {
 	}
 	if len(r.Missing) > 0 {
 		r.Mode, r.Limits = ModeUnavailable, ""
-		r.Why = strings.Join(r.Missing, "; ")
+		r.Why = r.Missing[0]
 		return r, fmt.Errorf("%w: missing %s", ErrUnsupported, strings.Join(r.Missing, "; "))
 	}
 	r.Mode = ModeRootless

@@ -165,6 +165,12 @@ func delegatedCgroup(root, procCgroup string, uid int) (string, bool) {
 	if !ok || strings.Contains(rel, "\n") || !filepath.IsAbs(rel) {
 		return "", false
 	}
+	return delegatedBelow(root, rel, uid)
+}
+
+// delegatedBelow is delegatedCgroup's walk of the cgroup rel's ancestors
+// under root.
+func delegatedBelow(root, rel string, uid int) (string, bool) {
 	owned := func(p string) bool {
 		var s unix.Stat_t
 		return unix.Lstat(p, &s) == nil && int(s.Uid) == uid
