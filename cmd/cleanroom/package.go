@@ -14,6 +14,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
@@ -352,16 +353,28 @@ source, never inside either.`,
 	return c
 }
 
-// emitWhole is pkgwalk.Emit for `package emit`. An existing (empty)
-// destination, such as a mount point, is filled in place. An absent one is
-// filled in a held staging directory beside it and published by a rename
-// that replaces nothing: a kill at any point leaves the name absent (or
-// whole), never partial, so a retry is not refused for a destination that
+// emitWhole is pkgwalk.Emit for `package emit`. The destination is filled
+// in a held staging directory beside it and published by one rename: one
+// that replaces nothing when it is absent, one that replaces it only while
+// it is still empty when it exists (its mode and owner carried over). A
+// kill at any point leaves the name as it was found (absent or empty) or
+// whole, never partial, so a retry is not refused for a destination that
 // is not empty; the staging directories killed emits left beside it are
-// removed first (never one a live emit holds).
+// removed first (never one a live emit holds). Only a destination no
+// rename can replace — a mount point, or a directory of another user's
+// this process cannot give the copy to — is filled in place.
 func emitWhole(ctx context.Context, from, into, expect string, existed bool, opts pkgwalk.EmitOptions) (*pkgwalk.Manifest, error) {
+	var keep *unix.Statx_t
 	if existed {
-		return pkgwalk.Emit(ctx, from, into, expect, opts)
+		var st unix.Statx_t
+		err := unix.Statx(unix.AT_FDCWD, into, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MODE|unix.STATX_UID|unix.STATX_GID, &st)
+		mountRoot := err == nil && st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+		ownable := err == nil && (int(st.Uid) == os.Geteuid() || os.Geteuid() == 0)
+		// Not a directory, or a link: Emit refuses it by its rule.
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || mountRoot || !ownable {
+			return pkgwalk.Emit(ctx, from, into, expect, opts)
+		}
+		keep = &st
 	}
 	if _, err := durable.RemoveStaleStages(into); err != nil {
 		return nil, fmt.Errorf("removing what an interrupted emit into %s left: %w", into, err)
@@ -372,8 +385,21 @@ func emitWhole(ctx context.Context, from, into, expect string, existed bool, opt
 	}
 	defer release()
 	m, err := pkgwalk.Emit(ctx, from, stage, expect, opts)
-	if err == nil {
+	switch {
+	case err != nil:
+	case keep == nil:
 		err = durable.CreateDir(stage, into, 0o755)
+	default:
+		// The copy takes the place of the empty directory as the operator
+		// made it: same owner, group and mode.
+		if err = os.Lchown(stage, int(keep.Uid), int(keep.Gid)); err == nil {
+			err = durable.ReplaceEmptyDir(stage, into, os.FileMode(keep.Mode&0o777))
+		}
+		if errors.Is(err, durable.ErrDirNotEmpty) {
+			// Something was put there meanwhile: refused as Emit refuses a
+			// destination that is not empty.
+			err = fmt.Errorf("%s: %w", into, err)
+		}
 	}
 	if err != nil {
 		// Emit removed what it wrote on a refusal; the staging directory

@@ -276,9 +276,16 @@ func TestPackageEmitManifestOutFailureLeavesNothing(t *testing.T) {
 
 // TestPackageEmitKilledRetry: `package emit` stopped and SIGKILLed while
 // it copies leaves no partial destination (only its staging directory
-// beside it), and the same command run again completes, leaving nothing
-// beside the destination.
+// beside it): an absent --into stays absent, an existing empty one stays
+// empty; the same command run again completes, leaving nothing beside the
+// destination, and an existing one keeps its mode.
 func TestPackageEmitKilledRetry(t *testing.T) {
+	for _, existing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) { testPackageEmitKilledRetry(t, existing) })
+	}
+}
+
+func testPackageEmitKilledRetry(t *testing.T, existing bool) {
 	bin, _ := cliBinary(t)
 	pkg := copySyntheticPackage(t)
 	// Enough files that the copy is still running when it is stopped.
@@ -296,6 +303,25 @@ func TestPackageEmitKilledRetry(t *testing.T) {
 	id = strings.TrimSpace(id)
 	work := t.TempDir()
 	into := filepath.Join(work, "out")
+	if existing {
+		if err := os.Mkdir(into, 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a killed emit must leave: the name as it was found.
+	asFound := func() error {
+		if !existing {
+			if _, err := os.Lstat(into); !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%s exists: %v", into, err)
+			}
+			return nil
+		}
+		ents, err := os.ReadDir(into)
+		if err != nil || len(ents) > 0 {
+			return fmt.Errorf("%s holds %d entries: %v", into, len(ents), err)
+		}
+		return nil
+	}
 	cmd := exec.Command(bin, "package", "emit", "--from", pkg, "--into", into, "--expect", id)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -315,13 +341,13 @@ func TestPackageEmitKilledRetry(t *testing.T) {
 		}
 	}
 	cmd.Process.Signal(syscall.SIGSTOP)
-	if _, err := os.Lstat(into); err == nil {
+	if asFound() != nil {
 		t.Skip("the emit published before it could be stopped")
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if _, err := os.Lstat(into); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a killed emit left %s: %v", into, err)
+	if err := asFound(); err != nil {
+		t.Fatalf("a killed emit left a partial destination: %v", err)
 	}
 	if code, out, errs := runCLI(t, "package", "emit", "--from", pkg, "--into", into, "--expect", id); code != 0 {
 		t.Fatalf("the retried emit: exit %d\n%s%s", code, out, errs)
@@ -331,5 +357,8 @@ func TestPackageEmitKilledRetry(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(work, durable.TempPrefix+"*")); len(left) != 0 {
 		t.Errorf("left beside the destination: %v", left)
+	}
+	if fi, err := os.Stat(into); existing && (err != nil || fi.Mode().Perm() != 0o750) {
+		t.Errorf("the existing destination's mode: %v %v, want 0750", fi.Mode(), err)
 	}
 }
