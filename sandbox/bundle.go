@@ -28,7 +28,11 @@ const HookRecordName = "isolation_check.json"
 // egress needs the host-side setup Exec performs. The bundle runs under
 // runc, crun and runsc (see portableMounts and BundleOCIVersion); runsc
 // must be given --network=none (the bundle names no network namespace
-// path, and gVisor's own netstack is then loopback only).
+// path, and gVisor's own netstack is then loopback only). With a
+// workspace, a poststop hook (`<this binary> sandbox scrub`) scrubs it
+// once the container is deleted and writes ScrubRecordName: a reader of
+// the workspace must find that record with refused false (or run
+// `cleanroom sandbox scrub` itself) first.
 func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -78,8 +82,7 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 	}
 	if cfg.Workspace != "" {
 		// The candidate writes it as CandidateUID. The post-run scrub
-		// (set-id bits, special files) is Exec's: a bundle run by another
-		// runtime gets none.
+		// (set-id bits, special files) is the poststop hook below.
 		if err := giveWorkspace(cfg.Workspace); err != nil {
 			return nil, err
 		}
@@ -96,6 +99,17 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 	}}}
 	if cfg.Seal != nil {
 		spec.Hooks.CreateRuntime = append(spec.Hooks.CreateRuntime, sealHook(exe, dir, *cfg.Seal, cfg.Control))
+	}
+	if cfg.Workspace != "" {
+		// Once the container is deleted (every process of it gone), the
+		// workspace gets Exec's post-run scrub; its record tells the
+		// reader whether the workspace may be read. A runtime only warns
+		// when a poststop hook fails, so the record, not the runtime's
+		// status, is the verdict (ScrubWorkspace).
+		spec.Hooks.Poststop = []specs.Hook{{
+			Path: exe,
+			Args: []string{exe, "sandbox", "scrub", "--state-root", cfg.StateDir, "--record", filepath.Join(dir, ScrubRecordName), cfg.Workspace},
+		}}
 	}
 	b, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {

@@ -103,7 +103,10 @@ func crunCommand(t *testing.T, bin, root, bundle, id string) *exec.Cmd {
 // The bundle is the same configuration exec runs; the Debian packages
 // runc, crun and runsc run it here, the same in-container assertions hold,
 // the hook's record is written, and a bundle whose hook fails does not
-// start. A runtime that is not installed is skipped by name.
+// start. After the run, the poststop hook has scrubbed the workspace as
+// Exec does: the set-uid copy of sh the candidate left is stripped, its
+// FIFO named, the record refuses the workspace. A runtime that is not
+// installed is skipped by name.
 func TestBundleOnRuntimes(t *testing.T) {
 	needSandbox(t)
 	exe, err := os.Executable()
@@ -116,7 +119,8 @@ echo links=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')
 echo routes=$(tail -n +2 /proc/net/route | wc -l)
 touch /usr/x 2>/dev/null && echo usr=writable || echo usr=ro
 echo w > /workspace/out && echo workspace=writable
-[ -e /work ] && echo host=present || echo host=absent`
+[ -e /work ] && echo host=present || echo host=absent
+cp /bin/sh /workspace/sh && chmod 4755 /workspace/sh && mkfifo /workspace/fifo && echo setid=$(stat -c %a /workspace/sh)`
 	for _, rt := range ociRuntimes {
 		t.Run(rt.name, func(t *testing.T) {
 			bin, err := exec.LookPath(rt.name)
@@ -181,7 +185,7 @@ echo w > /workspace/out && echo workspace=writable
 					got := keyValues(string(out))
 					for _, kv := range []struct{ k, v string }{
 						{"CapEff", "0000000000000000"}, {"NoNewPrivs", "1"}, {"Seccomp", "2"}, {"fds", "0 1 2"}, {"links", "lo"},
-						{"routes", "0"}, {"usr", "ro"}, {"workspace", "writable"}, {"host", "absent"},
+						{"routes", "0"}, {"usr", "ro"}, {"workspace", "writable"}, {"host", "absent"}, {"setid", "4755"},
 					} {
 						if slices.Contains(rt.absent, kv.k) {
 							continue
@@ -189,6 +193,21 @@ echo w > /workspace/out && echo workspace=writable
 						if got[kv.k] != kv.v {
 							t.Errorf("%s = %q, want %q", kv.k, got[kv.k], kv.v)
 						}
+					}
+					var scrub ScrubReport
+					if b, err := os.ReadFile(filepath.Join(dir, ScrubRecordName)); err != nil || json.Unmarshal(b, &scrub) != nil {
+						t.Fatalf("no scrub record after %s's run: %v", rt.name, err)
+					}
+					rules := map[string]string{}
+					for _, f := range scrub.Findings {
+						rules[f.Path] = f.Rule
+					}
+					if !scrub.Refused || rules["sh"] != RuleSetID || rules["fifo"] != RuleSpecialFile || len(rules) != 2 {
+						t.Errorf("scrub record %+v", scrub)
+					}
+					var st unix.Stat_t
+					if err := unix.Lstat(filepath.Join(ws, "sh"), &st); err != nil || st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+						t.Errorf("after %s's run the candidate's sh is still set-id: %v %#o", rt.name, err, st.Mode)
 					}
 				})
 			}

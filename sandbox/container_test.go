@@ -54,6 +54,21 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "sandbox" && os.Args[2] == "seal-hook" {
 		os.Exit(sealHookMain(os.Args[3:]))
 	}
+	// `sandbox scrub --state-root S --record FILE WORKSPACE` is the
+	// bundle's poststop hook.
+	if len(os.Args) == 8 && os.Args[1] == "sandbox" && os.Args[2] == "scrub" && os.Args[3] == "--state-root" && os.Args[5] == "--record" {
+		rep, err := ScrubWorkspace(os.Args[7], os.Args[4])
+		if rep != nil {
+			if werr := WriteScrubRecord(os.Args[6], rep); werr != nil {
+				err = werr
+			}
+		}
+		if err != nil || rep.Refused {
+			fmt.Fprintln(os.Stderr, "scrub:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// `tamper-hook` adds a second link to the container's namespace.
 	if len(os.Args) == 2 && os.Args[1] == "tamper-hook" {
 		os.Exit(tamperHook())

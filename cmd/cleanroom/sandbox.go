@@ -292,12 +292,10 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			for _, s := range res.Truncated {
 				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: sandbox %s: %s cut after %d bytes\n", res.ID, s, sandbox.DefaultOutputLimit)
 			}
-			special := false
 			for _, f := range res.Workspace {
 				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: sandbox %s: workspace %s (mode %s): rule %s\n", res.ID, f.Path, f.Mode, f.Rule)
-				special = special || f.Rule == sandbox.RuleSpecialFile || f.Rule == sandbox.RuleUnwalked
 			}
-			if special {
+			if sandbox.WorkspaceRefused(res.Workspace) {
 				// Whoever reads the workspace next would block on a FIFO or
 				// read through a device: the run is refused, whatever the
 				// command's own status.
@@ -442,7 +440,12 @@ and the hook's record is written to DIR/isolation_check.json. With --sealed
 (and --control) the seal probe runs as a second createRuntime hook
 ("cleanroom sandbox seal-hook") from the container's network namespace,
 its record in DIR/seal_probe.json; a probe that does not pass stops the
-start. Only full isolation (--net none) can be rendered; the sealed package
+start. With --workspace, a poststop hook ("cleanroom sandbox scrub") gives the
+workspace exec's post-run scrub once the container is deleted and writes
+DIR/workspace_scrub.json: read the workspace only if that record says
+"refused": false (a runtime only warns when a poststop hook fails), or run
+"cleanroom sandbox scrub WORKSPACE" yourself after the runtime exits. Only
+full isolation (--net none) can be rendered; the sealed package
 (--package-id) is established by exec only. The bundle refers to this
 binary and to the host paths by absolute path.`,
 		Args: cobra.MinimumNArgs(1),

@@ -305,3 +305,34 @@ func TestSandboxExecHostile(t *testing.T) {
 		t.Errorf("the stripped bit is not named on stderr:\n%s", stderr.String())
 	}
 }
+
+// `sandbox scrub` (the bundle's post-run scrub, by hand): a set-uid file
+// is stripped and named (exit 0); a FIFO refuses the workspace (exit 1,
+// the rule named); a system tree is never scrubbed (exit 2, rule
+// system_tree: its set-uid binaries are the host's).
+func TestSandboxScrub(t *testing.T) {
+	ws := t.TempDir()
+	bin := filepath.Join(ws, "tool")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(bin, 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "sandbox", "scrub", ws)
+	if code != 0 || !strings.Contains(out, "workspace tool (mode 0104755): rule "+sandbox.RuleSetID) {
+		t.Errorf("set-uid file: exit %d, want 0 naming it\n%s%s", code, out, errs)
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.Mode()&os.ModeSetuid != 0 {
+		t.Errorf("still set-uid: %v %v", fi.Mode(), err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runCLI(t, "sandbox", "scrub", ws); code != 1 || !strings.Contains(errs, sandbox.RuleSpecialFile) || !strings.Contains(out, "workspace fifo") {
+		t.Errorf("FIFO: exit %d, want 1 naming %s\n%s%s", code, sandbox.RuleSpecialFile, out, errs)
+	}
+	if code, _, errs := runCLI(t, "sandbox", "scrub", "/etc"); code != 2 || !strings.Contains(errs, sandbox.RuleSystemTree) {
+		t.Errorf("/etc: exit %d, want 2 naming %s\n%s", code, sandbox.RuleSystemTree, errs)
+	}
+}
