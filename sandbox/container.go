@@ -578,6 +578,9 @@ func ProbeVantage(ctx context.Context, allow []Endpoint, sealed netip.AddrPort, 
 	if len(allow) > 0 && control == nil {
 		return nil, fmt.Errorf("%w: an allowlisted vantage needs a positive control", ErrConfig)
 	}
+	if err := rootlessAllows(Config{Allow: allow}); err != nil {
+		return nil, err
+	}
 	id, err := newID()
 	if err != nil {
 		return nil, err

@@ -221,17 +221,7 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if sandbox.NeedsRootless() {
-				// Not host root: the whole command runs again in a user
-				// namespace of its own (rootless mode), where it sets up
-				// what host root would.
-				code, err := sandbox.EnterRootless(cmd.Context(), os.Args[1:])
-				if err != nil {
-					return isolationErr(err)
-				}
-				if code != 0 {
-					return &exitError{code: code}
-				}
-				return nil
+				return runRootless(cmd)
 			}
 			if sandbox.InRootlessChild() && !cmd.Flags().Changed("state-root") {
 				f.stateRoot = sandbox.RootlessStateDir(sandbox.RootlessHostUID())
@@ -312,6 +302,21 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 	return c
 }
 
+// runRootless runs the command again in a user namespace of its own
+// (rootless mode: not host root), where it sets up what host root would,
+// and ends with the exit code that run ended with; the run itself has
+// printed whatever it had to say.
+func runRootless(cmd *cobra.Command) error {
+	code, err := sandbox.EnterRootless(cmd.Context(), os.Args[1:])
+	if err != nil {
+		return isolationErr(err)
+	}
+	if code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
 // printExecRecord writes the run's record to stderr (stdout carries the
 // command's own output).
 func printExecRecord(cmd *cobra.Command, res *sandbox.Result) {
@@ -372,6 +377,9 @@ vantage. Exit 1 with terminal state invalid_infrastructure when the probe or
 the check fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if sandbox.NeedsRootless() {
+				return runRootless(cmd)
+			}
 			allow, err := parseNetMode(netMode)
 			if err != nil {
 				return usageErr(err)
@@ -405,6 +413,8 @@ the check fails.`,
 				}
 			}
 			switch {
+			case errors.Is(err, sandbox.ErrUnsupported):
+				return isolationErr(err)
 			case errors.Is(err, sandbox.ErrConfig):
 				return usageErr(err)
 			case errors.Is(err, sandbox.ErrIsolation), errors.Is(err, sandbox.ErrSealProbe):

@@ -175,6 +175,22 @@ func TestSandboxRootless(t *testing.T) {
 	if rec.HostUID != nobodyID || rec.Isolation == nil || !rec.Isolation.Enforced || rec.SealProbe == nil || rec.SealProbe.Outcome != sandbox.ProbeSealed {
 		t.Errorf("record: host uid %d, isolation %+v, probe %+v", rec.HostUID, rec.Isolation, rec.SealProbe)
 	}
+
+	// The sealed package (--package-id): emitted into a tmpfs the rootless
+	// child mounts and seals read-only at the superblock.
+	code, id, errs := runCLI(t, "package", "id", pkg)
+	if code != 0 {
+		t.Fatalf("package id: %d %s", code, errs)
+	}
+	code, out, errs = asNobody(t, bin, "sandbox", "exec", "--package", pkg, "--package-id", strings.TrimSpace(id), "--", "/bin/sh", "-c",
+		`cat /package/spec.txt; grep ' /package ' /proc/self/mountinfo | sed 's/.* - //'`)
+	if code != 0 || !strings.HasPrefix(out, "the package\ntmpfs cleanroom-view ro,") {
+		t.Errorf("sealed package: exit %d, want the file and a superblock-read-only tmpfs\n%s%s", code, out, errs)
+	}
+	// The mechanism check and the seal probe alone, from the same vantage.
+	if code, out, errs := asNobody(t, bin, "sandbox", "probe", "--sealed", "127.0.0.1:"+port); code != 0 || !strings.Contains(out, "probe passed") {
+		t.Errorf("probe: exit %d\n%s%s", code, out, errs)
+	}
 }
 
 // Rootless mode keeps the post-run scrub: a set-uid file the candidate
