@@ -123,6 +123,23 @@
 // cgroup, so the RCU grace period the first attach waits for is spent
 // while the namespace is built and checked; nothing is weakened by it.
 //
+// Rootless mode: a process that is not host root runs its command again
+// through EnterRootless, in a user namespace of its own (its uid and gid
+// mapped to 0, nothing else) and a private mount namespace; there Exec
+// does what it does as root, with these differences: the candidate's
+// user namespace maps its 0 to that one id (the user's uid on the host,
+// which hostUID checks is not 0); no host cgroup is writable, so a
+// delegated cgroup v2 subtree is used when there is one and per-process
+// rlimits (RLIMIT_DATA, RLIMIT_NPROC) stand in otherwise; the state root
+// is a tmpfs mounted in that mount namespace, so a killed run leaves
+// nothing; an allowlist is refused (ErrRootless: its veth and filter live
+// in the host's network namespace); the workspace must be empty. The
+// namespaces the candidate runs in belong to the user's user namespace,
+// so every process of that user could enter them: rootless mode trusts
+// the user's other processes as root mode trusts root. CheckKernel finds
+// the mode by doing what a rootless run needs (probeRootless) and names
+// the sysctl that forbids it.
+//
 // The clean room's sealed view is package seal (sandbox/seal), which this
 // package uses for the mount-table reading of its own checks.
 package sandbox

@@ -279,10 +279,13 @@ copy is then walked with every rule, content rules included, and hashed: its
 bpkg must be --expect. What is measured is what was delivered; a refused emit
 removes everything it created.
 
-An absent --into is filled in a staging directory beside it (.cleanroom-tmp-…)
-and renamed into place once verified, so the name holds the whole package or
-nothing: a killed emit leaves only the staging directory, which the next emit
-into the same name removes (one a live emit holds is left alone).
+--into is filled in a staging directory beside it (.cleanroom-tmp-…) and
+renamed into place once verified — replacing an existing empty directory only
+while it is still empty, its mode and owner kept — so the name holds the whole
+package or is as it was found: a killed emit leaves only the staging
+directory, which the next emit into the same name removes (one a live emit
+holds is left alone). A mount point (or another user's directory, unless run
+as root) cannot be replaced by a rename and is filled in place.
 
 --manifest-out FILE writes the manifest record beside the destination and the
 source, never inside either.`,

@@ -48,8 +48,14 @@ func newSandboxCheckCmd() *cobra.Command {
 		Short: "Report what the kernel offers for the candidate sandbox (namespaces, cgroups) and what is missing",
 		Long: `check reports the namespaces, user namespaces, cgroup version and cgroup
 controllers of this machine, so an operator knows before a run whether the
-candidate sandbox can be established. It exits 3 and names every missing
-piece when it cannot.`,
+candidate sandbox can be established, and in which mode for the user who
+runs it: "root (cgroups)" for host root; "rootless (cgroups: delegated)" or
+"rootless (cgroups: rlimits)" for another user where unprivileged user
+namespaces work (tried, not assumed: a user, mount and network namespace
+is made, a tmpfs sealed and lo brought up in it); "unavailable: REASON"
+otherwise, naming the sysctl that forbids it (user.max_user_namespaces,
+kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns).
+It exits 3 and names every missing piece when it cannot.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := sandbox.CheckKernel()
@@ -214,6 +220,13 @@ Before CMD starts, the network namespace is checked by mechanism (links,
 routes in every table, policy rules, route lookups) and, with --sealed,
 probed from the candidate's vantage. A failed check or probe refuses the
 run (exit 1, the record on stderr).
+
+Run by a user who is not root, exec runs rootless: it runs itself again in
+a user namespace of its own and sets everything up there; the candidate is
+that user's uid on the host, limited by a delegated cgroup v2 subtree or by
+rlimits (--memory per process, --pids tasks; no CPU rate), --workspace must
+be empty, and --net allow: is refused (exit 3). "sandbox check" says which
+mode this machine gives you.
 
 The exit status is CMD's own; 124 when the timeout killed the container,
 125 when the memory limit's OOM killer did, 128+N for signal N. With
