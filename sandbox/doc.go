@@ -136,7 +136,7 @@
 // in the host's network namespace); the workspace must be empty. The
 // namespaces the candidate runs in belong to the user's user namespace,
 // so every process of that user could enter them: rootless mode trusts
-// the user's other processes as root mode trusts root. CheckKernel finds
+// the user's other processes as root mode trusts root. CheckMode finds
 // the mode by doing what a rootless run needs (probeRootless) and names
 // the sysctl that forbids it.
 //

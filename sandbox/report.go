@@ -72,9 +72,23 @@ var requiredControllers = map[int][]string{
 	2: {"cpu", "memory", "pids"},
 }
 
-// CheckKernel inspects this machine and returns the report. The error wraps
-// ErrUnsupported and names the missing pieces when the sandbox cannot run.
+// CheckKernel is CheckMode for a caller that runs Exec in its own process
+// (amber run, run complete, room agent, the demo): besides what CheckMode
+// refuses, it refuses a user who is not root outside the rootless child
+// (ErrRootless): only `sandbox exec` and `sandbox probe` run themselves
+// again rootless (EnterRootless).
 func CheckKernel() (*KernelReport, error) {
+	r, err := CheckMode()
+	if err == nil && r.Mode == ModeRootless && !rootless().on {
+		return r, fmt.Errorf("%w: this command runs the sandbox in its own process, which needs host root (only `cleanroom sandbox exec` and `sandbox probe` run rootless)", ErrRootless)
+	}
+	return r, err
+}
+
+// CheckMode inspects this machine and returns the report: the mode this
+// process's user gets and why. The error wraps ErrUnsupported and names
+// the missing pieces when the sandbox cannot run here in any mode.
+func CheckMode() (*KernelReport, error) {
 	r := &KernelReport{Root: os.Geteuid() == 0 && !NeedsRootless() && !rootless().on, Namespaces: map[string]bool{}, Controllers: []string{}, Missing: []string{}}
 	for _, ns := range reportedNamespaces {
 		_, err := os.Lstat(filepath.Join("/proc/self/ns", ns))

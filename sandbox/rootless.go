@@ -24,7 +24,7 @@ import (
 )
 
 func init() {
-	// The probe process CheckKernel starts (probeRootless).
+	// The probe process CheckMode starts (probeRootless).
 	if len(os.Args) == 2 && os.Args[1] == ProbeArg {
 		rootlessProbe()
 	}
@@ -372,7 +372,7 @@ func userNSRefusal(err error) error {
 	return fmt.Errorf("%w: an unprivileged user namespace could not be made: %w", ErrRootless, err)
 }
 
-// ProbeArg is argv[1] of the rootless probe: CheckKernel runs this binary
+// ProbeArg is argv[1] of the rootless probe: CheckMode runs this binary
 // with it in a new user, mount and network namespace (see rootlessProbe).
 const ProbeArg = "sandbox-rootless-probe"
 

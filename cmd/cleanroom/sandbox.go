@@ -58,7 +58,7 @@ kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns).
 It exits 3 and names every missing piece when it cannot.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep, err := sandbox.CheckKernel()
+			rep, err := sandbox.CheckMode()
 			if perr := printResult(cmd, rep, func(w io.Writer) { printKernelReport(w, rep) }); perr != nil {
 				return perr
 			}
