@@ -10,10 +10,14 @@ import (
 	"testing"
 )
 
-// TestIsolationUnavailableExitsThree runs the commands that need the
-// candidate sandbox as an unprivileged user (the sandbox is not rootless):
-// each must exit 3 and name the missing piece — not 2 (usage) and not 1
-// (refused input), and never a stack trace.
+// TestIsolationUnavailableExitsThree runs, as an unprivileged user, what
+// the candidate sandbox cannot establish without host root: the demo
+// (it runs the sandbox in its own process; only `sandbox exec` and
+// `sandbox probe` run rootless) and an allowlisted exec or probe (the
+// allowlist's veth and filter need host root). Each must exit 3 and name
+// the missing piece — not 2 (usage) and not 1 (refused input), and never a
+// stack trace. (Where unprivileged user namespaces are disabled,
+// TestSandboxRootlessRefusals has check and exec exit 3.)
 func TestIsolationUnavailableExitsThree(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the binary as another user")
@@ -37,8 +41,8 @@ func TestIsolationUnavailableExitsThree(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"sandbox check", []string{"sandbox", "check"}, "missing root"},
-		{"sandbox exec", []string{"sandbox", "exec", "--", "/bin/true"}, "missing root"},
+		{"allowlisted exec", []string{"sandbox", "exec", "--net", "allow:10.9.8.7:80", "--", "/bin/true"}, "allowlisted egress needs host root"},
+		{"allowlisted probe", []string{"sandbox", "probe", "--net", "allow:10.9.8.7:80", "--sealed", "10.9.8.8:80", "--control", "10.9.8.7:80"}, "allowlisted egress needs host root"},
 		{"demo", []string{"demo", "--out", filepath.Join(dir, "demo")}, "cannot create the isolation it needs"},
 	}
 	for _, tc := range cases {

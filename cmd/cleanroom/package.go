@@ -373,8 +373,9 @@ func emitWhole(ctx context.Context, from, into, expect string, existed bool, opt
 		err := unix.Statx(unix.AT_FDCWD, into, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MODE|unix.STATX_UID|unix.STATX_GID, &st)
 		mountRoot := err == nil && st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
 		ownable := err == nil && (int(st.Uid) == os.Geteuid() || os.Geteuid() == 0)
-		// Not a directory, or a link: Emit refuses it by its rule.
-		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || mountRoot || !ownable {
+		// Not a directory, a link, or not empty: Emit refuses it by its
+		// rule, before anything is copied.
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || mountRoot || !ownable || !emptyDir(into) {
 			return pkgwalk.Emit(ctx, from, into, expect, opts)
 		}
 		keep = &st
@@ -401,7 +402,7 @@ func emitWhole(ctx context.Context, from, into, expect string, existed bool, opt
 		if errors.Is(err, durable.ErrDirNotEmpty) {
 			// Something was put there meanwhile: refused as Emit refuses a
 			// destination that is not empty.
-			err = fmt.Errorf("%s: %w", into, err)
+			err = &pkgwalk.RefusalError{Path: into, Rule: pkgwalk.ErrDestNotEmpty, Detail: "an entry appeared while the copy was staged"}
 		}
 	}
 	if err != nil {
@@ -413,6 +414,17 @@ func emitWhole(ctx context.Context, from, into, expect string, existed bool, opt
 		return nil, err
 	}
 	return m, nil
+}
+
+// emptyDir reports whether dir can be read and holds no entry.
+func emptyDir(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF)
 }
 
 // undoEmit removes what a successful emit delivered into dest: dest itself

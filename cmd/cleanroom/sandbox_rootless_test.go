@@ -217,8 +217,9 @@ func TestSandboxRootlessScrub(t *testing.T) {
 }
 
 // What rootless mode cannot establish is refused with exit 3 and named:
-// an allowlisted egress (its veth and filter need host root), and every
-// run where unprivileged user namespaces are disabled — here by
+// an allowlisted egress (its veth and filter need host root; the probe's
+// too in TestIsolationUnavailableExitsThree), and every run where
+// unprivileged user namespaces are disabled — here by
 // user.max_user_namespaces=0 in a user namespace the test makes, so the
 // host's own setting is untouched.
 func TestSandboxRootlessRefusals(t *testing.T) {
