@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -187,6 +188,32 @@ func TestSandboxRootless(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "the package\ntmpfs cleanroom-view ro,") {
 		t.Errorf("sealed package: exit %d, want the file and a superblock-read-only tmpfs\n%s%s", code, out, errs)
 	}
+	// The rlimits bite: 200 MiB cannot be had under --memory 64M, and no
+	// more than --pids 8 tasks run (the python process is one of them).
+	code, out, errs = asNobody(t, bin, "sandbox", "exec", "--memory", "64M", "--pids", "8", "--", "python3", "-c", `
+import os, time
+try:
+    bytearray(200 << 20); print("memory=allocated")
+except MemoryError: print("memory=MemoryError")
+n = 0
+for _ in range(20):
+    try:
+        if os.fork() == 0: time.sleep(5); os._exit(0)
+        n += 1
+    except OSError: break
+print("forks=%d" % n)
+`)
+	if code != 0 || !strings.Contains(out, "memory=MemoryError\n") {
+		t.Errorf("memory rlimit: exit %d\n%s%s", code, out, errs)
+	}
+	forks := -1
+	if _, rest, ok := strings.Cut(out, "forks="); ok {
+		_, _ = fmt.Sscanf(rest, "%d", &forks)
+	}
+	if forks >= 8 || forks < 1 {
+		t.Errorf("tasks rlimit: %d forks under --pids 8\n%s%s", forks, out, errs)
+	}
+
 	// The mechanism check and the seal probe alone, from the same vantage.
 	if code, out, errs := asNobody(t, bin, "sandbox", "probe", "--sealed", "127.0.0.1:"+port); code != 0 || !strings.Contains(out, "probe passed") {
 		t.Errorf("probe: exit %d\n%s%s", code, out, errs)
