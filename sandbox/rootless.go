@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -270,13 +269,14 @@ func NeedsRootless() bool {
 // (this user's uid and gid mapped to 0, nothing else: no newuidmap, no
 // subordinate ids) and a new mount namespace, with the same standard
 // streams, and returns its exit code. Signals this process receives
-// (SIGINT, SIGTERM, SIGHUP) are passed on; the child has its own process
-// group, so a terminal's signal reaches it once. If this process dies, the
+// (SIGINT, SIGTERM, SIGHUP) are passed on, each once (the child ends at
+// once on a second one); the child has its own process group, so a
+// terminal's signal reaches it through this process only. If this process dies, the
 // kernel kills the child (parent-death signal), and with it its
 // containers and its mount namespace. An error means the namespace could
 // not be made; it wraps ErrUnsupported and names the sysctl that forbids
 // it when one does.
-func EnterRootless(ctx context.Context, args []string) (int, error) {
+func EnterRootless(args []string) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, fmt.Errorf("rootless re-execution: %w", err)
@@ -302,10 +302,6 @@ func EnterRootless(ctx context.Context, args []string) (int, error) {
 			select {
 			case s := <-sigs:
 				_ = cmd.Process.Signal(s)
-			case <-ctx.Done():
-				_ = cmd.Process.Signal(unix.SIGTERM)
-				<-done
-				return
 			case <-done:
 				return
 			}

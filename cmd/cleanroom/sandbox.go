@@ -320,7 +320,7 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 // and ends with the exit code that run ended with; the run itself has
 // printed whatever it had to say.
 func runRootless(cmd *cobra.Command) error {
-	code, err := sandbox.EnterRootless(cmd.Context(), os.Args[1:])
+	code, err := sandbox.EnterRootless(os.Args[1:])
 	if err != nil {
 		return isolationErr(err)
 	}
