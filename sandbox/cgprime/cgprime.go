@@ -91,10 +91,29 @@ func acquireLocked() (release func()) {
 	}
 }
 
+// rcuExpedited is the host's switch that turns every RCU grace period
+// into an expedited one; a variable so that tests can stand in a file.
+var rcuExpedited = "/sys/kernel/rcu_expedited"
+
+// waitIsShort reports whether the grace period priming hides is an
+// expedited one on this host (rcu_expedited is 1): the first write to
+// cgroup.procs then waits a fraction of a millisecond (0.26 ms median on
+// the 2-core host where the wait was 6–15 ms without it), while priming
+// costs a write, a read and a timer wake-up every millisecond — a quarter
+// of `sandbox exec`'s CPU time there (bench/notes.md, Session 6).
+func waitIsShort() bool {
+	b, err := os.ReadFile(rcuExpedited)
+	return err == nil && strings.TrimSpace(string(b)) == "1"
+}
+
 // write writes the PID once a millisecond until quit is closed; it
-// returns at once when priming is not possible here.
+// returns at once when priming is not possible here, or not worth it
+// (waitIsShort).
 func write(quit <-chan struct{}, finished chan<- struct{}) {
 	defer close(finished)
+	if waitIsShort() {
+		return
+	}
 	self, err := os.Open("/proc/self/cgroup")
 	if err != nil {
 		return

@@ -20,6 +20,68 @@ func needPriming(t *testing.T) {
 		t.Skip("no writable cgroup.procs of this process's own cgroup here")
 	}
 	f.Close()
+	// The writer is tested whatever this host's RCU setting says.
+	setRCUExpedited(t, "0\n")
+}
+
+// setRCUExpedited stands in a file holding content for the host's
+// rcu_expedited switch for the rest of the test.
+func setRCUExpedited(t *testing.T, content string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rcu_expedited")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	saved := rcuExpedited
+	rcuExpedited = path
+	t.Cleanup(func() { rcuExpedited = saved })
+}
+
+// With expedited grace periods the attach barely waits, so priming makes
+// no write at all; with the switch off, or its file absent (a kernel
+// without it), it writes.
+func TestPrimingOnlyWhenTheWaitIsLong(t *testing.T) {
+	needPriming(t)
+	cases := []struct {
+		name      string
+		content   string // "" : no file
+		wantWrite bool
+	}{
+		{"expedited", "1\n", false},
+		{"not expedited", "0\n", true},
+		{"no such switch", "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.content == "" {
+				saved := rcuExpedited
+				rcuExpedited = filepath.Join(t.TempDir(), "absent")
+				t.Cleanup(func() { rcuExpedited = saved })
+			} else {
+				setRCUExpedited(t, c.content)
+			}
+			before := writes.Load()
+			stop := Start()
+			mu.Lock()
+			finishedWriting := finished
+			mu.Unlock()
+			if c.wantWrite {
+				waitWrites(t, before+1)
+				stop()
+				return
+			}
+			// The writer returns by itself, having written nothing.
+			select {
+			case <-finishedWriting:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the writer still runs with expedited grace periods")
+			}
+			stop()
+			if n := writes.Load() - before; n != 0 {
+				t.Errorf("%d writes made with expedited grace periods, want 0", n)
+			}
+		})
+	}
 }
 
 // waitWrites waits until n writes were made in all (the test fails if

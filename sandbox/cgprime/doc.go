@@ -21,6 +21,11 @@
 // priming ends as soon as /proc/self/cgroup changes (someone moved the
 // process: a write would move it back).
 //
+// Where RCU grace periods are expedited for the whole host
+// (/sys/kernel/rcu_expedited is 1) the wait is a fraction of a
+// millisecond, and a write, a read and a wake-up every millisecond cost
+// more than they hide: priming then makes no write at all.
+//
 // The package depends on the standard library and x/sys only, so that a
 // program can start priming from an early package initialiser (Early).
 // The favordynmods mount option would remove the wait for every process on
