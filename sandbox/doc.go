@@ -121,7 +121,8 @@
 // container starts, Exec keeps the kernel's cgroup attach lock warm
 // (package cgprime): a no-op migration of its own process into its own
 // cgroup, so the RCU grace period the first attach waits for is spent
-// while the namespace is built and checked; nothing is weakened by it.
+// while the namespace is built and checked (not where grace periods are
+// expedited: the wait is then short); nothing is weakened by it.
 //
 // Rootless mode: a process that is not host root runs its command again
 // through EnterRootless, in a user namespace of its own (its uid and gid
