@@ -91,19 +91,26 @@ func acquireLocked() (release func()) {
 	}
 }
 
-// rcuExpedited is the host's switch that turns every RCU grace period
-// into an expedited one; a variable so that tests can stand in a file.
-var rcuExpedited = "/sys/kernel/rcu_expedited"
+// The host's switches that turn every RCU grace period into an expedited
+// one, and every expedited one back into a normal one (rcu_normal wins);
+// variables so that tests can stand in files of their own.
+var (
+	rcuExpedited = "/sys/kernel/rcu_expedited"
+	rcuNormal    = "/sys/kernel/rcu_normal"
+)
 
 // waitIsShort reports whether the grace period priming hides is an
-// expedited one on this host (rcu_expedited is 1): the first write to
-// cgroup.procs then waits a fraction of a millisecond (0.26 ms median on
-// the 2-core host where the wait was 6–15 ms without it), while priming
-// costs a write, a read and a timer wake-up every millisecond — a quarter
-// of `sandbox exec`'s CPU time there (bench/notes.md, Session 6).
+// expedited one on this host (rcu_expedited is 1 and rcu_normal is not):
+// the first write to cgroup.procs then waits a fraction of a millisecond
+// (0.26 ms median on a 2-core host), while priming costs a write, a read
+// and a timer wake-up every millisecond — a quarter of `sandbox exec`'s
+// CPU time there (bench/notes.md, Session 6).
 func waitIsShort() bool {
-	b, err := os.ReadFile(rcuExpedited)
-	return err == nil && strings.TrimSpace(string(b)) == "1"
+	on := func(path string) bool {
+		b, err := os.ReadFile(path)
+		return err == nil && strings.TrimSpace(string(b)) == "1"
+	}
+	return on(rcuExpedited) && !on(rcuNormal)
 }
 
 // write writes the PID once a millisecond until quit is closed; it

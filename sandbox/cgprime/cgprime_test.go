@@ -20,46 +20,46 @@ func needPriming(t *testing.T) {
 		t.Skip("no writable cgroup.procs of this process's own cgroup here")
 	}
 	f.Close()
-	// The writer is tested whatever this host's RCU setting says.
-	setRCUExpedited(t, "0\n")
+	// The writer is tested whatever this host's RCU settings say.
+	setRCUSwitch(t, &rcuExpedited, "0\n")
 }
 
-// setRCUExpedited stands in a file holding content for the host's
-// rcu_expedited switch for the rest of the test.
-func setRCUExpedited(t *testing.T, content string) {
+// setRCUSwitch stands in a file holding content ("" : no file, a kernel
+// without the switch) for one of the host's RCU switches (*path) for the
+// rest of the test.
+func setRCUSwitch(t *testing.T, path *string, content string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "rcu_expedited")
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
+	file := filepath.Join(t.TempDir(), "switch")
+	if content != "" {
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	saved := rcuExpedited
-	rcuExpedited = path
-	t.Cleanup(func() { rcuExpedited = saved })
+	saved := *path
+	*path = file
+	t.Cleanup(func() { *path = saved })
 }
 
 // With expedited grace periods the attach barely waits, so priming makes
-// no write at all; with the switch off, or its file absent (a kernel
-// without it), it writes.
+// no write at all; with the switch off, its file absent (a kernel without
+// it), or rcu_normal overriding it, it writes.
 func TestPrimingOnlyWhenTheWaitIsLong(t *testing.T) {
 	needPriming(t)
 	cases := []struct {
-		name      string
-		content   string // "" : no file
-		wantWrite bool
+		name              string
+		expedited, normal string // "" : no file
+		wantWrite         bool
 	}{
-		{"expedited", "1\n", false},
-		{"not expedited", "0\n", true},
-		{"no such switch", "", true},
+		{"expedited", "1\n", "0\n", false},
+		{"expedited, no rcu_normal switch", "1\n", "", false},
+		{"not expedited", "0\n", "0\n", true},
+		{"no such switch", "", "", true},
+		{"expedited but rcu_normal wins", "1\n", "1\n", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.content == "" {
-				saved := rcuExpedited
-				rcuExpedited = filepath.Join(t.TempDir(), "absent")
-				t.Cleanup(func() { rcuExpedited = saved })
-			} else {
-				setRCUExpedited(t, c.content)
-			}
+			setRCUSwitch(t, &rcuExpedited, c.expedited)
+			setRCUSwitch(t, &rcuNormal, c.normal)
 			before := writes.Load()
 			stop := Start()
 			mu.Lock()

@@ -22,7 +22,7 @@
 // process: a write would move it back).
 //
 // Where RCU grace periods are expedited for the whole host
-// (/sys/kernel/rcu_expedited is 1) the wait is a fraction of a
+// (/sys/kernel/rcu_expedited is 1, rcu_normal is not) the wait is a fraction of a
 // millisecond, and a write, a read and a wake-up every millisecond cost
 // more than they hide: priming then makes no write at all.
 //
