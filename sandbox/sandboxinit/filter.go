@@ -31,7 +31,9 @@ import (
 //     not hold). Everything else fails with EPERM: AF_VSOCK (not network-
 //     namespaced: a virtual machine's channel to its host, which neither
 //     the netlink check nor the seal probe can see), AF_PACKET, and every
-//     other family. socketpair: AF_UNIX only.
+//     other family; and the type SOCK_PACKET in any family (the kernel
+//     turns AF_INET's into an AF_PACKET socket after the filter has
+//     judged the family). socketpair: AF_UNIX only.
 //   - io_uring_setup, io_uring_enter and io_uring_register are not listed
 //     (EPERM): io_uring performs network and file operations without the
 //     system calls this filter judges, and has been a steady source of
@@ -248,8 +250,13 @@ const (
 	offNr   = 0
 	offArch = 4
 	offArg0 = 16
+	offArg1 = 24
 	offArg2 = 32
 )
+
+// sockTypeMask is the kernel's SOCK_TYPE_MASK: the type in socket()'s
+// second argument, without SOCK_NONBLOCK and SOCK_CLOEXEC.
+const sockTypeMask = 0xf
 
 // Labels of the program's shared actions.
 const (
@@ -296,6 +303,12 @@ func candidateFilter(abi abiSyscalls) []unix.SockFilter {
 	a.jset(unix.CLONE_NEWUSER, lEPERM)
 	a.ja(lAllow)
 	a.label("socket")
+	// The type first: the kernel turns socket(AF_INET, SOCK_PACKET) into
+	// an AF_PACKET socket after this filter has judged AF_INET (only
+	// CAP_NET_RAW stood behind it). SOCK_PACKET in any family is refused.
+	a.ld(offArg1)
+	a.op(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, sockTypeMask, 0, 0)
+	a.jeq(unix.SOCK_PACKET, lEPERM)
 	a.ld(offArg0)
 	a.jeq(unix.AF_UNIX, lAllow)
 	a.jeq(unix.AF_INET, lAllow)

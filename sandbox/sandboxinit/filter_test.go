@@ -12,10 +12,17 @@ import (
 // seccomp_data (nr, arch, the first and third arguments).
 func run(t *testing.T, prog []unix.SockFilter, nr, arch uint32, arg0, arg2 uint64) uint32 {
 	t.Helper()
+	return runArgs(t, prog, nr, arch, arg0, 0, arg2)
+}
+
+// runArgs is run with the second argument too.
+func runArgs(t *testing.T, prog []unix.SockFilter, nr, arch uint32, arg0, arg1, arg2 uint64) uint32 {
+	t.Helper()
 	data := make([]byte, 64)
 	binary.NativeEndian.PutUint32(data[0:], nr)
 	binary.NativeEndian.PutUint32(data[4:], arch)
 	binary.NativeEndian.PutUint64(data[16:], arg0)
+	binary.NativeEndian.PutUint64(data[24:], arg1)
 	binary.NativeEndian.PutUint64(data[32:], arg2)
 	var a uint32
 	for pc := 0; pc < len(prog); pc++ {
@@ -40,6 +47,8 @@ func run(t *testing.T, prog []unix.SockFilter, nr, arch uint32, arg0, arg2 uint6
 			cond(a >= in.K)
 		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
 			cond(a&in.K != 0)
+		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
+			a &= in.K
 		case unix.BPF_RET | unix.BPF_K:
 			return in.K
 		default:
@@ -132,6 +141,26 @@ func TestCandidateFilter(t *testing.T) {
 	} {
 		if got := run(t, prog, tc.nr, tc.arch, tc.arg0, tc.arg2); got != tc.want {
 			t.Errorf("%s: %#x, want %#x", tc.name, got, tc.want)
+		}
+	}
+	// The socket type: the kernel makes socket(AF_INET, SOCK_PACKET) an
+	// AF_PACKET socket after the filter has judged the family.
+	for _, tc := range []struct {
+		name        string
+		family, typ uint64
+		want        uint32
+	}{
+		{"AF_INET SOCK_PACKET", unix.AF_INET, unix.SOCK_PACKET, eperm},
+		{"AF_INET SOCK_PACKET|SOCK_CLOEXEC|SOCK_NONBLOCK", unix.AF_INET, unix.SOCK_PACKET | unix.SOCK_CLOEXEC | unix.SOCK_NONBLOCK, eperm},
+		{"AF_INET6 SOCK_PACKET", unix.AF_INET6, unix.SOCK_PACKET, eperm},
+		{"AF_UNIX SOCK_PACKET", unix.AF_UNIX, unix.SOCK_PACKET, eperm},
+		{"AF_INET SOCK_STREAM|SOCK_NONBLOCK|SOCK_CLOEXEC", unix.AF_INET, unix.SOCK_STREAM | unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC, allow},
+		{"AF_INET SOCK_DGRAM, high half set", unix.AF_INET, 1<<32 | unix.SOCK_DGRAM, allow},
+		{"AF_INET SOCK_RAW (the kernel wants CAP_NET_RAW)", unix.AF_INET, unix.SOCK_RAW, allow},
+		{"AF_UNIX SOCK_SEQPACKET", unix.AF_UNIX, unix.SOCK_SEQPACKET, allow},
+	} {
+		if got := runArgs(t, prog, 41, x86_64, tc.family, tc.typ, 0); got != tc.want {
+			t.Errorf("socket %s: %#x, want %#x", tc.name, got, tc.want)
 		}
 	}
 }
