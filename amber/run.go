@@ -19,9 +19,11 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
 )
 
 // Isolation runs one command in an isolated container. The runner uses it
@@ -426,6 +428,11 @@ var ErrEvaluatorInput = errors.New("evaluator input is not a regular file")
 // workspace: an absolute or escaping target reads the evaluator's own
 // filesystem (/dev/zero, /proc) instead of the candidate's files.
 func checkEvaluatorInputs(ws string, before map[string]string) error {
+	root, err := os.OpenFile(ws, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	return filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -444,6 +451,17 @@ func checkEvaluatorInputs(ws string, before map[string]string) error {
 			}
 			if j := filepath.Join(filepath.Dir(rel), target); filepath.IsAbs(target) || j == ".." || strings.HasPrefix(j, "../") {
 				return fmt.Errorf("%s: %w (symbolic link to %q, outside the workspace)", rel, ErrEvaluatorInput, target)
+			}
+			// Resolved as the evaluator will, link after link, never
+			// leaving the workspace: texts that each stay inside can
+			// still chain out of it (sub/l1 -> .., sub/l2 -> l1/..) to
+			// the evaluator's own root (/dev/zero, the oracle in
+			// /package). Where it leads is judged by the walk itself.
+			fd, err := fsx.Open(int(root.Fd()), rel, unix.O_PATH, 0, fsx.FollowInside)
+			if err == nil {
+				unix.Close(fd)
+			} else if !errors.Is(err, unix.ENOENT) { // dangling inside: dangling for the evaluator too
+				return fmt.Errorf("%s: %w (symbolic link to %q does not resolve inside the workspace: %v)", rel, ErrEvaluatorInput, target, err)
 			}
 			return nil
 		default:

@@ -295,6 +295,8 @@ func TestRunEvaluatorInputFIFO(t *testing.T) {
 	for _, tc := range []struct{ name, script string }{
 		{"fifo", "mkfifo /workspace/answer.txt"},
 		{"link to a device", "ln -s /dev/zero /workspace/answer.txt"},
+		// Links whose texts stay inside, resolved into the evaluator's root.
+		{"chain of links to a device", "mkdir /workspace/sub && ln -s .. /workspace/sub/l1 && ln -s l1/.. /workspace/sub/l2 && ln -s sub/l2/dev/zero /workspace/answer.txt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := f.opts
@@ -332,6 +334,19 @@ func TestCheckEvaluatorInputs(t *testing.T) {
 		{"absolute link", func(ws string) error { return os.Symlink("/dev/zero", filepath.Join(ws, "answer.txt")) }, false},
 		{"escaping link", func(ws string) error { return os.Symlink("../../etc/passwd", filepath.Join(ws, "sub", "l")) }, false},
 		{"changed case link", func(ws string) error { return os.Symlink("/dev/zero", filepath.Join(ws, "case-link")) }, false},
+		// Each link stays inside by its text, but resolved one after the
+		// other they climb out: sub/l2 is the workspace's parent (in the
+		// evaluator's container, its root: /package, /dev).
+		{"escaping through a chain of links", func(ws string) error {
+			return errors.Join(os.Symlink("..", filepath.Join(ws, "sub", "l1")), os.Symlink("l1/..", filepath.Join(ws, "sub", "l2")),
+				os.Symlink("sub/l2/dev/zero", filepath.Join(ws, "answer.txt")))
+		}, false},
+		{"a chain of links that stays inside", func(ws string) error {
+			return errors.Join(os.WriteFile(filepath.Join(ws, "sub", "a.txt"), []byte("42\n"), 0o644),
+				os.Symlink("..", filepath.Join(ws, "sub", "l1")), os.Symlink("l1/sub", filepath.Join(ws, "sub", "l2")),
+				os.Symlink("sub/l2/a.txt", filepath.Join(ws, "answer.txt")))
+		}, true},
+		{"dangling link inside", func(ws string) error { return os.Symlink("sub/missing", filepath.Join(ws, "answer.txt")) }, true},
 		{"socket", func(ws string) error {
 			l, err := net.Listen("unix", filepath.Join(ws, "sock"))
 			if err == nil {

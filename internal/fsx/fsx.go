@@ -42,6 +42,12 @@ const (
 	// mount beneath the directory. For trees whose mounts are part of the
 	// layout by design; the caller says why where it passes it.
 	AcrossMounts Option = iota + 1
+	// FollowInside drops RESOLVE_NO_SYMLINKS: symbolic links are followed,
+	// each resolved beneath the directory as the name is (an absolute
+	// target or a climb out of it is refused, EXDEV). For asking where a
+	// link planted in a tree really leads: its text alone can stay inside
+	// while a chain of links climbs out.
+	FollowInside
 )
 
 // Open opens name beneath the directory dirfd with openat2(2): flags (the
@@ -54,8 +60,11 @@ const (
 func Open(dirfd int, name string, flags int, mode uint32, opts ...Option) (int, error) {
 	resolve := uint64(resolveBeneath)
 	for _, o := range opts {
-		if o == AcrossMounts {
+		switch o {
+		case AcrossMounts:
 			resolve &^= unix.RESOLVE_NO_XDEV
+		case FollowInside:
+			resolve &^= unix.RESOLVE_NO_SYMLINKS
 		}
 	}
 	return openat2(dirfd, name, &unix.OpenHow{

@@ -80,6 +80,31 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+// FollowInside follows links, each resolved beneath the directory: the
+// chain uplink -> .. climbs out (EXDEV), links that stay inside resolve.
+func TestOpenFollowInside(t *testing.T) {
+	_, dirfd := tree(t)
+	for _, tc := range []struct {
+		name string
+		want error
+	}{
+		{"link", nil},
+		{"dirlink/inner", nil},
+		{"sub/../link", nil},
+		{"uplink/file", unix.EXDEV},
+		{"uplink", unix.EXDEV},
+		{"missing", unix.ENOENT},
+	} {
+		fd, err := Open(dirfd, tc.name, unix.O_PATH, 0, FollowInside)
+		if err == nil {
+			unix.Close(fd)
+		}
+		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("Open(%q, FollowInside) = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
 func TestOpenCloseOnExec(t *testing.T) {
 	_, dirfd := tree(t)
 	fd, err := Open(dirfd, "file", unix.O_RDONLY, 0)
