@@ -649,3 +649,18 @@ echo x > f && ln f d/f-link && chmod 6755 f &&
 		t.Errorf("f: %d %#o, want uid %d without set-id bits", st.Uid, st.Mode, CandidateUID)
 	}
 }
+
+// Memory by another route: the candidate's tmpfs mounts (/dev/shm, /tmp,
+// /dev) are charged to its memory cgroup, so filling one past the limit
+// ends the run as OOM rather than growing the host's memory.
+func TestTmpfsCountsAgainstMemory(t *testing.T) {
+	needSandbox(t)
+	for _, dir := range []string{"/dev/shm", "/tmp", "/dev"} {
+		t.Run(dir, func(t *testing.T) {
+			res, out, stderr := runIn(t, Config{Memory: 32 << 20}, `head -c 60000000 /dev/zero > `+dir+`/fill; echo survived=$?`)
+			if res.Status != StatusOOM {
+				t.Errorf("status %s (%s %s), want %s", res.Status, out, stderr, StatusOOM)
+			}
+		})
+	}
+}
