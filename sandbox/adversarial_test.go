@@ -377,6 +377,41 @@ var battery = map[string]func(string) error{
 	"personality_read_exec": func(string) error {
 		return sys(unix.SYS_PERSONALITY, 0x0400000) // READ_IMPLIES_EXEC
 	},
+	// The scheduler: a real-time busy loop would starve the host's CPUs
+	// past the CPU quota's period; a negative nice takes CAP_SYS_NICE.
+	"sched_fifo": func(string) error {
+		prio := struct{ p int32 }{1}
+		return sys(unix.SYS_SCHED_SETSCHEDULER, 0, 1 /* SCHED_FIFO */, uintptr(unsafe.Pointer(&prio)))
+	},
+	"sched_deadline": func(string) error {
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: 6 /* SCHED_DEADLINE */, Runtime: 10e6, Deadline: 30e6, Period: 30e6}
+		return unix.SchedSetAttr(0, &attr, 0)
+	},
+	"nice_negative": func(string) error { return unix.Setpriority(unix.PRIO_PROCESS, 0, -20) },
+	"ioprio_realtime": func(string) error {
+		return sys(unix.SYS_IOPRIO_SET, 1 /* IOPRIO_WHO_PROCESS */, 0, 1<<13 /* IOPRIO_CLASS_RT */)
+	},
+	"sethostname": func(string) error { return unix.Sethostname([]byte("host")) },
+	// File capabilities: a capability set stored on a file it made would
+	// be honoured by the next exec (in its namespace, or the host's).
+	"setxattr_capability": func(string) error {
+		if err := os.WriteFile("/workspace/capfile", []byte("x"), 0o755); err != nil {
+			return err
+		}
+		// vfs_cap_data v2: CAP_SYS_ADMIN permitted and effective.
+		v := make([]byte, 20)
+		binary.LittleEndian.PutUint32(v[0:], 0x02000001)
+		binary.LittleEndian.PutUint32(v[4:], 1<<unix.CAP_SYS_ADMIN)
+		return unix.Setxattr("/workspace/capfile", "security.capability", v, 0)
+	},
+	"setxattr_trusted": func(string) error {
+		if err := os.WriteFile("/workspace/trustedfile", []byte("x"), 0o644); err != nil {
+			return err
+		}
+		return unix.Setxattr("/workspace/trustedfile", "trusted.x", []byte("x"), 0)
+	},
+	"so_mark":        func(string) error { return setsockoptInt(unix.SOL_SOCKET, unix.SO_MARK, 1) },
+	"ip_transparent": func(string) error { return setsockoptInt(unix.SOL_IP, unix.IP_TRANSPARENT, 1) },
 	// Devices and terminals.
 	"mknod_char":  func(string) error { return unix.Mknod("/tmp/mem", unix.S_IFCHR|0o600, int(unix.Mkdev(1, 1))) },
 	"mknod_ws":    func(string) error { return unix.Mknod("/workspace/null", unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))) },
@@ -421,6 +456,15 @@ var battery = map[string]func(string) error{
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+func setsockoptInt(level, opt, v int) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.SetsockoptInt(fd, level, opt, v)
+}
 
 func init() {
 	for name, f := range battery {
@@ -479,6 +523,9 @@ func batteryWant() map[string]string {
 		"capset_all": "EPERM", "ambient_raise": "EPERM", "raise_core_limit": "EPERM",
 		"raise_nofile": "EPERM", "prctl_set_mm": "EPERM", "write_uid_map": "EPERM",
 		"mknod_char": "EPERM", "mknod_ws": "EPERM",
+		"sched_fifo": "EPERM", "sched_deadline": "EPERM", "nice_negative": "EACCES", "ioprio_realtime": "EPERM",
+		"sethostname": "EPERM", "setxattr_capability": "EPERM", "setxattr_trusted": "EPERM",
+		"so_mark": "EPERM", "ip_transparent": "EPERM",
 		"clear_no_new_privs": "EINVAL", // cannot be unset once set
 		// Devices: only null, zero, full, random, urandom, tty exist, and
 		// no terminal is the candidate's (stdio are pipes, no
