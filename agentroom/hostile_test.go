@@ -78,6 +78,24 @@ func hostileMain(args []string) int {
 		return errnoOf(unix.Connect(fd, &unix.SockaddrVM{CID: unix.VMADDR_CID_HOST, Port: 1024}))
 	}())
 
+	// The sandbox's system-call filter holds for the agent as for a
+	// candidate (sandbox/adversarial_test.go has the whole battery).
+	out("packet_socket", func() string {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return errnoOf(err)
+	}())
+	out("unshare_user", errnoOf(unix.Unshare(unix.CLONE_NEWUSER)))
+	out("ptrace_self", func() string {
+		_, _, en := unix.Syscall(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0)
+		if en != 0 {
+			return errnoOf(en)
+		}
+		return "OK"
+	}())
+
 	// The relay socket for anything but MCP: the room reads it as MCP
 	// and serves nothing of the package; a second connection gets nothing.
 	out("relay_garbage", func() string {
@@ -268,6 +286,9 @@ func TestHostileAgent(t *testing.T) {
 		"direct_public_v6":       "ENETUNREACH",
 		"udp_dns":                "ENETUNREACH",
 		"dns_lookup":             "FAILED",
+		"packet_socket":          "EPERM",
+		"unshare_user":           "EPERM",
+		"ptrace_self":            "EPERM",
 		"relay_garbage":          "NO_PACKAGE_BYTES",
 		"relay_second":           "CLOSED",
 		"read_root":              "ENOENT",
