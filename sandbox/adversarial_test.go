@@ -596,6 +596,7 @@ echo env=$(env | grep -c CLEANROOM_BATTERY_SECRET)`
 		t.Fatalf("status %s/%d, stderr %s", res.Status, res.ExitCode, stderr)
 	}
 	got := keyValues(out)
+	t.Logf("%d attacks", len(names))
 	for _, n := range names {
 		if g := got[n]; g != want[n] {
 			t.Errorf("%s: %q, want %s", n, g, want[n])

@@ -31,7 +31,7 @@
 // ordinary programs, toolchains and interpreters need and refuses the
 // rest: socket families other than AF_UNIX, AF_INET, AF_INET6 and
 // NETLINK_ROUTE (AF_VSOCK is not network-namespaced: neither the check nor
-// the probe below sees it), io_uring, the kernel keyrings (not
+// the probe below sees it) and the type SOCK_PACKET, io_uring, the kernel keyrings (not
 // namespaced), a new user namespace, ptrace, bpf, other ABIs; the policy
 // and the lists are in sandboxinit/filter.go. It allows the init's own
 // mount calls, which need a capability the candidate never holds.
