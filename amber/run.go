@@ -74,9 +74,20 @@ var (
 const (
 	OracleEvaluator    = "evaluate"
 	maxOracleOutput    = 1 << 20
-	maxArtifactFiles   = 100_000
 	defaultEvalTimeout = 10 * time.Minute
 )
+
+// maxArtifactFiles bounds the files the artifact list hashes (a variable
+// for the tests).
+var maxArtifactFiles = 100_000
+
+// ErrWorkspaceShape: the candidate left a workspace the host cannot list
+// for its artifacts — more files than maxArtifactFiles, a path longer
+// than the kernel resolves, an entry it may not read. It is the
+// candidate's act (protocol_violation): were it signed
+// invalid_infrastructure, a candidate could blame the infrastructure for
+// its own run at will.
+var ErrWorkspaceShape = errors.New("workspace the artifact list cannot take")
 
 // RunOptions are the inputs of one AMBER run.
 type RunOptions struct {
@@ -285,6 +296,9 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		return finish(StateProtocolViolation, "the sealed store changed during the run: "+err.Error())
 	}
 	arts, err := artifactsSince(ws, before)
+	if errors.Is(err, ErrWorkspaceShape) {
+		return finish(StateProtocolViolation, "the candidate's workspace cannot be listed: "+err.Error())
+	}
 	if err != nil {
 		return finish(StateInvalidInfrastructure, "hashing artifacts failed: "+err.Error())
 	}
@@ -392,7 +406,7 @@ func snapshot(dir string) (map[string]string, error) {
 			return nil
 		}
 		if len(out) >= maxArtifactFiles {
-			return fmt.Errorf("more than %d files in the workspace", maxArtifactFiles)
+			return fmt.Errorf("%w: more than %d files", ErrWorkspaceShape, maxArtifactFiles)
 		}
 		switch {
 		case d.Type().IsRegular():
@@ -412,6 +426,11 @@ func snapshot(dir string) (map[string]string, error) {
 		}
 		return nil
 	})
+	// Names too long for a path, loops, entries the host may not read:
+	// what the workspace's owner made (see ErrWorkspaceShape).
+	if errors.Is(err, unix.ENAMETOOLONG) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		err = fmt.Errorf("%w: %w", ErrWorkspaceShape, err)
+	}
 	return out, err
 }
 

@@ -1,0 +1,80 @@
+package amber
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestRunWorkspaceShapeIsTheCandidates: a workspace the host cannot walk
+// to hash the artifacts — nested deeper than a path may be long — is the
+// candidate's act (protocol_violation, naming ErrWorkspaceShape), never
+// the infrastructure's: a candidate must not be able to get its run
+// signed invalid_infrastructure (issue 19's "blame the infrastructure").
+func TestRunWorkspaceShapeIsTheCandidates(t *testing.T) {
+	needSandbox(t)
+	f := newRunFixture(t)
+	iso := &SandboxIsolation{StateDir: sandboxStateDir(t)}
+	o := f.opts
+	o.Out = filepath.Join(t.TempDir(), "run")
+	o.Sealed, o.Isolation = sealedStore(t), iso
+	// 20 directories of 250 bytes each, made one level at a time: the
+	// host's path to the innermost is over PATH_MAX (4096).
+	o.Args = []string{"/bin/sh", "-c", `cd /workspace && n=$(printf '%0250d' 0) && for i in $(seq 20); do mkdir $n && cd $n || exit 1; done; echo 42 > /workspace/answer.txt`}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if r := res.Record; r.TerminalState != StateProtocolViolation || !strings.Contains(r.Reason, ErrWorkspaceShape.Error()) {
+		t.Fatalf("state %s (%s), want %s naming %q", r.TerminalState, r.Reason, StateProtocolViolation, ErrWorkspaceShape)
+	}
+}
+
+// More files than the artifact list takes is the candidate's act too.
+func TestSnapshotTooManyFiles(t *testing.T) {
+	defer func(n int) { maxArtifactFiles = n }(maxArtifactFiles)
+	maxArtifactFiles = 10
+	ws := t.TempDir()
+	for i := range 11 {
+		if err := os.WriteFile(filepath.Join(ws, strings.Repeat("f", i+1)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := artifactsSince(ws, nil); !errors.Is(err, ErrWorkspaceShape) {
+		t.Errorf("11 files over a cap of 10: %v, want %v", err, ErrWorkspaceShape)
+	}
+}
+
+// A file whose own name takes its path past PATH_MAX (its directory's
+// path still within it) fails at the open that hashes it: the
+// candidate's act as well.
+func TestSnapshotFileNameTooLong(t *testing.T) {
+	ws := t.TempDir()
+	// The directory's path: about 3,990 bytes, within PATH_MAX (4096).
+	d := ws
+	for rem := 3990 - len(d) - 1; rem > 0; rem = 3990 - len(d) - 1 {
+		d = filepath.Join(d, strings.Repeat("d", min(rem, 250)))
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Skipf("cannot make the tree here: %v", err)
+	}
+	// Made relative to its directory: its full path is past PATH_MAX.
+	dir, err := os.Open(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	fd, err := unix.Openat(int(dir.Fd()), strings.Repeat("f", 200), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	if _, err := artifactsSince(ws, nil); !errors.Is(err, ErrWorkspaceShape) {
+		t.Errorf("a file past PATH_MAX: %v, want %v", err, ErrWorkspaceShape)
+	}
+}
