@@ -74,30 +74,7 @@ func TestProxyBattery(t *testing.T) {
 	}
 	go p.Serve(l)
 	defer func() { l.Close(); p.Close() }()
-	// send writes raw and returns the status, the refusal's body (or what
-	// came back through the tunnel after writing "ping\n"), and nothing
-	// more is read: the proxy must have closed a refused connection.
-	send := func(raw string) (int, string) {
-		c, err := net.Dial("tcp", l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		io.WriteString(c, raw)
-		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-		if err != nil {
-			return 0, err.Error()
-		}
-		if resp.StatusCode != 200 {
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
-		}
-		io.WriteString(c, "ping\n")
-		b, _ := io.ReadAll(br)
-		return 200, string(b)
-	}
+	send := func(raw string) (int, string) { return proxySend(t, l.Addr().String(), raw) }
 	connect := func(target string) string { return "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n" }
 	refused := func(status int, rule error) func(int, string) error {
 		return func(s int, body string) error {
@@ -227,4 +204,31 @@ func TestProxyHeadDripped(t *testing.T) {
 		t.Fatalf("the complete head beside a dripping one: %v %v, want 403", resp, err)
 	}
 	wg.Wait()
+}
+
+// proxySend writes raw to the proxy at addr and returns the status and
+// the refusal's body, or, for a tunnel, what came back through it after
+// writing "ping\n" (a refused connection must have been closed by the
+// proxy: the body is read to its end).
+func proxySend(t *testing.T, addr, raw string) (int, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, raw)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		return 0, err.Error()
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	io.WriteString(c, "ping\n")
+	b, _ := io.ReadAll(br)
+	return 200, string(b)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
@@ -76,26 +75,7 @@ func TestProxyRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	go p.Serve(l)
-	send := func(raw string) (int, string) {
-		c, err := net.Dial("tcp", l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		io.WriteString(c, raw)
-		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("%q: %v", raw, err)
-		}
-		if resp.StatusCode != 200 {
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
-		}
-		io.WriteString(c, "ping\n")
-		b, _ := io.ReadAll(br)
-		return 200, string(b)
-	}
+	send := func(raw string) (int, string) { return proxySend(t, l.Addr().String(), raw) }
 	connect := func(target string) string { return "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n" }
 	cases := []struct {
 		name, raw string
