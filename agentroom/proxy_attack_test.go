@@ -198,7 +198,9 @@ func TestProxyHeadDripped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	io.WriteString(c, "CONNECT evil.test:443 HTTP/1.1\r\n\r\n")
+	if _, err := io.WriteString(c, "CONNECT evil.test:443 HTTP/1.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("the complete head beside a dripping one: %v %v, want 403", resp, err)
@@ -218,7 +220,9 @@ func proxySend(t *testing.T, addr, raw string) (int, string) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	io.WriteString(c, raw)
+	if _, err := io.WriteString(c, raw); err != nil {
+		return 0, err.Error()
+	}
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 	if err != nil {
@@ -228,7 +232,9 @@ func proxySend(t *testing.T, addr, raw string) (int, string) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	io.WriteString(c, "ping\n")
+	if _, err := io.WriteString(c, "ping\n"); err != nil {
+		return 200, err.Error()
+	}
 	b, _ := io.ReadAll(br)
 	return 200, string(b)
 }

@@ -23,7 +23,11 @@ func TestWriteSourceBattery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer room.Close()
+	t.Cleanup(func() {
+		if err := room.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	cs := memSession(t, room)
 	deep := strings.Repeat("d/", DefaultLimits.MaxDepth) + "f.go"
 	for _, c := range []struct {
