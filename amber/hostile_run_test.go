@@ -35,6 +35,46 @@ func TestRunWorkspaceShapeIsTheCandidates(t *testing.T) {
 	}
 }
 
+// A sparse file of a terabyte, made in an instant: refused by its size
+// before a byte of it is hashed (the fix is asserted by its class; the
+// run would otherwise hash zeros for many minutes).
+func TestRunSparseFileIsTheCandidates(t *testing.T) {
+	needSandbox(t)
+	f := newRunFixture(t)
+	o := f.opts
+	o.Out = filepath.Join(t.TempDir(), "run")
+	o.Sealed, o.Isolation = sealedStore(t), &SandboxIsolation{StateDir: sandboxStateDir(t)}
+	o.Args = []string{"/bin/sh", "-c", `truncate -s 1T /workspace/big && echo 42 > /workspace/answer.txt`}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if r := res.Record; r.TerminalState != StateProtocolViolation || !strings.Contains(r.Reason, ErrWorkspaceShape.Error()) {
+		t.Fatalf("state %s (%s), want %s naming %q", r.TerminalState, r.Reason, StateProtocolViolation, ErrWorkspaceShape)
+	}
+}
+
+// More bytes than the artifact list takes, by the files' sizes.
+func TestSnapshotTooManyBytes(t *testing.T) {
+	defer func(n int64) { maxArtifactBytes = n }(maxArtifactBytes)
+	maxArtifactBytes = 100
+	ws := t.TempDir()
+	for i, n := range []int{60, 41} {
+		if err := os.WriteFile(filepath.Join(ws, strings.Repeat("f", i+1)), make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := artifactsSince(ws, nil); !errors.Is(err, ErrWorkspaceShape) {
+		t.Errorf("101 bytes over a cap of 100: %v, want %v", err, ErrWorkspaceShape)
+	}
+	if err := os.Truncate(filepath.Join(ws, "ff"), 40); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := artifactsSince(ws, nil); err != nil {
+		t.Errorf("100 bytes, the cap: %v", err)
+	}
+}
+
 // More files than the artifact list takes is the candidate's act too.
 func TestSnapshotTooManyFiles(t *testing.T) {
 	defer func(n int) { maxArtifactFiles = n }(maxArtifactFiles)

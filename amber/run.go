@@ -77,13 +77,19 @@ const (
 	defaultEvalTimeout = 10 * time.Minute
 )
 
-// maxArtifactFiles bounds the files the artifact list hashes (a variable
-// for the tests).
-var maxArtifactFiles = 100_000
+// maxArtifactFiles and maxArtifactBytes bound what the artifact list
+// hashes (variables for the tests): the bytes by the files' sizes, so
+// that a sparse file the candidate made in an instant (truncate -s 16T)
+// cannot keep the host hashing zeros for hours.
+var (
+	maxArtifactFiles       = 100_000
+	maxArtifactBytes int64 = 4 << 30
+)
 
 // ErrWorkspaceShape: the candidate left a workspace the host cannot list
-// for its artifacts — more files than maxArtifactFiles, a path longer
-// than the kernel resolves, an entry it may not read. It is the
+// for its artifacts — more files than maxArtifactFiles or bytes than
+// maxArtifactBytes, a path longer than the kernel resolves, an entry it
+// may not read. It is the
 // candidate's act (protocol_violation): were it signed
 // invalid_infrastructure, a candidate could blame the infrastructure for
 // its own run at will.
@@ -394,6 +400,7 @@ func checkoutBundle(ctx context.Context, bundle, wantSHA256, commit, dir string)
 // after the run, and reading through a link could leave it).
 func snapshot(dir string) (map[string]string, error) {
 	out := map[string]string{}
+	var total int64
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -410,6 +417,13 @@ func snapshot(dir string) (map[string]string, error) {
 		}
 		switch {
 		case d.Type().IsRegular():
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if total += fi.Size(); total > maxArtifactBytes {
+				return fmt.Errorf("%w: more than %d bytes (%s: %d)", ErrWorkspaceShape, maxArtifactBytes, rel, fi.Size())
+			}
 			sum, _, err := hashFile(p, nil)
 			if err != nil {
 				return err
