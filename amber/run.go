@@ -89,10 +89,9 @@ var (
 // ErrWorkspaceShape: the candidate left a workspace the host cannot list
 // for its artifacts — more files than maxArtifactFiles or bytes than
 // maxArtifactBytes, a path longer than the kernel resolves, an entry it
-// may not read. It is the
-// candidate's act (protocol_violation): were it signed
-// invalid_infrastructure, a candidate could blame the infrastructure for
-// its own run at will.
+// may not read. It is the candidate's act (protocol_violation): were it
+// signed invalid_infrastructure, a candidate could blame the
+// infrastructure for its own run at will.
 var ErrWorkspaceShape = errors.New("workspace the artifact list cannot take")
 
 // RunOptions are the inputs of one AMBER run.
@@ -453,13 +452,15 @@ func snapshot(dir string) (map[string]string, error) {
 var ErrEvaluatorInput = errors.New("evaluator input is not a regular file")
 
 // checkEvaluatorInputs walks the whole workspace (.git included: an
-// evaluator may run git) by lstat, never opening anything, and refuses a
+// evaluator may run git) by lstat, never opening anything for reading
+// (a link is resolved with O_PATH, which opens no file), and refuses a
 // FIFO, socket or device anywhere (ErrEvaluatorInput): the case's checkout
 // makes none, so any is the candidate's, and the evaluator opening one
 // would block or never end. A symbolic link the candidate made or changed
-// (before is the snapshot taken before it ran) must name a path inside the
-// workspace: an absolute or escaping target reads the evaluator's own
-// filesystem (/dev/zero, /proc) instead of the candidate's files.
+// (before is the snapshot taken before it ran) must lead to a path inside
+// the workspace, by its text and resolved link after link: an absolute or
+// escaping target reads the evaluator's own filesystem (/dev/zero, /proc,
+// the oracle) instead of the candidate's files.
 func checkEvaluatorInputs(ws string, before map[string]string) error {
 	root, err := os.OpenFile(ws, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
