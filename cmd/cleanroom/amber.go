@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newAmberCmd) }
-
 func newAmberCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "amber",
@@ -24,19 +22,16 @@ and appends it to the signed index; an evaluation host verifies the case by
 possession and runs a candidate against it; an external consumer verifies a
 signed run record by value.`,
 	}
-	key := &cobra.Command{Use: "key", Short: "Signing keys (OpenSSH Ed25519)"}
-	key.AddCommand(newAmberKeyGenCmd())
-	cs := &cobra.Command{Use: "case", Short: "Build and verify AMBER cases"}
-	cs.AddCommand(newAmberCaseBuildCmd(), newAmberCaseVerifyCmd())
-	c.AddCommand(key, cs)
-	for _, f := range amberSubcommands {
-		c.AddCommand(f())
-	}
 	return c
 }
 
-// amberSubcommands lets later parts of the group add commands.
-var amberSubcommands []func() *cobra.Command
+func newAmberKeyCmd() *cobra.Command {
+	return &cobra.Command{Use: "key", Short: "Signing keys (OpenSSH Ed25519)"}
+}
+
+func newAmberCaseCmd() *cobra.Command {
+	return &cobra.Command{Use: "case", Short: "Build and verify AMBER cases"}
+}
 
 // amberErr maps an amber error to the exit code: 1 for a refused input, 2
 // for everything else.

@@ -13,15 +13,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { amberSubcommands = append(amberSubcommands, newAmberIndexCmd) }
-
 func newAmberIndexCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "index",
 		Short: "The public index: an append-only Merkle log with a signed C2SP checkpoint",
 	}
-	c.AddCommand(newAmberIndexInitCmd(), newAmberIndexAppendCmd(), newAmberIndexRetireCmd(),
-		newAmberIndexVerifyCmd(), newAmberIndexProveCmd(), newAmberIndexVerifyProofCmd(), newAmberIndexShowCmd())
 	return c
 }
 

@@ -12,10 +12,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	amberSubcommands = append(amberSubcommands, newAmberRunCmd, newAmberRecordCmd)
-}
-
 func newAmberRunCmd() *cobra.Command {
 	var o amber.RunOptions
 	var candidate, pubPath, keyPath, indexPub, sealed, control, stateDir string
@@ -105,6 +101,10 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 
 func newAmberRecordCmd() *cobra.Command {
 	c := &cobra.Command{Use: "record", Short: "Verify run records"}
+	return c
+}
+
+func newAmberRecordVerifyCmd() *cobra.Command {
 	var pubPath, indexPub, summary, spec string
 	var byValue bool
 	v := &cobra.Command{
@@ -164,7 +164,6 @@ given, must agree; a spec file, when given, must hash to spec_sha256.`,
 	v.Flags().StringVar(&indexPub, "index-pub", "", "the index verifier key the consumer trusts")
 	v.Flags().StringVar(&summary, "summary", "", "signed summary.yaml (its .sig beside it)")
 	v.Flags().StringVar(&spec, "spec", "", "the Core specification file (spec_sha256 by possession)")
-	c.AddCommand(v)
 	_ = v.MarkFlagRequired("pub")
-	return c
+	return v
 }

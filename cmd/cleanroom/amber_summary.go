@@ -10,10 +10,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	amberSubcommands = append(amberSubcommands, newAmberSummaryCmd, newAmberCompareCmd, newAmberAdjudicateCmd)
-}
-
 func newAmberSummaryCmd() *cobra.Command {
 	var pubPath, keyPath, indexDir, indexPub, out string
 	c := &cobra.Command{

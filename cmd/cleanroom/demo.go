@@ -24,8 +24,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newDemoCmd) }
-
 // demoEnv is what the demo's stages share: the output directory and the
 // identities earlier stages produced.
 type demoEnv struct {

@@ -12,14 +12,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newEvidenceCmd) }
-
 func newEvidenceCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "evidence",
 		Short: "The strict JSON reader and canonical encoder: check, canonicalise, self-test",
 	}
-	c.AddCommand(newEvidenceCheckCmd(), newEvidenceCanonCmd(), newEvidenceSelftestCmd())
 	return c
 }
 

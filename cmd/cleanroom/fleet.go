@@ -9,18 +9,16 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/fleet"
+	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
-
-func init() { commands = append(commands, newFleetCmd) }
 
 func newFleetCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fleet",
 		Short: "Many runs on an existing orchestrator: Kubernetes manifests out, verified records back",
 	}
-	c.AddCommand(newFleetPlanCmd(), newFleetBindCmd(), newFleetCollectCmd())
 	return c
 }
 
@@ -148,7 +146,7 @@ refused before anything is written (exit 2).`,
 			if err != nil {
 				return err
 			}
-			opt := fleet.CollectOptions{Verify: experiment.VerifyOptions{Replay: runReplay}}
+			opt := fleet.CollectOptions{Verify: experiment.VerifyOptions{Replay: holdout.Replay}}
 			if pub != "" {
 				if opt.AmberPub, err = sign.LoadPublicKey(pub); err != nil {
 					return usageErr(err)

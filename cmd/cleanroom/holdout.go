@@ -13,8 +13,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newHoldoutCmd) }
-
 func newHoldoutCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "holdout",
@@ -26,7 +24,6 @@ strict reader and both schemas of the pinned package (never a copy inside this
 binary), evaluates eight predicate operators, and refuses a document rather
 than scoring it when it crosses a boundary rule.`,
 	}
-	c.AddCommand(newHoldoutScoreCmd(), newHoldoutFixtureCmd(), newHoldoutInteropCmd(), newHoldoutCheckCmd(), newHoldoutCommitmentCmd())
 	return c
 }
 

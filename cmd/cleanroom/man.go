@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
-func init() { commands = append(commands, newManCmd) }
-
 // manDate is the date printed in the pages' headers: SOURCE_DATE_EPOCH when
 // set (reproducible builds), else the commit time stamped into the binary,
 // else today.

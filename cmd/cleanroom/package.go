@@ -18,8 +18,6 @@ import (
 	"golang.org/x/term"
 )
 
-func init() { commands = append(commands, newPackageCmd) }
-
 func newPackageCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "package",
@@ -38,7 +36,6 @@ of a tree is listed in one run.
 Exit codes: 0 ok, 1 refused (each problem listed with its path and rule),
 2 unusable arguments or environment.`,
 	}
-	c.AddCommand(newPackageManifestCmd(), newPackageIDCmd(), newPackageEmitCmd(), newPackageVerifyCmd())
 	return c
 }
 

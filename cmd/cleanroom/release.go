@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newReleaseCmd) }
-
 func newReleaseCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "release",
@@ -21,7 +19,6 @@ func newReleaseCmd() *cobra.Command {
 identity srel is recomputable from the record alone; every digest it records
 is recomputable from the package.`,
 	}
-	c.AddCommand(newReleaseVerifyCmd(), newReleaseIDCmd(), newReleaseIssueCmd(), newReleaseDiffCmd())
 	return c
 }
 

@@ -14,8 +14,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { runSubcommands = append(runSubcommands, newRunReportCmd) }
-
 func newRunReportCmd() *cobra.Command {
 	var htmlFile, mdFile, transcript string
 	var replace bool

@@ -18,12 +18,11 @@ import (
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/harness/roomstage"
+	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/textsafe"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
-
-func init() { commands = append(commands, newRoomCmd) }
 
 func newRoomCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -43,15 +42,8 @@ opening prompt are read from the sealed experiment/CLEAN-ROOM-PROMPT-v1.md.
 "room drive" is a built-in agent loop: it starts "room serve" as a child and
 relays an OpenAI-compatible chat-completions model's tool calls to it.`,
 	}
-	c.AddCommand(newRoomServeCmd(), newRoomDriveCmd(), newRoomTranscriptCmd())
-	for _, f := range roomSubcommands {
-		c.AddCommand(f())
-	}
 	return c
 }
-
-// roomSubcommands lets the other files of this group add commands.
-var roomSubcommands []func() *cobra.Command
 
 // roomFlags are the flags serve and drive share.
 type roomFlags struct {
@@ -132,7 +124,7 @@ var errRoomUnverified = errors.New("the room serves only a verified run")
 // blind package measured) and returns the pinned blind_package_id of the
 // record it verified.
 func worldPin(ctx context.Context, w *experiment.World) (string, error) {
-	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: runReplay})
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
 	if err != nil {
 		return "", err
 	}

@@ -19,8 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() { roomSubcommands = append(roomSubcommands, newRoomAgentCmd, newRoomRelayCmd) }
-
 func newRoomAgentCmd() *cobra.Command {
 	var f roomFlags
 	var allow, envNames, resolve, binds []string

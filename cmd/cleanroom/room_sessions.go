@@ -18,8 +18,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { roomSubcommands = append(roomSubcommands, newRoomSessionsCmd) }
-
 // roomSession is one launch of `room serve --sessions DIR`: DIR/NAME,
 // holding workspace/ (created by the room) and transcript.jsonl.
 type roomSession struct{ dir string }

@@ -12,10 +12,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// commands lists the constructors of the top-level command groups; each
-// group's file adds itself in an init function, so groups stay independent.
-var commands []func() *cobra.Command
-
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "cleanroom",
@@ -31,9 +27,7 @@ command needs (the missing piece is named).`,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().Bool("json", false, "print results as JSON instead of text")
-	for _, c := range commands {
-		root.AddCommand(c())
-	}
+	addCommands(root, commandTable)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagError{plainFlagError(err)}) })
 	// The completion group is added now, not when the command runs, so
 	// the conventions below apply to it as to every other group.

@@ -8,27 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
-
-func init() { commands = append(commands, newRunCmd) }
-
-// runSubcommands lets other files add commands under `cleanroom run` (the
-// holdout's complete, finding and report) from their own init functions.
-var runSubcommands []func() *cobra.Command
-
-// runReplay re-derives a COMPLETE run's RESULT for `run verify`; the
-// holdout's file sets it (experiment cannot import the scorer). Without it
-// a COMPLETE run does not verify.
-var runReplay experiment.ReplayFunc
-
-// runEvidence re-digests the measurements' archive for `run verify`; the
-// holdout's file sets it (the adapter package owns the measurements log).
-var runEvidence experiment.EvidenceFunc
 
 func newRunCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -62,11 +49,6 @@ problem is named), 2 unusable arguments.`,
 	}
 	c.PersistentFlags().String("world", "", "world root (holding docs/spec/proof-wire/ and governance/); default: the nearest directory from here upwards that holds docs/spec/proof-wire/ or governance/blind-run.json")
 	c.PersistentFlags().Duration("lock-timeout", 0, "how long a transition waits for another one holding the state root's lock")
-	c.AddCommand(newRunPinCmd(), newRunFreezeCmd(), newRunRevealCmd(), newRunAbortCmd(),
-		newRunVerifyCmd(), newRunStatusCmd(), newRunIDCmd(), newRunListCmd())
-	for _, sub := range runSubcommands {
-		c.AddCommand(sub())
-	}
 	return c
 }
 
@@ -383,7 +365,7 @@ archived record is checked the same way, against the tree as it is now.`,
 	c.Flags().StringVar(&signer, "signer-key", "", "OpenSSH public key whose receipt signatures are required")
 	runFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{Replay: runReplay, Evidence: runEvidence})
+		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{Replay: holdout.Replay, Evidence: adapter.VerifyEvidence})
 		if err != nil {
 			return err
 		}
@@ -463,7 +445,7 @@ are shown; a problem with the run is printed below the timeline.`,
 	}
 	runFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{Replay: runReplay})
+		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{Replay: holdout.Replay})
 		if err != nil {
 			return err
 		}

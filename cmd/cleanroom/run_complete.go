@@ -16,14 +16,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	runSubcommands = append(runSubcommands, newRunCompleteCmd, newRunMeasureCmd, newRunFindingCmd, newRunQuestionCmd)
-	// run verify of a COMPLETE run re-scores and re-compares its archive
-	// with the scorer (experiment cannot import it).
-	runReplay = holdout.Replay
-	runEvidence = adapter.VerifyEvidence
-}
-
 // runnerFlags adds the execution flags shared by complete and measure.
 func runnerFlags(c *cobra.Command) func() (adapter.RunOptions, error) {
 	var noSandbox bool
@@ -302,6 +294,10 @@ docs/spec/proof-wire/experiment/world.json), or the reference protocol's six:
 Entries are immutable files 000001.json, 000002.json, … each carrying the
 SHA-256 of the one before; a finding is classified once.`,
 	}
+	return c
+}
+
+func newRunFindingListCmd() *cobra.Command {
 	var unclassified, quiet bool
 	list := &cobra.Command{
 		Use:   "list [--unclassified] [-q] [--run brun-…]",
@@ -366,6 +362,10 @@ under a state on its history.`,
 	list.Flags().BoolVar(&unclassified, "unclassified", false, "only the findings not yet classified")
 	list.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the finding ids, one per line")
 	runFlag(list)
+	return list
+}
+
+func newRunFindingClassifyCmd() *cobra.Command {
 	var class, ruling string
 	classify := &cobra.Command{
 		Use:   "classify ID --class C --ruling TEXT",
@@ -415,8 +415,7 @@ under a state on its history.`,
 	}
 	classify.Flags().StringVar(&ruling, "ruling", "", "the ruling, in words")
 	_ = classify.RegisterFlagCompletionFunc("class", completeClasses)
-	c.AddCommand(list, classify)
-	return c
+	return classify
 }
 
 func newRunQuestionCmd() *cobra.Command {
@@ -429,6 +428,10 @@ verbatim, why the specification was insufficient, the ruling, its
 classification (one of the world's finding classes, see run finding) and the superseding revision, if
 any. Entries are immutable, digest-linked files in governance/questions/.`,
 	}
+	return c
+}
+
+func newRunQuestionAddCmd() *cobra.Command {
 	var q holdout.Question
 	var sup int
 	add := &cobra.Command{
@@ -464,6 +467,10 @@ any. Entries are immutable, digest-linked files in governance/questions/.`,
 	f.StringVar(&q.Classification, "class", "", "one of the world's finding classes (the reference protocol's: "+strings.Join(holdout.Classes, ", ")+")")
 	f.IntVar(&sup, "superseding-revision", 0, "the revision that settles it, if any")
 	_ = add.RegisterFlagCompletionFunc("class", completeClasses)
+	return add
+}
+
+func newRunQuestionListCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the questions log",
@@ -491,8 +498,7 @@ any. Entries are immutable, digest-linked files in governance/questions/.`,
 			})
 		},
 	}
-	c.AddCommand(add, list)
-	return c
+	return list
 }
 
 func resolveNum(o *evidence.Object, name string) any {

@@ -25,22 +25,13 @@ import (
 	"golang.org/x/term"
 )
 
-func init() { commands = append(commands, newSandboxCmd) }
-
 func newSandboxCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "sandbox",
 		Short: "The candidate sandbox: kernel check, isolated exec, network mechanism check, seal probe",
 	}
-	c.AddCommand(newSandboxCheckCmd(), newSandboxExecCmd(), newSandboxProbeCmd(), newSandboxBundleCmd(), newSandboxHookCmd())
-	for _, f := range sandboxSubcommands {
-		c.AddCommand(f())
-	}
 	return c
 }
-
-// sandboxSubcommands lets the other files of this group add commands.
-var sandboxSubcommands []func() *cobra.Command
 
 func newSandboxCheckCmd() *cobra.Command {
 	return &cobra.Command{

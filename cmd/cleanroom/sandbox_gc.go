@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxGCCmd) }
-
 func newSandboxGCCmd() *cobra.Command {
 	var stateRoot, scratch string
 	var dryRun bool

@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxScrubCmd) }
-
 // newSandboxScrubCmd is the post-run scrub of a workspace another runtime
 // ran a candidate in (the bundle's poststop hook, or by hand).
 func newSandboxScrubCmd() *cobra.Command {

@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { sandboxSubcommands = append(sandboxSubcommands, newSandboxSealHookCmd) }
-
 // newSandboxSealHookCmd is the bundle's second createRuntime hook: the
 // seal probe from the container's network namespace.
 func newSandboxSealHookCmd() *cobra.Command {

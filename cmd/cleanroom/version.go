@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newVersionCmd) }
-
 // buildVersion is what `cleanroom version` reports, read from the build
 // information the Go toolchain embeds in the binary.
 type buildVersion struct {

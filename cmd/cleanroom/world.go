@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newWorldCmd) }
-
 func newWorldCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "world",
@@ -22,7 +20,6 @@ one with --world.
 
 "world init" writes a new one, with an example protocol to replace by yours.`,
 	}
-	c.AddCommand(newWorldInitCmd())
 	return c
 }
 
