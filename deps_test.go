@@ -35,11 +35,12 @@ evidence, internal/durable, internal/ident, pkgwalk/internal/sha2x < pkgwalk;
 evidence, internal/durable < sign;
 internal/durable, internal/fsx, internal/hosttree, sandbox/cgprime, sandbox/sandboxinit, sandbox/seal < sandbox;
 
-# Blind runs.
-pkgwalk, sign < experiment;
-evidence/schema, experiment < holdout;
+# Blind runs. The holdout (scorer, challenge set, findings register) knows
+# nothing of runs; experiment replays a COMPLETE run with it.
+evidence/schema, internal/durable, pkgwalk < holdout;
+holdout, sign < experiment;
 experiment < worldinit;
-holdout, sandbox < adapter;
+experiment, sandbox < adapter;
 
 # The clean room: no container runtime, no holdout.
 pkgwalk, sandbox/seal < harness < harness/roomstage < cmd/cleanroom-room;

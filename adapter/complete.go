@@ -98,7 +98,7 @@ func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunM
 	if rel == nil {
 		return m, errors.New("adapter: the verified run carries no release; the challenge set cannot be authenticated")
 	}
-	ins, err := holdout.LoadInstrument(w.PackageDir(), w.HoldoutDir(), rel)
+	ins, err := holdout.LoadInstrument(w.PackageDir(), w.HoldoutDir(), rel.Committed())
 	m.SelfTest, m.Holdout = ins.SelfTest, ins.Holdout
 	if err != nil {
 		return m, err
@@ -131,7 +131,7 @@ func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunM
 	if err := m.archiveSubjects(w); err != nil {
 		return m, err
 	}
-	reg, err := holdout.WorldRegister(w)
+	reg, err := w.FindingsRegister()
 	if err != nil {
 		return m, err
 	}
@@ -164,7 +164,7 @@ func notFinished(w *experiment.World) error {
 // subject was measured, every subject satisfies every committed predicate
 // with nothing missing, interop was measured and no finding is unclassified
 // — the REVEALED → COMPLETE transition (experiment.Complete: archive,
-// RESULT, replay through holdout.Replay, receipt, record). The measurement
+// RESULT, replayed by the frozen scorer, receipt, record). The measurement
 // is returned even when completion is refused, so the caller can show why.
 func CompleteRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunMeasurement, *experiment.Transition, *experiment.Result, error) {
 	m, err := MeasureRun(ctx, w, opt)
@@ -179,7 +179,7 @@ func CompleteRun(ctx context.Context, w *experiment.World, opt RunOptions) (*Run
 		if s.Report.Verdict() != "PASS" {
 			return m, nil, nil, fmt.Errorf("%s: %d unsatisfied, %d unresolved, %d missing: %w", s.Implementation, s.Report.Fail, s.Report.Unresolved, len(s.Report.Missing), ErrUnsatisfied)
 		}
-		subjects = append(subjects, experiment.SubjectMeasurement{Implementation: s.Implementation, Observation: s.Observation, Predicates: s.Report.Predicates()})
+		subjects = append(subjects, experiment.SubjectMeasurement{Implementation: s.Implementation, Observation: s.Observation, Predicates: experiment.PredicatesOf(s.Report)})
 	}
 	if !m.Interop.Measured {
 		return m, nil, nil, fmt.Errorf("interop NOT MEASURED (%d document(s)): %w", len(subjects), ErrNotComplete)
@@ -188,6 +188,6 @@ func CompleteRun(ctx context.Context, w *experiment.World, opt RunOptions) (*Run
 		return m, nil, nil, fmt.Errorf("%d finding(s) of this run unclassified (cleanroom run finding classify ID --class C --ruling TEXT): %w", m.Outstanding, ErrUnclassified)
 	}
 	t, res, err := experiment.Complete(ctx, w, experiment.Measurement{RunID: m.Record.RunID, Subjects: subjects, Pairs: len(m.Interop.Pairs), Findings: m.Outstanding},
-		experiment.CompleteOptions{TransitionOptions: opt.Transition, Replay: holdout.Replay})
+		experiment.CompleteOptions{TransitionOptions: opt.Transition})
 	return m, t, res, err
 }

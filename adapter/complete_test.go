@@ -144,7 +144,7 @@ func TestCompleteRunLifecycle(t *testing.T) {
 		}
 	}
 	// run verify of the COMPLETE run re-scores and re-compares the archive.
-	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify COMPLETE: %v %v", err, rep.Err())
 	}
@@ -158,7 +158,7 @@ func TestCompleteRunLifecycle(t *testing.T) {
 			t.Errorf("%s: type %s, reference archived %+v", m.File, m.Type, m.Subjects[0])
 		}
 	}
-	if rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay, Evidence: VerifyEvidence}); err != nil || !rep.OK() {
+	if rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Evidence: VerifyEvidence}); err != nil || !rep.OK() {
 		t.Fatalf("verify COMPLETE with its archive: %v %v", err, rep.Err())
 	}
 	// A finished run is not measured again, and says so — not that its
@@ -174,7 +174,7 @@ func TestCompleteRunLifecycle(t *testing.T) {
 	if err := os.Rename(filepath.Join(w.StateDir(), "findings"), filepath.Join(w.StateDir(), "findings.moved")); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
+	rep, err = experiment.Verify(ctx, w, experiment.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

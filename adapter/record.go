@@ -127,7 +127,7 @@ func scoredDocument(runID, srel string, s *Measurement, challenges []*holdout.Ch
 // totalsOf is a score's totals as the log and the scored results record
 // them: {total, satisfied, unsatisfied, unresolved, missing}.
 func totalsOf(rep *holdout.Report) *evidence.Object {
-	p := rep.Predicates()
+	p := experiment.PredicatesOf(rep)
 	return evidence.NewObject(
 		evidence.Member{Name: "total", Value: p.Total}, evidence.Member{Name: "satisfied", Value: p.Satisfied},
 		evidence.Member{Name: "unsatisfied", Value: p.Unsatisfied}, evidence.Member{Name: "unresolved", Value: p.Unresolved},

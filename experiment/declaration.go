@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -71,17 +72,6 @@ type Declaration struct {
 	FindingClasses []string
 }
 
-// ReferenceFindingClasses are the reference protocol's six classes (the
-// blind implementation contract §7). holdout.Classes is this list.
-var ReferenceFindingClasses = []string{
-	"SPEC_GAP",
-	"SPEC_IMPLEMENTATION_CONFLICT",
-	"JS_CHECKER_DEFECT",
-	"GO_PRODUCER_DEFECT",
-	"VECTOR_ORACLE_DEFECT",
-	"JCS_DEPENDENCY_DIVERGENCE",
-}
-
 // ReferenceDeclaration is what a world without world.json is: the
 // reference protocol's interpreters, instrument, reference adapter and
 // classes.
@@ -89,7 +79,7 @@ func ReferenceDeclaration() *Declaration {
 	return &Declaration{
 		AdapterInterpreters: slices.Clone(interpreters),
 		Instrument:          slices.Clone(Instrument),
-		FindingClasses:      slices.Clone(ReferenceFindingClasses),
+		FindingClasses:      slices.Clone(holdout.Classes),
 	}
 }
 
@@ -215,6 +205,29 @@ func (w *World) Declaration() (*Declaration, error) {
 		return nil, &RunProblem{Rule: ErrDeclarationBytes, File: file, Err: err}
 	}
 	return ParseDeclaration(b, file)
+}
+
+// FindingClasses are the classes a person may give a finding or a
+// question in this world: those it declares, or the reference protocol's
+// six (holdout.Classes).
+func (w *World) FindingClasses() ([]string, error) {
+	d, err := w.Declaration()
+	if err != nil {
+		return nil, err
+	}
+	return d.FindingClasses, nil
+}
+
+// FindingsRegister is the world's findings register (in its state root),
+// with the world's finding classes.
+func (w *World) FindingsRegister() (holdout.Register, error) {
+	cs, err := w.FindingClasses()
+	if err != nil {
+		return holdout.Register{}, err
+	}
+	r := holdout.OpenRegister(w.StateDir())
+	r.Classes = cs
+	return r, nil
 }
 
 // ReferenceSpec is the reference subject run pin uses when none is given:

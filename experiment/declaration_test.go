@@ -101,6 +101,35 @@ func TestNoDeclarationIsTheReferenceProtocol(t *testing.T) {
 	}
 }
 
+// A world's findings register carries the world's classes: the ones its
+// world.json declares, else the reference protocol's six; and it lives in
+// the state root.
+func TestFindingsRegisterClasses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    func(testing.TB) *World
+		want []string
+	}{
+		{"declared", declaredWorld, []string{"SPEC_GAP", "PY_REFERENCE_DEFECT"}},
+		{"reference", newWorld, []string{"SPEC_GAP", "SPEC_IMPLEMENTATION_CONFLICT",
+			"JS_CHECKER_DEFECT", "GO_PRODUCER_DEFECT", "VECTOR_ORACLE_DEFECT", "JCS_DEPENDENCY_DIVERGENCE"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := tc.w(t)
+			reg, err := w.FindingsRegister()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(reg.Classes, tc.want) {
+				t.Errorf("classes %v, want %v", reg.Classes, tc.want)
+			}
+			if want := filepath.Join(w.StateDir(), "findings"); reg.Log.Dir != want {
+				t.Errorf("register in %s, want %s", reg.Log.Dir, want)
+			}
+		})
+	}
+}
+
 // declaredWorld is the synthetic world declaring itself a Python-reference
 // world (goodDeclaration), with a Python reference adapter and its
 // descriptor, its release issued after the declaration was written.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
@@ -277,6 +278,17 @@ func (r *Release) Preimage() ([]byte, error) { return srelPreimage(r.Core()) }
 // "srel-" + hex(SHA-256("TRVM-PROOF-WIRE-SPEC-RELEASE-v1|" + RFC 8785 of
 // release_core)). It does not look at the recorded spec_release_id.
 func (r *Release) ID() (string, error) { return srelOf(r.Core()) }
+
+// Committed is what the release commits of the instrument that measures
+// its runs, in the form the holdout loads it against: the holdout
+// commitment and entry count and the experiment files' digests.
+func (r *Release) Committed() *holdout.Committed {
+	files := make(map[string]string, len(r.ExperimentFiles))
+	for _, f := range r.ExperimentFiles {
+		files[f.Path] = f.SHA256
+	}
+	return &holdout.Committed{Commitment: r.HoldoutCommitment, Entries: r.HoldoutEntries, Files: files}
+}
 
 // ArchivePath returns pkgDir/releases/<srel>.json for an srel.
 func ArchivePath(pkgDir, srel string) string {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
@@ -221,10 +222,6 @@ func HoldoutCommitment(pkgDir, holdoutDir string) (commitment string, entries in
 	if _, err := os.Lstat(holdoutDir); errors.Is(err, fs.ErrNotExist) {
 		return HoldoutAbsent, 0, nil
 	}
-	prefix, err := relPrefix(pkgDir, holdoutDir)
-	if err != nil {
-		return "", 0, err
-	}
 	files, err := listRegularFiles(holdoutDir)
 	if err != nil {
 		return "", 0, fmt.Errorf("listing holdout: %w", err)
@@ -245,46 +242,11 @@ func HoldoutCommitment(pkgDir, holdoutDir string) (commitment string, entries in
 	if len(files) != len(arr)+1 {
 		return "", 0, &ReleaseError{File: holdoutDir, Rule: ErrHoldoutCount, Detail: fmt.Sprintf("%d files for %d entries", len(files), len(arr))}
 	}
-	return holdoutDigest(prefix, files), len(arr), nil
-}
-
-// HoldoutDigestOf applies the commitment's digest rule (TRVM-FORMATS §3.5)
-// to files already read from holdoutDir (paths relative to it, sha256 of
-// the bytes read), so a reader can authenticate the very bytes it uses
-// rather than a second reading of the directory.
-func HoldoutDigestOf(pkgDir, holdoutDir string, files []pkgwalk.FileDigest) (string, error) {
-	prefix, err := relPrefix(pkgDir, holdoutDir)
+	d, err := holdout.DigestOf(pkgDir, holdoutDir, files)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return holdoutDigest(prefix, files), nil
-}
-
-func holdoutDigest(prefix string, files []pkgwalk.FileDigest) string {
-	out := make([]pkgwalk.FileDigest, len(files))
-	for i, f := range files {
-		out[i] = pkgwalk.FileDigest{Path: prefix + f.Path, SHA256: f.SHA256}
-	}
-	return pkgwalk.PathListDigest(out)
-}
-
-// relPrefix returns holdoutDir relative to pkgDir, '/'-separated, with a
-// trailing '/'. Both are made absolute and cleaned first; symbolic links are
-// not resolved (the reference uses path.relative, which does not either).
-func relPrefix(pkgDir, holdoutDir string) (string, error) {
-	a, err := filepath.Abs(pkgDir)
-	if err != nil {
-		return "", err
-	}
-	h, err := filepath.Abs(holdoutDir)
-	if err != nil {
-		return "", err
-	}
-	rel, err := filepath.Rel(a, h)
-	if err != nil {
-		return "", fmt.Errorf("holdout directory relative to the package: %w", err)
-	}
-	return filepath.ToSlash(rel) + "/", nil
+	return d, len(arr), nil
 }
 
 // readRegular reads a regular file at path with the package's one careful

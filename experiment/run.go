@@ -636,14 +636,15 @@ type Measurement struct {
 // CompleteOptions configure the COMPLETE transition.
 type CompleteOptions struct {
 	TransitionOptions
-	// Replay re-derives the RESULT before it is asserted (required).
-	Replay ReplayFunc
+	// replay stands in for the holdout's scorer in this package's tests
+	// (nil: replayRun, the frozen scorer).
+	replay replayFunc
 }
 
 // Complete is the REVEALED → COMPLETE transition, for the holdout runner:
 // it archives each observation at receipts/<run_id>/observations/<impl>.json
 // and writes the RESULT (both create-exclusive, fsync'd), verifies that
-// RESULT by replaying it (opt.Replay), and only then writes the COMPLETE
+// RESULT by replaying it with the frozen scorer, and only then writes the COMPLETE
 // receipt and the record. If the RESULT does not verify, the unannounced
 // files this call created are removed and nothing is asserted.
 func Complete(ctx context.Context, w *World, m Measurement, opt CompleteOptions) (*Transition, *Result, error) {
@@ -665,9 +666,6 @@ func Complete(ctx context.Context, w *World, m Measurement, opt CompleteOptions)
 	// observations are of subjects this record does not freeze.
 	if m.RunID != prev.RunID {
 		return nil, nil, problem(ErrMeasuredRun, w.stateRel(RecordFileName), "the subjects were measured under %q and the record is now %s", m.RunID, prev.RunID)
-	}
-	if opt.Replay == nil {
-		return nil, nil, problem(ErrResultNotReplayed, "", "completion needs the frozen scorer to replay the RESULT before asserting it")
 	}
 	if m.Findings != 0 {
 		return nil, nil, problem(ErrResult, "", "%d outstanding unclassified finding(s): a disagreement is classified before a run completes", m.Findings)
@@ -752,7 +750,7 @@ func Complete(ctx context.Context, w *World, m Measurement, opt CompleteOptions)
 	}
 	// The terminal claim is verified before it is asserted: the COMPLETE
 	// receipt is what makes it a claim, and it is written only after.
-	if ps := w.resultProblems(ctx, next, rel, nil, opt.Replay); len(ps) > 0 {
+	if ps := w.resultProblems(ctx, next, rel, nil, opt.replay); len(ps) > 0 {
 		undo()
 		return nil, nil, &VerifyError{What: "complete (the RESULT it would record does not verify)", Problems: ps}
 	}

@@ -110,7 +110,7 @@ func TestLifecycleAttacks(t *testing.T) {
 	}{
 		{"A reveal before freeze", pinned, revealErr, ErrIllegalTransition},
 		{"G complete from PINNED", pinned, func(w *World) error {
-			_, _, err := Complete(bg, w, Measurement{}, CompleteOptions{Replay: func(_ context.Context, in ReplayInput) (*ReplayOutcome, error) { return nil, nil }})
+			_, _, err := Complete(bg, w, Measurement{}, CompleteOptions{replay: func(_ context.Context, in replayInput) (*replayOutcome, error) { return nil, nil }})
 			return err
 		}, ErrIllegalTransition},
 		{"B candidate source modified after freeze", func(t *testing.T, w *World) {
@@ -211,7 +211,7 @@ func TestLifecycleAttacks(t *testing.T) {
 			frozen(t, w)
 			forgeRecord(t, w, true, func(r *Record) { r.Status = StatusRevealed })
 		}, func(w *World) error {
-			_, _, err := Complete(bg, w, Measurement{}, CompleteOptions{Replay: func(_ context.Context, in ReplayInput) (*ReplayOutcome, error) { return nil, nil }})
+			_, _, err := Complete(bg, w, Measurement{}, CompleteOptions{replay: func(_ context.Context, in replayInput) (*replayOutcome, error) { return nil, nil }})
 			return err
 		}, ErrReceiptMissing},
 		{"AA1 duplicate status in the record", func(t *testing.T, w *World) {

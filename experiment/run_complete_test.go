@@ -11,21 +11,21 @@ import (
 	"github.com/cleanroom-dev/cleanroom/evidence"
 )
 
-// tableReplay stands in for the holdout scorer behind the ReplayFunc
-// extension point (experiment cannot import it): it reads each archived
-// document through the strict reader and returns the totals a table says
-// the frozen scorer derives for it. The real scorer is the holdout
-// package's; these tests are about what Complete and Verify do with its
-// answer.
-func tableReplay(derived map[string]Predicates, findings int) ReplayFunc {
-	return func(_ context.Context, in ReplayInput) (*ReplayOutcome, error) {
-		out := &ReplayOutcome{Subjects: map[string]ReplayedSubject{}, Findings: findings}
+// tableReplay stands in for the frozen scorer (replayRun): it reads each
+// archived document through the strict reader and returns the totals a
+// table says the scorer derives for it. These tests are about what
+// Complete and Verify do with the scorer's answer; the scorer itself is
+// the holdout package's, and adapter's and worldinit's tests complete and
+// verify real runs with it.
+func tableReplay(derived map[string]Predicates, findings int) replayFunc {
+	return func(_ context.Context, in replayInput) (*replayOutcome, error) {
+		out := &replayOutcome{Subjects: map[string]replayedSubject{}, Findings: findings}
 		for impl, b := range in.Observations {
 			if _, err := evidence.Read(b); err != nil {
-				out.Subjects[impl] = ReplayedSubject{Refused: err.Error()}
+				out.Subjects[impl] = replayedSubject{Refused: err.Error()}
 				continue
 			}
-			out.Subjects[impl] = ReplayedSubject{Predicates: derived[impl]}
+			out.Subjects[impl] = replayedSubject{Predicates: derived[impl]}
 		}
 		return out, nil
 	}
@@ -60,7 +60,7 @@ func completed(t *testing.T) (*World, *Transition) {
 	mustPin(t, w)
 	mustFreeze(t, w)
 	mustReveal(t, w)
-	tr, res, err := Complete(bg, w, measuredNow(t, w, honestMeasurement()), CompleteOptions{Replay: honestReplay})
+	tr, res, err := Complete(bg, w, measuredNow(t, w, honestMeasurement()), CompleteOptions{replay: honestReplay})
 	if err != nil {
 		t.Fatalf("complete: %v", err)
 	}
@@ -72,7 +72,7 @@ func completed(t *testing.T) (*World, *Transition) {
 
 func TestCompleteHonest(t *testing.T) {
 	w, tr := completed(t)
-	rep := mustVerify(t, w, VerifyOptions{Replay: honestReplay})
+	rep := mustVerify(t, w, VerifyOptions{replay: honestReplay})
 	if rep.Status != StatusComplete || len(rep.Chain) != 4 {
 		t.Errorf("status %s, %d links", rep.Status, len(rep.Chain))
 	}
@@ -87,10 +87,12 @@ func TestCompleteHonest(t *testing.T) {
 	if res.PreviousRunID != tr.PreviousRunID || res.Subjects[0].Implementation != "javascript" {
 		t.Errorf("RESULT %+v", res)
 	}
-	// Without the scorer, a COMPLETE run's claim cannot be re-derived.
+	// Verify's own replay is the frozen scorer (replayRun), not the table:
+	// it refuses the observations the table made up, so the RESULT does
+	// not verify.
 	rep, _ = Verify(bg, w, VerifyOptions{})
-	if !errors.Is(rep.Err(), ErrResultNotReplayed) {
-		t.Errorf("verify without replay: %v", rep.Err())
+	if err := rep.Err(); !errors.Is(err, ErrResult) || !strings.Contains(err.Error(), "refused: observation document") {
+		t.Errorf("verify with the frozen scorer: %v, want %q naming the refused observation", err, ErrResult)
 	}
 	// A terminal run cannot move.
 	if _, err := Abort(bg, w, "late", TransitionOptions{}); !errors.Is(err, ErrIllegalTransition) {
@@ -102,7 +104,7 @@ func TestCompleteRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		m      func() Measurement
-		replay ReplayFunc
+		replay replayFunc
 		rule   error
 	}{
 		{"I outstanding finding", func() Measurement { m := honestMeasurement(); m.Findings = 1; return m }, honestReplay, ErrResult},
@@ -120,7 +122,6 @@ func TestCompleteRefusals(t *testing.T) {
 			m.Subjects[1].Observation = []byte(`{"implementation": "evil", "implementation": "candidate"}`)
 			return m
 		}, honestReplay, evidence.ClassDuplicateName},
-		{"no scorer to replay", honestMeasurement, nil, ErrResultNotReplayed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
@@ -128,7 +129,7 @@ func TestCompleteRefusals(t *testing.T) {
 			mustFreeze(t, w)
 			mustReveal(t, w)
 			before := stateSnapshot(t, w)
-			_, _, err := Complete(bg, w, measuredNow(t, w, tc.m()), CompleteOptions{Replay: tc.replay})
+			_, _, err := Complete(bg, w, measuredNow(t, w, tc.m()), CompleteOptions{replay: tc.replay})
 			if !errors.Is(err, tc.rule) {
 				t.Fatalf("err = %v, want %q", err, tc.rule)
 			}
@@ -216,7 +217,7 @@ func TestCompletedEvidenceTampering(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w, tr := completed(t)
 			tc.tamper(t, w, tr)
-			rep, err := Verify(bg, w, VerifyOptions{Replay: honestReplay})
+			rep, err := Verify(bg, w, VerifyOptions{replay: honestReplay})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -240,7 +240,7 @@ func parseResult(b []byte, file string) (*Result, []*RunProblem) {
 // observation re-digests and crosses the strict reader, re-scores to zero
 // missing/unsatisfied/unresolved with the RESULT's totals, and the interop
 // comparison replays to zero findings over n(n-1)/2 pairs.
-func (w *World) resultProblems(ctx context.Context, r *Record, rel *Release, chain []ChainLink, replay ReplayFunc) []*RunProblem {
+func (w *World) resultProblems(ctx context.Context, r *Record, rel *Release, chain []ChainLink, replay replayFunc) []*RunProblem {
 	name := ResultFile(r.RunID)
 	file := w.stateRel(path.Join(ReceiptsDirName, name))
 	b, _, err := w.readStateFile(path.Join(ReceiptsDirName, name))
@@ -390,20 +390,20 @@ func (w *World) resultProblems(ctx context.Context, r *Record, rel *Release, cha
 	// Conformance is replayed, not only agreement: the frozen scorer
 	// derives every total from the archived bytes and the committed set.
 	if replay == nil {
-		return []*RunProblem{problem(ErrResultNotReplayed, file, "no scorer is available to re-derive the totals; a terminal claim that cannot be re-derived is not verified")}
+		replay = replayRun
 	}
-	holdout := w.HoldoutDir()
-	if existingDir(holdout) == "" {
+	hdir := w.HoldoutDir()
+	if existingDir(hdir) == "" {
 		return []*RunProblem{problem(ErrResultNotReplayed, w.stateRel(HoldoutDirName), "the committed challenge set is not present, so the conformance claim cannot be replayed")}
 	}
 	if rel != nil {
-		c, n, err := HoldoutCommitment(w.PackageDir(), holdout)
+		c, n, err := HoldoutCommitment(w.PackageDir(), hdir)
 		if err != nil || c != rel.HoldoutCommitment || n != rel.HoldoutEntries {
 			return []*RunProblem{{Rule: ErrHoldoutCommitment, File: w.stateRel(HoldoutDirName),
 				Detail: fmt.Sprintf("the challenge set present (%s, %d entries) is not the release's (%s, %d)", c, n, rel.HoldoutCommitment, rel.HoldoutEntries), Err: err}}
 		}
 	}
-	out, err := replay(ctx, ReplayInput{World: w, Record: r, Result: res, Observations: docs, HoldoutDir: holdout, Release: rel})
+	out, err := replay(ctx, replayInput{World: w, Record: r, Result: res, Observations: docs, HoldoutDir: hdir, Release: rel})
 	if err != nil {
 		return []*RunProblem{{Rule: ErrResultNotReplayed, File: file, Err: err}}
 	}

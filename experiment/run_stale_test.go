@@ -37,7 +37,7 @@ func TestCompleteRefusesAMeasurementOfAnotherRun(t *testing.T) {
 	}
 
 	before := stateSnapshot(t, w)
-	_, _, err := Complete(bg, w, m, CompleteOptions{Replay: honestReplay})
+	_, _, err := Complete(bg, w, m, CompleteOptions{replay: honestReplay})
 	if !errors.Is(err, ErrMeasuredRun) {
 		t.Fatalf("complete with a measurement of %s while the record is %s: err = %v, want %q", measured.RunID, now.RunID, err, ErrMeasuredRun)
 	}
@@ -45,7 +45,7 @@ func TestCompleteRefusesAMeasurementOfAnotherRun(t *testing.T) {
 
 	// A measurement that names no run is not bound to one either.
 	m.RunID = ""
-	if _, _, err := Complete(bg, w, m, CompleteOptions{Replay: honestReplay}); !errors.Is(err, ErrMeasuredRun) {
+	if _, _, err := Complete(bg, w, m, CompleteOptions{replay: honestReplay}); !errors.Is(err, ErrMeasuredRun) {
 		t.Fatalf("complete with an unbound measurement: err = %v, want %q", err, ErrMeasuredRun)
 	}
 }

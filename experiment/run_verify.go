@@ -86,38 +86,6 @@ type Predicates struct {
 	Unresolved  int `json:"unresolved"`
 }
 
-// ReplayInput is what a COMPLETE run's measurement is re-derived from: the
-// record, its RESULT, the archived observation bytes (by label) and the
-// committed challenge set in HoldoutDir.
-type ReplayInput struct {
-	World        *World
-	Record       *Record
-	Result       *Result
-	Observations map[string][]byte
-	HoldoutDir   string
-	Release      *Release
-}
-
-// ReplayedSubject is one archived observation re-scored by the frozen
-// scorer (expectRelease = the run's srel, expectImplementation = the label).
-type ReplayedSubject struct {
-	Predicates Predicates
-	Missing    []string // committed challenges the document does not observe
-	Refused    string   // non-empty: the scorer refused the document
-}
-
-// ReplayOutcome is the re-derived measurement: every subject re-scored and
-// the interop comparison replayed over the archived documents.
-type ReplayOutcome struct {
-	Subjects map[string]ReplayedSubject
-	Findings int // disagreements found by the replayed interop comparison
-}
-
-// ReplayFunc re-scores a COMPLETE run from its archive. The holdout package
-// provides it (experiment cannot import the scorer: imports flow one way);
-// without one a COMPLETE run does not verify (ErrResultNotReplayed).
-type ReplayFunc func(ctx context.Context, in ReplayInput) (*ReplayOutcome, error)
-
 // VerifyOptions selects what Verify checks beyond §5.7's fixed list.
 type VerifyOptions struct {
 	// RecordBytes, when non-nil, are verified instead of the record on disk
@@ -132,8 +100,9 @@ type VerifyOptions struct {
 	// SkipPackage skips the blind-package walk (for a verification that
 	// only needs the record and its chain).
 	SkipPackage bool
-	// Replay re-derives a COMPLETE run's RESULT; see ReplayFunc.
-	Replay ReplayFunc
+	// replay stands in for the holdout's scorer in this package's tests
+	// (nil: replayRun, the frozen scorer).
+	replay replayFunc
 	// SignerKey, when set, requires a detached SSHSIG signature
 	// (namespace ReceiptNamespace) beside every receipt on the chain.
 	SignerKey ssh.PublicKey
@@ -485,7 +454,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 
 	// A terminal claim is witnessed by its measurement artifact, always.
 	if r.Status == StatusComplete {
-		rep.add("RESULT verifies and replays", w.resultProblems(ctx, r, rel, rep.Chain, opt.Replay))
+		rep.add("RESULT verifies and replays", w.resultProblems(ctx, r, rel, rep.Chain, opt.replay))
 	}
 	if opt.Evidence != nil {
 		rep.add("archived measurements re-digest", opt.Evidence(ctx, w, ChainRunIDs(r, rep.Chain)))

@@ -124,7 +124,20 @@ type Holdout struct {
 // nothing else — no extra file, no subdirectory, no symlink — because the
 // commitment covers every file in the tree and a file the index does not
 // name would be committed yet never scored.
-func LoadDir(dir string) (*Holdout, error) {
+func LoadDir(dir string) (*Holdout, error) { return loadDir(dir, nil) }
+
+// loadDir is LoadDir; verify, when given, is handed what was read (INDEX.json
+// and every file it names, the directory holding nothing else) before any
+// challenge is parsed, so a commitment decides before a changed file's
+// content does. With verify, a file missing, unreadable or not named is the
+// committed set changed too: such an error also wraps ErrCommitment.
+func loadDir(dir string, verify func([]pkgwalk.FileDigest) error) (*Holdout, error) {
+	changed := func(err error) error {
+		if verify != nil {
+			return fmt.Errorf("%w: %w", ErrCommitment, err)
+		}
+		return err
+	}
 	// os.Root keeps every open beneath dir: a symlink or ".." in a file
 	// name cannot reach a file outside the committed tree.
 	root, err := os.OpenRoot(dir)
@@ -142,14 +155,32 @@ func LoadDir(dir string) (*Holdout, error) {
 	}
 	h := &Holdout{Dir: dir, Entries: entries, read: []pkgwalk.FileDigest{{Path: IndexFile, SHA256: pkgwalk.SHA256Hex(ib)}}}
 	named := map[string]bool{IndexFile: true}
-	for _, e := range entries {
+	raw := make([][]byte, len(entries))
+	for i, e := range entries {
 		named[e.File] = true
 		b, err := readRegular(root, e.File)
 		if err != nil {
-			return nil, fmt.Errorf("%s/%s: %w: %w", dir, e.File, ErrIndexMismatch, err)
+			return nil, changed(fmt.Errorf("%s/%s: %w: %w", dir, e.File, ErrIndexMismatch, err))
 		}
+		raw[i] = b
 		h.read = append(h.read, pkgwalk.FileDigest{Path: e.File, SHA256: pkgwalk.SHA256Hex(b)})
-		v, err := evidence.Read(b)
+	}
+	des, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	for _, de := range des {
+		if !named[de.Name()] || !de.Type().IsRegular() {
+			return nil, changed(fmt.Errorf("%s/%s: not a challenge named by %s (the tree must hold exactly the indexed files): %w", dir, de.Name(), IndexFile, ErrIndexMismatch))
+		}
+	}
+	if verify != nil {
+		if err := verify(h.read); err != nil {
+			return nil, err
+		}
+	}
+	for i, e := range entries {
+		v, err := evidence.Read(raw[i])
 		if err != nil {
 			return nil, fmt.Errorf("%s/%s: %w: %w", dir, e.File, ErrChallengeRead, err)
 		}
@@ -161,15 +192,6 @@ func LoadDir(dir string) (*Holdout, error) {
 			return nil, fmt.Errorf("%s/%s: %s: %w", dir, e.File, p, ErrIndexMismatch)
 		}
 		h.Challenges = append(h.Challenges, c)
-	}
-	des, err := fs.ReadDir(root.FS(), ".")
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", dir, err)
-	}
-	for _, de := range des {
-		if !named[de.Name()] || !de.Type().IsRegular() {
-			return nil, fmt.Errorf("%s/%s: not a challenge named by %s (the tree must hold exactly the indexed files): %w", dir, de.Name(), IndexFile, ErrIndexMismatch)
-		}
 	}
 	return h, nil
 }

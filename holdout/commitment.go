@@ -3,8 +3,9 @@ package holdout
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
-	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
 // ErrCommitment: the holdout directory is not the challenge set the release
@@ -12,41 +13,70 @@ import (
 // challenge set, so nothing in it is scored.
 var ErrCommitment = errors.New("holdout does not match the release's holdout_commitment")
 
-// Commitment computes holdout_commitment and holdout_entries of holdoutDir
-// with paths relative to the package root pkgDir (TRVM-FORMATS §3.5; the
-// release's own rule, experiment.HoldoutCommitment).
-func Commitment(pkgDir, holdoutDir string) (string, int, error) {
-	return experiment.HoldoutCommitment(pkgDir, holdoutDir)
+// Committed is what a release commits of the instrument that measures its
+// runs (experiment.Release.Committed makes it from a release): the holdout
+// commitment and entry count (TRVM-FORMATS §3.5) and the sha256 of each
+// experiment file, by package-relative path.
+type Committed struct {
+	Commitment string
+	Entries    int
+	Files      map[string]string
 }
 
 // LoadCommitted is the reveal-time load of a challenge set: the directory
-// must recompute the release's commitment and entry count, then it is read
-// (LoadDir) and every challenge is validated against the package's recipe
-// schema. Any failure refuses the whole set — never a partial one.
-func LoadCommitted(pkgDir, holdoutDir string, rel *experiment.Release, s *Schemas) (*Holdout, error) {
-	c, n, err := Commitment(pkgDir, holdoutDir)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", holdoutDir, ErrCommitment, err)
-	}
-	if c != rel.HoldoutCommitment || n != rel.HoldoutEntries {
-		return nil, fmt.Errorf("%s: commitment %s over %d entries, the release committed %s over %d: %w", holdoutDir, c, n, rel.HoldoutCommitment, rel.HoldoutEntries, ErrCommitment)
-	}
-	h, err := LoadDir(holdoutDir)
+// is read as LoadDir reads it, the bytes read must digest to the release's
+// commitment over its entry count before any challenge is parsed, and
+// every challenge is validated against the package's recipe schema. Any
+// failure refuses the whole set — never a partial one.
+func LoadCommitted(pkgDir, holdoutDir string, c *Committed, s *Schemas) (*Holdout, error) {
+	h, err := loadDir(holdoutDir, func(read []pkgwalk.FileDigest) error {
+		// Authenticate the bytes that will be scored, not a second reading
+		// of the directory: a challenge swapped between two readings would
+		// otherwise be scored as committed. read is INDEX.json and every
+		// file it names, and the directory holds nothing else, so the
+		// digest covers the whole set.
+		used, err := DigestOf(pkgDir, holdoutDir, read)
+		if err != nil {
+			return fmt.Errorf("%s: %w: %w", holdoutDir, ErrCommitment, err)
+		}
+		if used != c.Commitment || len(read)-1 != c.Entries {
+			return fmt.Errorf("%s: the files read digest to %s over %d entries, the release committed %s over %d: %w", holdoutDir, used, len(read)-1, c.Commitment, c.Entries, ErrCommitment)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	// The commitment above was a reading of the directory; LoadDir's is
-	// another. Authenticate the bytes that will be scored: a challenge
-	// swapped between the two readings is otherwise scored as committed.
-	used, err := experiment.HoldoutDigestOf(pkgDir, holdoutDir, h.read)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", holdoutDir, ErrCommitment, err)
-	}
-	if used != rel.HoldoutCommitment {
-		return nil, fmt.Errorf("%s: the files read for scoring digest to %s, the release committed %s (changed while it was read): %w", holdoutDir, used, rel.HoldoutCommitment, ErrCommitment)
 	}
 	if probs := ValidateChallenges(s, h.Challenges); len(probs) > 0 {
 		return nil, &RefusedError{Problems: probs}
 	}
 	return h, nil
+}
+
+// DigestOf applies the commitment's digest rule (TRVM-FORMATS §3.5) to
+// files read from holdoutDir (paths relative to it, sha256 of the bytes
+// read): the path-list digest with each path made relative to the package
+// root pkgDir (for the TRVM layout, literally
+// "../../../governance/holdout/<file>"). Both directories are made absolute
+// and cleaned first; symbolic links are not resolved (the reference uses
+// path.relative, which does not either).
+func DigestOf(pkgDir, holdoutDir string, files []pkgwalk.FileDigest) (string, error) {
+	a, err := filepath.Abs(pkgDir)
+	if err != nil {
+		return "", err
+	}
+	h, err := filepath.Abs(holdoutDir)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(a, h)
+	if err != nil {
+		return "", fmt.Errorf("holdout directory relative to the package: %w", err)
+	}
+	prefix := filepath.ToSlash(rel) + "/"
+	out := make([]pkgwalk.FileDigest, len(files))
+	for i, f := range files {
+		out[i] = pkgwalk.FileDigest{Path: prefix + f.Path, SHA256: f.SHA256}
+	}
+	return pkgwalk.PathListDigest(out), nil
 }

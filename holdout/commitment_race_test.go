@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
-	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"golang.org/x/sys/unix"
 )
@@ -37,11 +36,7 @@ func TestLoadCommittedScoresTheCommittedBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, n, err := Commitment(pkg, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel := &experiment.Release{HoldoutCommitment: c, HoldoutEntries: n}
+	rel := committedAsIs(t, pkg, dir)
 
 	const name = "H5-policy-weakening.json"
 	honest, err := os.ReadFile(filepath.Join(dir, name))
@@ -103,7 +98,7 @@ func TestLoadCommittedScoresTheCommittedBytes(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	if scoredForged > 0 {
-		t.Fatalf("a load that authenticated against %s handed the scorer a challenge that is not the committed one (%d of %d loads)", c, scoredForged, loaded)
+		t.Fatalf("a load that authenticated against %s handed the scorer a challenge that is not the committed one (%d of %d loads)", rel.Commitment, scoredForged, loaded)
 	}
 	t.Logf("%d loads authenticated, none with forged bytes", loaded)
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
-	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
 
@@ -199,7 +198,7 @@ func TestConformanceRealHoldoutScores(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := LoadCommitted(pkg, filepath.Join(w, "governance", "holdout"),
-		&experiment.Release{HoldoutCommitment: trvmCommitment, HoldoutEntries: 10}, s)
+		&Committed{Commitment: trvmCommitment, Entries: 10}, s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,9 @@
 // findings register ([Register], governance/findings/) records each finding
 // once, by an id derived from the release, the two implementations, the path
 // and both values, and a person's classification into one of the world's
-// finding classes ([WorldRegister]: those experiment/world.json declares,
-// or the reference protocol's six [Classes]); [Register.Outstanding] is
+// finding classes (those experiment/world.json declares, given by
+// experiment.World.FindingsRegister, or the reference protocol's six
+// [Classes]); [Register.Outstanding] is
 // what blocks completion. The questions
 // log ([AskQuestion], governance/questions/) keeps the contract's fields.
 // The self-test's fixture files are shape-checked before anything is
@@ -46,9 +47,16 @@
 // declaration that does not change exactly one existing member is
 // [ErrInteropMutation].
 // [LoadInstrument] loads what measures a run (schemas, self-test, committed
-// challenge set, scorer) for both adapter.MeasureRun and [Replay], the
-// experiment.ReplayFunc that re-derives a COMPLETE run from its archive
-// (`run verify`).
+// challenge set, scorer) for both adapter.MeasureRun and experiment's
+// replay of a COMPLETE run from its archive (`run verify`), against what
+// the release committed ([Committed]: [LoadCommitted] authenticates the
+// bytes it read with [DigestOf] before it parses one).
+//
+// # Where it sits
+//
+// The package knows nothing of runs or releases (it imports no
+// experiment): experiment imports it, so verifying a COMPLETE run replays
+// the scorer directly.
 //
 // # Security considerations
 //

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-
-	"github.com/cleanroom-dev/cleanroom/experiment"
 )
 
 // Instrument is what measures a run, all of it read from the pinned
@@ -26,11 +24,11 @@ var ErrInstrument = errors.New("instrument file is not the one the release recor
 // LoadInstrument loads the instrument in the order that makes each step
 // trustworthy: the schemas of pkgDir, the self-test (a failing one stops
 // here with ErrSelfTest: nothing such a scorer says counts), then the
-// challenge set — against rel's commitment when rel is given
+// challenge set — against what a release committed when rel is given
 // ([LoadCommitted]), otherwise as the directory holds it ([LoadDir]) — and
 // the scorer, which refuses a set that breaks the recipe schema. What was
 // loaded before a failure is returned with the error.
-func LoadInstrument(pkgDir, holdoutDir string, rel *experiment.Release) (*Instrument, error) {
+func LoadInstrument(pkgDir, holdoutDir string, rel *Committed) (*Instrument, error) {
 	in := &Instrument{}
 	var err error
 	if in.Schemas, err = LoadPackageSchemas(pkgDir); err != nil {
@@ -40,12 +38,8 @@ func LoadInstrument(pkgDir, holdoutDir string, rel *experiment.Release) (*Instru
 		// The schemas are read by path after the run was verified: the
 		// bytes compiled must be the ones the release records, or a schema
 		// opened up (or swapped for a symlink) since decides the refusals.
-		recorded := map[string]string{}
-		for _, f := range rel.ExperimentFiles {
-			recorded[f.Path] = f.SHA256
-		}
 		for _, name := range []string{RecipeSchemaFile, ObservationSchemaFile} {
-			if got, want := in.Schemas.digests[name], recorded["experiment/"+name]; got != want {
+			if got, want := in.Schemas.digests[name], rel.Files["experiment/"+name]; got != want {
 				in.Schemas = nil
 				return in, fmt.Errorf("%s: sha256 %s, the release records %q: %w", filepath.Join(pkgDir, "experiment", name), got, want, ErrInstrument)
 			}

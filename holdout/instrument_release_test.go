@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
@@ -28,14 +27,14 @@ func TestLoadInstrumentAuthenticatesTheSchemas(t *testing.T) {
 	if err := os.CopyFS(holdoutDir, os.DirFS(filepath.Join(world, "governance", "holdout"))); err != nil {
 		t.Fatal(err)
 	}
-	c, n, err := Commitment(pkg, holdoutDir)
+	rel := committedAsIs(t, pkg, holdoutDir)
+	_, files, err := pkgwalk.DigestOfPaths(pkg, []string{"experiment"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := &experiment.Release{HoldoutCommitment: c, HoldoutEntries: n}
-	_, rel.ExperimentFiles, err = pkgwalk.DigestOfPaths(pkg, []string{"experiment"})
-	if err != nil {
-		t.Fatal(err)
+	rel.Files = map[string]string{}
+	for _, f := range files {
+		rel.Files[f.Path] = f.SHA256
 	}
 	if _, err := LoadInstrument(pkg, holdoutDir, rel); err != nil {
 		t.Fatalf("the recorded instrument: %v", err)
@@ -65,4 +64,20 @@ func TestLoadInstrumentAuthenticatesTheSchemas(t *testing.T) {
 			}
 		})
 	}
+}
+
+// committedAsIs is what a release issued over holdoutDir as it stands
+// would commit (TestConformanceHoldout holds DigestOf to the reference's
+// commitment; experiment's tests hold the release's own computation).
+func committedAsIs(t *testing.T, pkg, holdoutDir string) *Committed {
+	t.Helper()
+	h, err := LoadDir(holdoutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := DigestOf(pkg, holdoutDir, h.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Committed{Commitment: c, Entries: len(h.Entries)}
 }

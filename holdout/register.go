@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
-	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
@@ -18,8 +17,15 @@ import (
 // Classes are the reference protocol's six classes a person may give a
 // finding or a question (the blind implementation contract §7). There is no
 // seventh and no default. A world may declare its own
-// (experiment.Declaration.FindingClasses; WorldRegister, WorldClasses).
-var Classes = experiment.ReferenceFindingClasses
+// (experiment.Declaration.FindingClasses; experiment.World.FindingsRegister).
+var Classes = []string{
+	"SPEC_GAP",
+	"SPEC_IMPLEMENTATION_CONFLICT",
+	"JS_CHECKER_DEFECT",
+	"GO_PRODUCER_DEFECT",
+	"VECTOR_ORACLE_DEFECT",
+	"JCS_DEPENDENCY_DIVERGENCE",
+}
 
 // Entry types of the two logs.
 const (
@@ -50,28 +56,6 @@ var (
 	// ErrEntry: a required field of an entry is missing or malformed.
 	ErrEntry = errors.New("log entry incomplete")
 )
-
-// WorldClasses are the finding classes of a world: its declared
-// finding_classes, or the reference protocol's six.
-func WorldClasses(w *experiment.World) ([]string, error) {
-	d, err := w.Declaration()
-	if err != nil {
-		return nil, err
-	}
-	return d.FindingClasses, nil
-}
-
-// WorldRegister is the findings register of a world, with the world's
-// finding classes.
-func WorldRegister(w *experiment.World) (Register, error) {
-	cs, err := WorldClasses(w)
-	if err != nil {
-		return Register{}, err
-	}
-	r := OpenRegister(w.StateDir())
-	r.Classes = cs
-	return r, nil
-}
 
 // Log is an append-only log of immutable entries in one directory:
 // 000001.json, 000002.json, … Each entry is JSON.stringify(entry, null, 1)

@@ -259,7 +259,7 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 		now = opt.Now
 	}
 	r := &Report{World: w.Root, Generated: now().UTC()}
-	vopt := experiment.VerifyOptions{Replay: holdout.Replay, Evidence: adapter.VerifyEvidence}
+	vopt := experiment.VerifyOptions{Evidence: adapter.VerifyEvidence}
 	var rec *experiment.Record
 	if opt.Run != nil {
 		rec, vopt = opt.Run.Record, opt.Run.VerifyOptions(vopt)
@@ -437,7 +437,7 @@ func (r *Report) score(w *experiment.World, rec *experiment.Record, rel *experim
 		r.note("the package's schemas: %v", err)
 		return
 	}
-	h, err := holdout.LoadCommitted(pkg, w.HoldoutDir(), rel, schemas)
+	h, err := holdout.LoadCommitted(pkg, w.HoldoutDir(), rel.Committed(), schemas)
 	if err != nil {
 		r.note("the committed challenge set: %v", err)
 		return
@@ -587,7 +587,7 @@ func (r *Report) tabulate(chs []*holdout.Challenge) {
 // measurements, or among the differences of its archived documents) and
 // the others, which other runs opened.
 func (r *Report) gatherFindings(w *experiment.World, runIDs []string, seen map[string]bool) {
-	reg, err := holdout.WorldRegister(w)
+	reg, err := w.FindingsRegister()
 	var fs []*holdout.FindingRecord
 	if err == nil {
 		fs, err = reg.Findings()

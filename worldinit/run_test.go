@@ -12,7 +12,6 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/experiment"
-	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/report"
 )
@@ -154,7 +153,7 @@ func runToComplete(t *testing.T, label string) {
 	if want := []string{"E1.baseline.message.lines", "E1.candidate.message.lines"}; !slices.Equal(paths, want) {
 		t.Fatalf("findings at %q, want %q", paths, want)
 	}
-	reg, err := holdout.WorldRegister(w)
+	reg, err := w.FindingsRegister()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +166,7 @@ func runToComplete(t *testing.T, label string) {
 	if err != nil || tr.Status != experiment.StatusComplete {
 		t.Fatalf("completion after the ruling: %v", err)
 	}
-	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{})
 	if err != nil || rep.Err() != nil {
 		t.Fatalf("verify: %v %v", err, rep.Err())
 	}

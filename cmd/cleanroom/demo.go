@@ -376,7 +376,7 @@ func demoVerifyRun(ctx context.Context, env *demoEnv) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{})
 	if err != nil {
 		return "", err
 	}

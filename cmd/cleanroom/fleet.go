@@ -9,7 +9,6 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/fleet"
-	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
@@ -146,7 +145,7 @@ refused before anything is written (exit 2).`,
 			if err != nil {
 				return err
 			}
-			opt := fleet.CollectOptions{Verify: experiment.VerifyOptions{Replay: holdout.Replay}}
+			opt := fleet.CollectOptions{Verify: experiment.VerifyOptions{}}
 			if pub != "" {
 				if opt.AmberPub, err = sign.LoadPublicKey(pub); err != nil {
 					return usageErr(err)

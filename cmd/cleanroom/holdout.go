@@ -386,7 +386,7 @@ the committed set.`,
 				if err != nil {
 					return refusedErr(err)
 				}
-				if h, err = holdout.LoadCommitted(pkg, args[0], rel, s); err != nil {
+				if h, err = holdout.LoadCommitted(pkg, args[0], rel.Committed(), s); err != nil {
 					return inputFailure(err)
 				}
 				committed = fmt.Sprintf("matches the release's holdout_commitment %s", rel.HoldoutCommitment)
@@ -435,7 +435,7 @@ The same digest is what release issue records and reveal checks.`,
 			if err := inputDir(args[0], args[0]); err != nil {
 				return err
 			}
-			c, n, err := holdout.Commitment(pkg, args[0])
+			c, n, err := experiment.HoldoutCommitment(pkg, args[0])
 			if err != nil {
 				return inputFailure(err)
 			}

@@ -18,7 +18,6 @@ import (
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/harness/roomstage"
-	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/textsafe"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
@@ -124,7 +123,7 @@ var errRoomUnverified = errors.New("the room serves only a verified run")
 // blind package measured) and returns the pinned blind_package_id of the
 // record it verified.
 func worldPin(ctx context.Context, w *experiment.World) (string, error) {
-	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Replay: holdout.Replay})
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{})
 	if err != nil {
 		return "", err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
-	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
@@ -365,7 +364,7 @@ archived record is checked the same way, against the tree as it is now.`,
 	c.Flags().StringVar(&signer, "signer-key", "", "OpenSSH public key whose receipt signatures are required")
 	runFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{Replay: holdout.Replay, Evidence: adapter.VerifyEvidence})
+		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{Evidence: adapter.VerifyEvidence})
 		if err != nil {
 			return err
 		}
@@ -445,7 +444,7 @@ are shown; a problem with the run is printed below the timeline.`,
 	}
 	runFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{Replay: holdout.Replay})
+		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{})
 		if err != nil {
 			return err
 		}

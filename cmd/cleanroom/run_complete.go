@@ -315,7 +315,7 @@ under a state on its history.`,
 			if err != nil {
 				return err
 			}
-			reg, err := holdout.WorldRegister(w)
+			reg, err := w.FindingsRegister()
 			if err != nil {
 				return refusedErr(err)
 			}
@@ -376,7 +376,7 @@ func newRunFindingClassifyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			reg, err := holdout.WorldRegister(w)
+			reg, err := w.FindingsRegister()
 			if err != nil {
 				return refusedErr(err)
 			}
@@ -446,7 +446,7 @@ func newRunQuestionAddCmd() *cobra.Command {
 			if sup != 0 {
 				q.SupersedingRevision = &sup
 			}
-			if q.Classes, err = holdout.WorldClasses(w); err != nil {
+			if q.Classes, err = w.FindingClasses(); err != nil {
 				return refusedErr(err)
 			}
 			e, err := holdout.AskQuestion(w.StateDir(), q)
@@ -514,7 +514,7 @@ func completeClasses(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.
 	if w == nil {
 		return holdout.Classes, cobra.ShellCompDirectiveNoFileComp
 	}
-	cs, err := holdout.WorldClasses(w)
+	cs, err := w.FindingClasses()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
