@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
@@ -47,24 +48,21 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 	return f, fi, nil
 }
 
-// readCapped reads a whole regular file of at most max bytes.
+// readCapped reads a whole regular file of at most max bytes, opened as
+// openRegular opens (no final symbolic link) and read by evidence's one
+// bounded reader; a longer file, or one that grows past max while read, is
+// ErrTooLarge.
 func readCapped(path string, max int64) ([]byte, error) {
-	f, fi, err := openRegular(path)
+	f, _, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s: %w (%d bytes, cap %d)", path, ErrTooLarge, fi.Size(), max)
+	b, err := evidence.ReadOpenRegularFile(f, max)
+	if errors.Is(err, evidence.ErrFileTooLarge) {
+		return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrTooLarge, max)
-	}
-	return b, nil
+	return b, err
 }
 
 // hashFile returns the sha256 (lowercase hex) and size of a regular file,

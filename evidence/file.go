@@ -46,11 +46,18 @@ func ReadRegularFile(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return ReadOpenRegularFile(f, max)
+}
+
+// ReadOpenRegularFile is [ReadRegularFile] of the already-open file f, for
+// callers that open with rules of their own (no final symbolic link
+// followed, say); open a FIFO with O_NONBLOCK. Errors name f.Name().
+func ReadOpenRegularFile(f *os.File, max int64) ([]byte, error) {
 	b, _, err := readRegular(f, max, func(size int64) error {
 		return fmt.Errorf("%w (%d bytes, limit %d)", ErrFileTooLarge, size, max)
 	})
 	if err == nil && int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrFileTooLarge, max)
+		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", f.Name(), ErrFileTooLarge, max)
 	}
 	return b, err
 }
