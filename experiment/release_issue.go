@@ -26,7 +26,11 @@ type IssueOptions struct {
 	ExperimentRevision   int
 	PublicCorpusRevision int
 	HoldoutDir           string
-	Note                 string // DefaultNote when empty
+	// NoHoldout commits "absent" on purpose although the world pkgDir
+	// belongs to has a holdout (HoldoutBeside); without it IssueRelease
+	// refuses that (ErrHoldoutNotCommitted). It contradicts HoldoutDir.
+	NoHoldout bool
+	Note      string // DefaultNote when empty
 }
 
 // Issued is the result of IssueRelease.
@@ -115,7 +119,18 @@ func BuildRelease(pkgDir string, opts IssueOptions) (*Release, error) {
 // release that has no archive. Finally it verifies what it wrote
 // (VerifyRelease): a package that changed while it was measured is
 // reported (ErrIssuedNotVerified) rather than left for the pin to find.
+// In a world whose holdout exists, it must be committed (opts.HoldoutDir)
+// or declined on purpose (opts.NoHoldout): ErrHoldoutNotCommitted.
 func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
+	if opts.NoHoldout && opts.HoldoutDir != "" {
+		return nil, fmt.Errorf("issue options: a holdout directory (%s) and NoHoldout contradict each other", opts.HoldoutDir)
+	}
+	// A release that silently commits "absent" in a world with a holdout
+	// would open no challenge set at reveal: nothing could be measured.
+	if h := HoldoutBeside(pkgDir); h != "" && opts.HoldoutDir == "" && !opts.NoHoldout {
+		return nil, &ReleaseError{File: h, Rule: ErrHoldoutNotCommitted,
+			Detail: "pass --holdout " + h + " to commit it, or --no-holdout to commit \"absent\" on purpose"}
+	}
 	r, err := BuildRelease(pkgDir, opts)
 	if err != nil {
 		return nil, err

@@ -39,3 +39,45 @@ func TestIssueRefusesCommittedChallenge(t *testing.T) {
 		}
 	}
 }
+
+// In a world whose governance/holdout exists, a release must commit it or
+// say it is not meant: issuing without either is ErrHoldoutNotCommitted,
+// naming the holdout, with nothing written; NoHoldout commits "absent";
+// both at once contradict each other and write nothing.
+func TestIssueCommitsTheWorldsHoldout(t *testing.T) {
+	w := newWorld(t)
+	for _, p := range []string{ReleaseFile, ReleasesDir} {
+		if err := os.RemoveAll(filepath.Join(w.PackageDir(), p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := IssueOptions{SpecRevision: 1, ExperimentRevision: 1, PublicCorpusRevision: 1}
+	nothingWritten := func(what string) {
+		t.Helper()
+		for _, p := range []string{ReleaseFile, ReleasesDir} {
+			if _, err := os.Stat(filepath.Join(w.PackageDir(), p)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s left %s: %v", what, p, err)
+			}
+		}
+	}
+	_, err := IssueRelease(w.PackageDir(), base)
+	if !errors.Is(err, ErrHoldoutNotCommitted) || !strings.Contains(err.Error(), filepath.Join("governance", "holdout")) {
+		t.Fatalf("issue without the holdout: %v, want %q naming governance/holdout", err, ErrHoldoutNotCommitted)
+	}
+	nothingWritten("a refused issue")
+	both := base
+	both.HoldoutDir, both.NoHoldout = w.HoldoutDir(), true
+	if _, err := IssueRelease(w.PackageDir(), both); err == nil || !strings.Contains(err.Error(), "contradict") {
+		t.Errorf("HoldoutDir and NoHoldout: %v, want a contradiction", err)
+	}
+	nothingWritten("a contradictory issue")
+	absent := base
+	absent.NoHoldout = true
+	is, err := IssueRelease(w.PackageDir(), absent)
+	if err != nil {
+		t.Fatalf("NoHoldout: %v", err)
+	}
+	if is.Release.HoldoutCommitment != "absent" || is.Release.HoldoutEntries != 0 {
+		t.Errorf("NoHoldout committed %q over %d entries, want \"absent\" over 0", is.Release.HoldoutCommitment, is.Release.HoldoutEntries)
+	}
+}

@@ -188,7 +188,6 @@ does not or the record broke a rule, 2 unusable arguments.`,
 
 func newReleaseIssueCmd() *cobra.Command {
 	var opts experiment.IssueOptions
-	var noHoldout bool
 	c := &cobra.Command{
 		Use:   "issue PKGDIR --spec-revision N --experiment-revision M --corpus-revision K",
 		Short: "Compute a release from PKGDIR and write SPEC-RELEASE.json and releases/<srel>.json",
@@ -227,12 +226,8 @@ Exit status: 0 issued, 1 refused (the package or an archive broke a rule),
 			if err := namedHoldout(opts.HoldoutDir); err != nil {
 				return err
 			}
-			if noHoldout && opts.HoldoutDir != "" {
+			if opts.NoHoldout && opts.HoldoutDir != "" {
 				return usageErr(errors.New("--holdout and --no-holdout contradict each other"))
-			}
-			if h := experiment.HoldoutBeside(args[0]); h != "" && opts.HoldoutDir == "" && !noHoldout {
-				return ruleFailure(&experiment.ReleaseError{File: h, Rule: experiment.ErrHoldoutNotCommitted,
-					Detail: "pass --holdout " + h + " to commit it, or --no-holdout to commit \"absent\" on purpose"})
 			}
 			is, err := experiment.IssueRelease(args[0], opts)
 			if err != nil {
@@ -254,7 +249,7 @@ Exit status: 0 issued, 1 refused (the package or an archive broke a rule),
 	c.Flags().IntVar(&opts.ExperimentRevision, "experiment-revision", 0, "experiment revision label (positive integer)")
 	c.Flags().IntVar(&opts.PublicCorpusRevision, "corpus-revision", 0, "public corpus revision label (positive integer)")
 	c.Flags().StringVar(&opts.HoldoutDir, "holdout", "", "holdout directory to commit to (paths relative to PKGDIR)")
-	c.Flags().BoolVar(&noHoldout, "no-holdout", false, "commit \"absent\" although the world's governance/holdout exists")
+	c.Flags().BoolVar(&opts.NoHoldout, "no-holdout", false, "commit \"absent\" although the world's governance/holdout exists")
 	c.Flags().StringVar(&opts.Note, "note", "", "note (NON_AUTHORITATIVE: outside srel)")
 	return c
 }
