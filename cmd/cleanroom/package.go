@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
-	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
@@ -294,43 +291,18 @@ source, never inside either.`,
 			if err := pkgwalk.CheckID(expect); err != nil {
 				return usageErr(err)
 			}
-			_, statErr := os.Lstat(into)
-			intoExisted := statErr == nil
-			if manifestOut != "" {
-				// An output that exists is refused before anything is
-				// delivered, not after the copy.
-				if _, err := os.Lstat(manifestOut); err == nil {
-					return usageErr(fmt.Errorf("%s already exists (records are never overwritten): %w", manifestOut, fs.ErrExist))
-				}
-				for _, t := range []string{from, into} {
-					if _, err := os.Stat(t); err != nil {
-						continue // an absent destination is created by emit; checked again after
-					}
-					if inside, err := pkgwalk.IsInside(t, manifestOut); err != nil {
-						return usageErr(err)
-					} else if inside {
-						return packageFailure(cmd, t, &pkgwalk.RefusalError{Path: manifestOut, Rule: pkgwalk.ErrOutputInside, Detail: "inside " + t})
-					}
-				}
-			}
 			p := newWalkProgress("hashing the copy in " + into)
-			m, err := emitWhole(cmd.Context(), from, into, expect, intoExisted, pkgwalk.EmitOptions{
-				RootLabel: rootLabel, HoldoutDir: holdoutDir, Sync: !noSync, Progress: p.update,
+			m, err := pkgwalk.EmitInto(cmd.Context(), from, into, expect, pkgwalk.EmitIntoOptions{
+				EmitOptions: pkgwalk.EmitOptions{RootLabel: rootLabel, HoldoutDir: holdoutDir, Sync: !noSync, Progress: p.update},
+				ManifestOut: manifestOut, Note: note,
 			})
 			p.done()
 			if err != nil {
-				return packageFailure(cmd, from, err)
-			}
-			if manifestOut != "" {
-				if err := pkgwalk.WriteManifestFile(manifestOut, m, note, from, into); err != nil {
-					// The emit fails as a whole: what it delivered is
-					// removed, so the destination is as it was found and
-					// the same command can be run again.
-					if uerr := undoEmit(into, intoExisted); uerr != nil {
-						err = fmt.Errorf("%w (and removing the delivered copy: %v)", err, uerr)
-					}
-					return packageFailure(cmd, into, err)
+				subject := from
+				if m != nil {
+					subject = into // the copy was delivered (and removed again): its record failed
 				}
+				return packageFailure(cmd, subject, err)
 			}
 			var extra []evidence.Member
 			extra = append(extra, evidence.Member{Name: "into", Value: into})
@@ -351,96 +323,6 @@ source, never inside either.`,
 	c.Flags().StringVar(&note, "note", "", "the note member of --manifest-out")
 	c.Flags().BoolVar(&noSync, "no-sync", false, "do not fsync the emitted files (a tmpfs needs none)")
 	return c
-}
-
-// emitWhole is pkgwalk.Emit for `package emit`. The destination is filled
-// in a held staging directory beside it and published by one rename: one
-// that replaces nothing when it is absent, one that replaces it only while
-// it is still empty when it exists (its mode and owner carried over). A
-// kill at any point leaves the name as it was found (absent or empty) or
-// whole, never partial, so a retry is not refused for a destination that
-// is not empty; the staging directories killed emits left beside it are
-// removed first (never one a live emit holds). Only a destination no
-// rename can replace — a mount point, or a directory of another user's
-// this process cannot give the copy to — is filled in place.
-func emitWhole(ctx context.Context, from, into, expect string, existed bool, opts pkgwalk.EmitOptions) (*pkgwalk.Manifest, error) {
-	var keep *unix.Statx_t
-	if existed {
-		var st unix.Statx_t
-		err := unix.Statx(unix.AT_FDCWD, into, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MODE|unix.STATX_UID|unix.STATX_GID, &st)
-		mountRoot := err == nil && st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
-		ownable := err == nil && (int(st.Uid) == os.Geteuid() || os.Geteuid() == 0)
-		// Not a directory, a link, or not empty: Emit refuses it by its
-		// rule, before anything is copied.
-		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || mountRoot || !ownable || !emptyDir(into) {
-			return pkgwalk.Emit(ctx, from, into, expect, opts)
-		}
-		keep = &st
-	}
-	if _, err := durable.RemoveStaleStages(into); err != nil {
-		return nil, fmt.Errorf("removing what an interrupted emit into %s left: %w", into, err)
-	}
-	stage, release, err := durable.StageDirHeld(into)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	m, err := pkgwalk.Emit(ctx, from, stage, expect, opts)
-	switch {
-	case err != nil:
-	case keep == nil:
-		err = durable.CreateDir(stage, into, 0o755)
-	default:
-		// The copy takes the place of the empty directory as the operator
-		// made it: same owner, group and mode.
-		if err = os.Lchown(stage, int(keep.Uid), int(keep.Gid)); err == nil {
-			err = durable.ReplaceEmptyDir(stage, into, os.FileMode(keep.Mode&0o777))
-		}
-		if errors.Is(err, durable.ErrDirNotEmpty) {
-			// Something was put there meanwhile: refused as Emit refuses a
-			// destination that is not empty.
-			err = &pkgwalk.RefusalError{Path: into, Rule: pkgwalk.ErrDestNotEmpty, Detail: "an entry appeared while the copy was staged"}
-		}
-	}
-	if err != nil {
-		// Emit removed what it wrote on a refusal; the staging directory
-		// itself (and a copy whose rename failed) goes here.
-		if rerr := os.RemoveAll(stage); rerr != nil {
-			err = fmt.Errorf("%w (and removing %s: %v)", err, stage, rerr)
-		}
-		return nil, err
-	}
-	return m, nil
-}
-
-// emptyDir reports whether dir can be read and holds no entry.
-func emptyDir(dir string) bool {
-	f, err := os.Open(dir)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(1)
-	return len(names) == 0 && errors.Is(err, io.EOF)
-}
-
-// undoEmit removes what a successful emit delivered into dest: dest itself
-// when it did not exist before, else everything in it (emit delivers only
-// into an empty directory). os.RemoveAll follows no symbolic link.
-func undoEmit(dest string, existed bool) error {
-	if !existed {
-		return os.RemoveAll(dest)
-	}
-	ents, err := os.ReadDir(dest)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		if err := os.RemoveAll(filepath.Join(dest, e.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func newPackageVerifyCmd() *cobra.Command {
