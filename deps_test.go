@@ -39,7 +39,7 @@ internal/durable, internal/fsx, internal/hosttree, sandbox/cgprime, sandbox/sand
 # nothing of runs; experiment replays a COMPLETE run with it.
 evidence/schema, internal/durable, pkgwalk < holdout;
 holdout, sign < experiment;
-experiment < worldinit;
+experiment < internal/worldinit;
 experiment, sandbox < adapter;
 
 # The clean room: no container runtime, no holdout.
@@ -52,11 +52,11 @@ evidence/schema, pkgwalk, sandbox, sign < amber;
 amber, experiment < fleet;
 
 # Rendering.
-adapter, harness, holdout, internal/textsafe < report;
+adapter, harness, holdout, internal/textsafe < internal/report;
 
 # The command line.
 sandbox/cgprime < cmd/cleanroom/internal/earlyprime;
-., adapter, agentroom, amber, fleet, harness/roomstage, report, worldinit,
+., adapter, agentroom, amber, fleet, harness/roomstage, internal/report, internal/worldinit,
 	cmd/cleanroom/internal/earlyprime < cmd/cleanroom;
 
 # Tests' and benchmarks' helpers.

@@ -57,4 +57,11 @@
 // opens nothing but evidence/<the linked sha256>.json, beneath the state
 // root without following a link, so an edited entry cannot steer a read
 // to the record, the holdout or outside the world.
+//
+// # No API promise
+//
+// This package is cleanroom's own machinery, not an API: it is exported for
+// the cleanroom binaries and their tests, and any identifier in it may
+// change in any commit, without notice. docs/design.md lists the packages
+// meant to be imported.
 package adapter

@@ -46,4 +46,11 @@
 // the room's own MCP gate, which refuses anything but MCP. What is not
 // defended: what an allowlisted host does with what the agent sends it
 // (the model provider sees the package, by design), and covert timing.
+//
+// # No API promise
+//
+// This package is cleanroom's own machinery, not an API: it is exported for
+// the cleanroom binaries and their tests, and any identifier in it may
+// change in any commit, without notice. docs/design.md lists the packages
+// meant to be imported.
 package agentroom

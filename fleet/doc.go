@@ -46,4 +46,11 @@
 // re-hashes every copied file against the digest taken while
 // walking (a swap between walk and copy is caught), and publishes each
 // run's directory with an atomic rename that never replaces an existing one.
+//
+// # No API promise
+//
+// This package is cleanroom's own machinery, not an API: it is exported for
+// the cleanroom binaries and their tests, and any identifier in it may
+// change in any commit, without notice. docs/design.md lists the packages
+// meant to be imported.
 package fleet

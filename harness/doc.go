@@ -60,4 +60,11 @@
 // answered before the next frame is read. What is not
 // defended: an operator with write access to the package before it is
 // pinned, the host's root, and which weights a model provider runs.
+//
+// # No API promise
+//
+// This package is cleanroom's own machinery, not an API: it is exported for
+// the cleanroom binaries and their tests, and any identifier in it may
+// change in any commit, without notice. docs/design.md lists the packages
+// meant to be imported.
 package harness

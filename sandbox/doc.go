@@ -143,4 +143,11 @@
 //
 // The clean room's sealed view is package seal (sandbox/seal), which this
 // package uses for the mount-table reading of its own checks.
+//
+// # No API promise
+//
+// This package is cleanroom's own machinery, not an API: it is exported for
+// the cleanroom binaries and their tests, and any identifier in it may
+// change in any commit, without notice. docs/design.md lists the packages
+// meant to be imported.
 package sandbox

@@ -12,4 +12,11 @@
 // are matched to the request id, every call is bounded by its context, and
 // a server that stops writing cannot hang the caller. It is meant for
 // benchmarks and tests only.
+//
+// # No API promise
+//
+// This package is cleanroom's own machinery, not an API: it is exported for
+// the cleanroom binaries and their tests, and any identifier in it may
+// change in any commit, without notice. docs/design.md lists the packages
+// meant to be imported.
 package mcpclient

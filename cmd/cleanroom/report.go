@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
-	"github.com/cleanroom-dev/cleanroom/report"
+	"github.com/cleanroom-dev/cleanroom/internal/report"
 	"github.com/spf13/cobra"
 )
 

@@ -5,7 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/cleanroom-dev/cleanroom/worldinit"
+	"github.com/cleanroom-dev/cleanroom/internal/worldinit"
 	"github.com/spf13/cobra"
 )
 

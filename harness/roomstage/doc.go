@@ -15,4 +15,11 @@
 //
 // It decides nothing and refuses nothing itself: every check of the seal
 // and of the serve stage is harness.RunStage's.
+//
+// # No API promise
+//
+// This package is cleanroom's own machinery, not an API: it is exported for
+// the cleanroom binaries and their tests, and any identifier in it may
+// change in any commit, without notice. docs/design.md lists the packages
+// meant to be imported.
 package roomstage

@@ -31,4 +31,11 @@
 // The favordynmods mount option would remove the wait for every process on
 // the host, but remounting the host's cgroup hierarchies is not a
 // sandbox's decision.
+//
+// # No API promise
+//
+// This package is cleanroom's own machinery, not an API: it is exported for
+// the cleanroom binaries and their tests, and any identifier in it may
+// change in any commit, without notice. docs/design.md lists the packages
+// meant to be imported.
 package cgprime

@@ -33,4 +33,11 @@
 // An OCI bundle runs under another runtime's init, which sets no such
 // signal: its first process is this binary as a shim (ShimArg), which sets
 // it and execs the command, with the runtime as the parent.
+//
+// # No API promise
+//
+// This package is cleanroom's own machinery, not an API: it is exported for
+// the cleanroom binaries and their tests, and any identifier in it may
+// change in any commit, without notice. docs/design.md lists the packages
+// meant to be imported.
 package sandboxinit

@@ -23,4 +23,11 @@
 // securebits. It refuses (fails closed) on any doubt. It does not defend
 // against a CAP_SYS_ADMIN holder in the view's own mount namespace (who
 // could remount it read-write), nor against the host's root.
+//
+// # No API promise
+//
+// This package is cleanroom's own machinery, not an API: it is exported for
+// the cleanroom binaries and their tests, and any identifier in it may
+// change in any commit, without notice. docs/design.md lists the packages
+// meant to be imported.
 package seal

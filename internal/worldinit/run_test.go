@@ -12,8 +12,8 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/internal/report"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
-	"github.com/cleanroom-dev/cleanroom/report"
 )
 
 // candidateScript is what a scripted implementer writes for the example
