@@ -90,9 +90,8 @@ func emitWhole(ctx context.Context, src, dest, expect string, existed bool, opts
 		err := unix.Statx(unix.AT_FDCWD, dest, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MODE|unix.STATX_UID|unix.STATX_GID, &st)
 		mountRoot := err == nil && st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
 		ownable := err == nil && (int(st.Uid) == os.Geteuid() || os.Geteuid() == 0)
-		// Not a directory, a link, or a directory that is not empty: Emit
-		// refuses it by its rule (ErrRootNotDir, ErrDestNotEmpty, …)
-		// before it writes anything.
+		// Not a directory, a link, or not empty: Emit refuses it by its
+		// rule, before anything is copied.
 		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || mountRoot || !ownable || !emptyDir(dest) {
 			return Emit(ctx, src, dest, expect, opts)
 		}
@@ -120,7 +119,7 @@ func emitWhole(ctx context.Context, src, dest, expect string, existed bool, opts
 		if errors.Is(err, durable.ErrDirNotEmpty) {
 			// Something was put there meanwhile: refused as Emit refuses a
 			// destination that is not empty.
-			err = &RefusalError{Path: dest, Rule: ErrDestNotEmpty, Detail: "an entry appeared while the copy was made"}
+			err = &RefusalError{Path: dest, Rule: ErrDestNotEmpty, Detail: "an entry appeared while the copy was staged"}
 		}
 	}
 	if err != nil {
@@ -134,7 +133,7 @@ func emitWhole(ctx context.Context, src, dest, expect string, existed bool, opts
 	return m, nil
 }
 
-// emptyDir reports whether dir is a directory with no entry.
+// emptyDir reports whether dir can be read and holds no entry.
 func emptyDir(dir string) bool {
 	f, err := os.Open(dir)
 	if err != nil {
