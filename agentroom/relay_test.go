@@ -239,20 +239,22 @@ func copyRelayMain() int {
 	if err != nil {
 		return fail(err)
 	}
-	for _, m := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"` + benchFile + `"}}}`,
+	// One request at a time, each answer awaited in the file (the room
+	// may take requests concurrently: a call must not race initialize).
+	var b []byte
+	for i, m := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n",
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"` + benchFile + `"}}}` + "\n",
 	} {
-		if _, err := io.WriteString(stdin, m+"\n"); err != nil {
+		if _, err := io.WriteString(stdin, m); err != nil {
 			return fail(err)
 		}
-	}
-	// The answer to id 2 is the last thing expected; then stdin ends.
-	var b []byte
-	for i := 0; i < 600 && !bytes.Contains(b, []byte(`"id":2`)); i++ {
-		time.Sleep(100 * time.Millisecond)
-		b, _ = os.ReadFile(out.Name())
+		answer := []byte(fmt.Sprintf(`"id":%d`, i+1))
+		for j := 0; j < 600 && !bytes.Contains(b, answer); j++ {
+			time.Sleep(100 * time.Millisecond)
+			b, _ = os.ReadFile(out.Name())
+		}
 	}
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
