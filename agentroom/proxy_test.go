@@ -182,7 +182,7 @@ func TestProxyBytesAfterHead(t *testing.T) {
 		defer c.Close()
 		b, _ := io.ReadAll(c)
 		got <- string(b)
-		io.WriteString(c, "ok")
+		_, _ = io.WriteString(c, "ok")
 	})
 	_, port, _ := net.SplitHostPort(up.Addr().String())
 	p := &Proxy{Allow: []HostPort{{"mapped.test", mustPort(t, port)}}, Resolve: map[string]netip.Addr{"mapped.test": loopback}}
@@ -197,14 +197,20 @@ func TestProxyBytesAfterHead(t *testing.T) {
 	}
 	defer c.Close()
 	target := "mapped.test:" + port
-	io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\nhello ")
+	if _, err := io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\nhello "); err != nil {
+		t.Fatal(err)
+	}
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("CONNECT: %v %v", resp, err)
 	}
-	io.WriteString(c, "world")
-	c.(*net.TCPConn).CloseWrite()
+	if _, err := io.WriteString(c, "world"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
 	if b, _ := io.ReadAll(br); string(b) != "ok" {
 		t.Errorf("answer %q, want ok", b)
 	}

@@ -198,13 +198,13 @@ func TestRelayHandshake(t *testing.T) {
 				}
 				// What the relay writes is the room's stdin, and the room's
 				// stdout is what the relay reads.
-				roundTrip(t, func(b []byte) { unix.Write(peer, b) }, got.stdin)
-				roundTrip(t, func(b []byte) { got.stdout.Write(b) }, os.NewFile(uintptr(peer), "peer-view"))
+				roundTrip(t, func(b []byte) { _, _ = unix.Write(peer, b) }, got.stdin)
+				roundTrip(t, func(b []byte) { _, _ = got.stdout.Write(b) }, os.NewFile(uintptr(peer), "peer-view"))
 				return
 			}
 			// The handed descriptors are the relay's pipes themselves.
-			roundTrip(t, func(b []byte) { toRoom.Write(b) }, got.stdin)
-			roundTrip(t, func(b []byte) { got.stdout.Write(b) }, fromRoom)
+			roundTrip(t, func(b []byte) { _, _ = toRoom.Write(b) }, got.stdin)
+			roundTrip(t, func(b []byte) { _, _ = got.stdout.Write(b) }, fromRoom)
 		})
 	}
 }
@@ -261,7 +261,9 @@ func copyRelayMain() int {
 		return fail(fmt.Errorf("relay: %w", err))
 	}
 	b, _ = os.ReadFile(out.Name())
-	os.Stdout.Write(b)
+	if _, err := os.Stdout.Write(b); err != nil {
+		return fail(err)
+	}
 	return 0
 }
 

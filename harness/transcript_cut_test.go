@@ -60,7 +60,9 @@ func killMidLine(t *testing.T, path string) []byte {
 			// The write has begun: SIGKILL, as an operator's kill -9 or
 			// the OOM killer would.
 			if st, err := os.Stat(path); err == nil && st.Size() > int64(len(before))+1<<20 {
-				cmd.Process.Signal(syscall.SIGKILL)
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
 				<-waited
 				break
 			}
@@ -107,6 +109,27 @@ func wantCut(t *testing.T, doc *evidence.Object, cut []byte) {
 	}
 }
 
+// resumeDone resumes the session recorded at s.tpath (ReadResumable, then
+// Drive with Resume) with a model that stops at once, and returns the
+// record as it is then.
+func resumeDone(t *testing.T, pkg, id string, s *session) []byte {
+	t.Helper()
+	prior, err := ReadResumable(s.tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := &fakeModel{replies: []string{`{"role":"assistant","content":"done"}`}}
+	r := driveAt(t, context.Background(), pkg, id, s.workspace, s.tpath, done, func(o *DriveOptions) { o.Resume = prior })
+	if r.err != nil || r.res.Stop != StopModel {
+		t.Fatalf("resumed Drive: %v, %+v", r.err, r.res)
+	}
+	b, err := os.ReadFile(s.tpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestResumeAfterCutLine: the relay SIGKILLed in the middle of a large
 // turn line leaves a resumable record, whether the room outlives it (its
 // end line names the cut line) or is gone too (the resumed start line
@@ -115,7 +138,6 @@ func wantCut(t *testing.T, doc *evidence.Object, cut []byte) {
 func TestResumeAfterCutLine(t *testing.T) {
 	needSeal(t)
 	pkg, id := writePackage(t, testFiles())
-	done := &fakeModel{replies: []string{`{"role":"assistant","content":"done"}`}}
 
 	t.Run("the room ends its record after the cut", func(t *testing.T) {
 		s := startSession(t, pkg, id)
@@ -123,7 +145,7 @@ func TestResumeAfterCutLine(t *testing.T) {
 		b := killMidLine(t, s.tpath)
 		cut := b[bytes.LastIndexByte(b, '\n')+1:]
 		// The relay is gone: the room's stdin ends, and it ends its record.
-		s.cs.Close()
+		_ = s.cs.Close()
 		b, err := os.ReadFile(s.tpath)
 		if err != nil {
 			t.Fatal(err)
@@ -136,15 +158,7 @@ func TestResumeAfterCutLine(t *testing.T) {
 			t.Errorf("the room's end line is missing")
 		}
 		wantCut(t, doc, cut)
-		prior, err := ReadResumable(s.tpath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := driveAt(t, context.Background(), pkg, id, s.workspace, s.tpath, done, func(o *DriveOptions) { o.Resume = prior })
-		if r.err != nil || r.res.Stop != StopModel {
-			t.Fatalf("resumed Drive: %v, %+v", r.err, r.res)
-		}
-		b, _ = os.ReadFile(s.tpath)
+		b = resumeDone(t, pkg, id, s)
 		doc, err = ReadTranscript(b)
 		if err != nil {
 			t.Fatalf("the resumed record: %v", err)
@@ -161,22 +175,14 @@ func TestResumeAfterCutLine(t *testing.T) {
 	t.Run("the room is gone too", func(t *testing.T) {
 		s := startSession(t, pkg, id)
 		s.call(t, "write_source", map[string]any{"path": "a.go", "content": "package a\n"})
-		s.cs.Close()
+		_ = s.cs.Close()
 		b := killMidLine(t, s.tpath)
 		cut := b[bytes.LastIndexByte(b, '\n')+1:]
 		// Nothing names the cut yet: the reader refuses the record as it is.
 		if _, err := ReadTranscript(b); !errors.Is(err, ErrTranscript) || !strings.Contains(err.Error(), "no final line feed") {
 			t.Errorf("ReadTranscript of a record ending in a cut line = %v, want %v", err, ErrTranscript)
 		}
-		prior, err := ReadResumable(s.tpath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := driveAt(t, context.Background(), pkg, id, s.workspace, s.tpath, done, func(o *DriveOptions) { o.Resume = prior })
-		if r.err != nil || r.res.Stop != StopModel {
-			t.Fatalf("resumed Drive: %v, %+v", r.err, r.res)
-		}
-		after, _ := os.ReadFile(s.tpath)
+		after := resumeDone(t, pkg, id, s)
 		if !bytes.HasPrefix(after, b) {
 			t.Fatalf("the record before the resumed session changed")
 		}
@@ -210,7 +216,7 @@ func TestCutLineNamedExactly(t *testing.T) {
 	s := startSession(t, pkg, id)
 	s.call(t, "write_source", map[string]any{"path": "a.go", "content": "package a\n"})
 	b := killMidLine(t, s.tpath)
-	s.cs.Close()
+	_ = s.cs.Close()
 	good, err := os.ReadFile(s.tpath)
 	if err != nil {
 		t.Fatal(err)
