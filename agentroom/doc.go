@@ -11,7 +11,7 @@
 //     configuration runs the relay (this program, bound read-only at
 //     RelayPath, with RelayArgs), which connects to the abstract unix
 //     socket RelaySocket and hands room agent its own stdin and stdout
-//     (pipes or unix stream sockets, checked on both sides) or else
+//     (pipes or unix socket pairs, checked on both sides) or else
 //     copies its stdio to the connection; room agent starts a room sealed
 //     outside the sandbox exactly as `room serve` seals it (harness.Serve)
 //     with those descriptors (or the connection) as its stdin and stdout,
@@ -48,12 +48,15 @@
 // mapping, can point a name at such an address. The abstract socket is
 // reachable from the sandbox's namespace only; a connection whose first
 // message is not a relay's is closed, descriptors handed over are taken
-// only if they are pipes or connected unix stream sockets (a plain byte
+// only if they are pipes or anonymous unix socket pairs (a plain byte
 // stream: never a file, device or other socket the agent opened), and
 // what they carry is read by the room's own MCP gate, which refuses
 // anything but MCP. A room the agent's descriptors keep alive past the
 // sandbox (its stdin's other end held by the room itself) is ended by
-// room agent (roomStopGrace). What is not
-// defended: what an allowlisted host does with what the agent sends it
-// (the model provider sees the package, by design), and covert timing.
+// room agent (roomStopGrace). What is not defended: what an allowlisted
+// host does with what the agent sends it (the model provider sees the
+// package, by design), covert timing, and the other end of a socket pair
+// handed on by the agent (SCM_RIGHTS) to a service outside that trusts
+// its senders' SCM_CREDENTIALS (reachable only through a socket the
+// operator binds into the sandbox).
 package agentroom

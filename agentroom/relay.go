@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,15 +47,15 @@ const (
 // ErrNotRelay: a relay connection's first message is neither hello.
 var ErrNotRelay = errors.New("not a relay's first message")
 
-// ErrNotByteStream: a descriptor offered to the room is not a pipe or a
-// connected unix stream socket.
-var ErrNotByteStream = errors.New("not a pipe or a connected unix stream socket")
+// ErrNotByteStream: a descriptor offered to the room is not a pipe or one
+// end of an anonymous unix stream socket pair.
+var ErrNotByteStream = errors.New("not a pipe or an anonymous unix socket pair")
 
-// byteStream checks that fd is a pipe or a connected AF_UNIX stream
-// socket. The room, outside the sandbox, reads and writes what the relay
-// hands it: only a plain byte stream, never a file, a device or another
-// kind of socket whose operations could carry more than bytes the agent
-// could send itself.
+// byteStream checks that fd is a pipe or one end of an anonymous AF_UNIX
+// stream socket pair. The room, outside the sandbox, reads and writes
+// what the relay hands it: only a plain byte stream, never a file, a
+// device or another kind of socket whose operations could carry more
+// than bytes the agent could send itself.
 func byteStream(fd int) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -70,16 +71,31 @@ func byteStream(fd int) error {
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return err
 		}
-		if dom == unix.AF_UNIX && typ == unix.SOCK_STREAM && lis == 0 {
+		// Only an anonymous pair (socketpair: what MCP clients start
+		// servers with), both ends unnamed: a socket connected to a
+		// listener (a service bound in a directory the sandbox sees, or
+		// room agent's own relay socket) would have the room write, with
+		// its credentials, into that service.
+		if dom == unix.AF_UNIX && typ == unix.SOCK_STREAM && lis == 0 && unnamed(fd, unix.SYS_GETSOCKNAME) && unnamed(fd, unix.SYS_GETPEERNAME) {
 			return nil
 		}
 	}
 	return ErrNotByteStream
 }
 
+// unnamed reports whether getsockname or getpeername (trap) of the unix
+// socket fd returns the unnamed address: the address family alone, no
+// path and no abstract name (not even an empty one).
+func unnamed(fd int, trap uintptr) bool {
+	var rsa unix.RawSockaddrAny
+	n := uint32(unsafe.Sizeof(rsa))
+	_, _, errno := unix.Syscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
+	return errno == 0 && n == uint32(unsafe.Sizeof(rsa.Addr.Family))
+}
+
 // Relay is the relay command run by the agent inside the sandbox as its
 // MCP server. It connects to RelaySocket and, when its stdin and stdout
-// are pipes or unix stream sockets (what MCP clients start a server
+// are pipes or anonymous unix socket pairs (what MCP clients start a server
 // with), passes both descriptors to room agent, which hands them to the
 // room as its stdin and stdout: the agent's client and the room then
 // exchange bytes directly, as with `room serve` (a read_file's round trip

@@ -55,6 +55,36 @@ func newProbe(t *testing.T) *probePipe {
 
 func (p *probePipe) fd() int { return int(p.w.Fd()) }
 
+// listenerPair connects to a listener of the test's own and returns the
+// connected (or, if accepted, the accepted) end as a file.
+func listenerPair(t *testing.T, accepted bool) *os.File {
+	t.Helper()
+	l, err := net.Listen("unix", "@cleanroom-test-"+strings.ReplaceAll(t.Name(), "/", "-"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	c, err := net.Dial("unix", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if accepted {
+		c = s
+	}
+	f, err := c.(*net.UnixConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // TestRelayHandshake: room agent's side of the relay's first message —
 // two byte streams are handed to the room as they are, the copy hello
 // makes the connection itself the room's stdio, and anything else is
@@ -75,6 +105,14 @@ func TestRelayHandshake(t *testing.T) {
 		copy    bool
 	}{
 		{"two pipes", nil, nil, false},
+		{"a socket pair", func(t *testing.T) (byte, []int, *probePipe) {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+			return helloPass, []int{fds[0], fds[0]}, nil
+		}, nil, false},
 		{"copy", func(*testing.T) (byte, []int, *probePipe) { return helloCopy, nil, nil }, nil, true},
 		{"garbage", func(*testing.T) (byte, []int, *probePipe) { return '{', nil, nil }, ErrNotRelay, false},
 		{"pass without descriptors", func(*testing.T) (byte, []int, *probePipe) { return helloPass, nil, nil }, ErrNotRelay, false},
@@ -119,6 +157,14 @@ func TestRelayHandshake(t *testing.T) {
 			}
 			t.Cleanup(func() { unix.Close(fd) })
 			return helloPass, []int{fd, fd}, nil
+		}, ErrNotByteStream, false},
+		{"a unix socket connected to a listener", func(t *testing.T) (byte, []int, *probePipe) {
+			f := listenerPair(t, false)
+			return helloPass, []int{int(f.Fd()), int(f.Fd())}, nil
+		}, ErrNotByteStream, false},
+		{"a unix socket accepted by a listener", func(t *testing.T) (byte, []int, *probePipe) {
+			f := listenerPair(t, true)
+			return helloPass, []int{int(f.Fd()), int(f.Fd())}, nil
 		}, ErrNotByteStream, false},
 		{"a listening unix socket", func(t *testing.T) (byte, []int, *probePipe) {
 			l, err := net.Listen("unix", "@cleanroom-test-"+strings.ReplaceAll(t.Name(), "/", "-"))
@@ -199,14 +245,34 @@ func TestRelayHandshake(t *testing.T) {
 				// What the relay writes is the room's stdin, and the room's
 				// stdout is what the relay reads.
 				roundTrip(t, func(b []byte) { _, _ = unix.Write(peer, b) }, got.stdin)
-				roundTrip(t, func(b []byte) { _, _ = got.stdout.Write(b) }, os.NewFile(uintptr(peer), "peer-view"))
+				roundTrip(t, func(b []byte) { _, _ = got.stdout.Write(b) }, fdReader(peer))
 				return
 			}
-			// The handed descriptors are the relay's pipes themselves.
-			roundTrip(t, func(b []byte) { _, _ = toRoom.Write(b) }, got.stdin)
-			roundTrip(t, func(b []byte) { _, _ = got.stdout.Write(b) }, fromRoom)
+			// The handed descriptors are the ones sent, in order.
+			for i, f := range []*os.File{got.stdin, got.stdout} {
+				var a, b unix.Stat_t
+				if unix.Fstat(int(f.Fd()), &a) != nil || unix.Fstat(fds[i], &b) != nil || a.Ino != b.Ino || a.Dev != b.Dev {
+					t.Errorf("descriptor %d is not the one sent", i)
+				}
+			}
+			if tc.hello == nil {
+				// The relay's pipes themselves: bytes go through.
+				roundTrip(t, func(b []byte) { _, _ = toRoom.Write(b) }, got.stdin)
+				roundTrip(t, func(b []byte) { _, _ = got.stdout.Write(b) }, fromRoom)
+			}
 		})
 	}
+}
+
+// fdReader reads a descriptor the test closes itself.
+type fdReader int
+
+func (r fdReader) Read(b []byte) (int, error) {
+	n, err := unix.Read(int(r), b)
+	if n == 0 && err == nil {
+		return 0, io.EOF
+	}
+	return max(n, 0), err
 }
 
 // roundTrip writes a line with write and reads it back from r.
