@@ -292,6 +292,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// The room ran and ended with a status (the agent sent it what it
 		// refuses, or its record failed): recorded on the agent line.
 		res.RoomExit = ee.Code
+	case ended == "killed":
+		// The room ran and did not end on SIGTERM: its record has no end
+		// line, and the agent line (room_ended) says why.
+		res.RoomExit = -1
 	case roomErr != nil:
 		// No room ran: there is no record to append to.
 		return res, fmt.Errorf("the room: %w", roomErr)
