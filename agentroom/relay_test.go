@@ -435,3 +435,29 @@ func TestRelayTricks(t *testing.T) {
 		t.Errorf("agent line relay_refused %v, want 2", v)
 	}
 }
+
+// TestWaitRoom: a room that ends by itself is waited for; one that ends
+// only when told (stop closed) is "stopped"; one that ignores that too is
+// killed, and waited for.
+func TestWaitRoom(t *testing.T) {
+	errRoom := errors.New("room's error")
+	for _, want := range []string{"", "stopped", "killed"} {
+		t.Run("ended "+want, func(t *testing.T) {
+			done := make(chan error, 1)
+			stop := make(chan struct{})
+			killed := make(chan struct{})
+			switch want {
+			case "":
+				done <- errRoom
+			case "stopped":
+				go func() { <-stop; done <- errRoom }()
+			case "killed":
+				go func() { <-killed; done <- errRoom }()
+			}
+			got, err := waitRoom(done, stop, func() { close(killed) }, time.Millisecond)
+			if got != want || err != errRoom {
+				t.Errorf("waitRoom = %q, %v; want %q, %v", got, err, want, errRoom)
+			}
+		})
+	}
+}
