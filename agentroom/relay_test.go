@@ -454,7 +454,13 @@ func TestWaitRoom(t *testing.T) {
 			case "killed":
 				go func() { <-killed; done <- errRoom }()
 			}
-			got, err := waitRoom(done, stop, func() { close(killed) }, time.Millisecond)
+			// The grace is a bound, not a measure: long enough for a room
+			// told to stop to be seen stopping before the kill.
+			grace := time.Millisecond
+			if want == "stopped" {
+				grace = time.Second
+			}
+			got, err := waitRoom(done, stop, func() { close(killed) }, grace)
 			if got != want || err != errRoom {
 				t.Errorf("waitRoom = %q, %v; want %q, %v", got, err, want, errRoom)
 			}
