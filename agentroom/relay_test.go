@@ -352,10 +352,10 @@ func TestRelayCopies(t *testing.T) {
 	}
 }
 
-// relayTricksMain is an agent that misuses the relay socket: a regular
-// file handed as stdin (refused), three descriptors (refused), then one
-// pipe's two ends as the room's stdin and stdout, so that the room holds
-// the only writer of its own stdin and would wait for ever.
+// relayTricksMain is an agent that misuses the relay socket: one pipe's
+// two ends as the room's stdin and stdout, so that the room holds the
+// only writer of its own stdin and would wait for ever; then a regular
+// file handed as stdin (refused) and three descriptors (refused).
 func relayTricksMain() int {
 	hello := func(fds ...int) error {
 		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
@@ -383,11 +383,11 @@ func relayTricksMain() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	for _, fds := range [][]int{{int(f.Fd()), int(w.Fd())}, {int(r.Fd()), int(w.Fd()), int(w.Fd())}} {
-		if err := hello(fds...); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}
+	// The loop first, not waited for (the room never answers it); the
+	// refusals after it are, so that when they are answered room agent
+	// has accepted the loop's connection too (connections are accepted
+	// in order): none is left in the listener's queue when this agent
+	// exits and the listener closes.
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err == nil {
 		err = unix.Connect(fd, &unix.SockaddrUnix{Name: RelaySocket})
@@ -398,6 +398,11 @@ func relayTricksMain() int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	for _, fds := range [][]int{{int(f.Fd()), int(w.Fd())}, {int(r.Fd()), int(w.Fd()), int(w.Fd())}} {
+		if err := hello(fds...); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
 	}
 	return 0
 }
