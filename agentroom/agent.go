@@ -59,6 +59,8 @@ type Options struct {
 	// Stdout and Stderr receive the agent's streams; Stderr also the
 	// room's diagnostics and one line per proxied connection.
 	Stdout, Stderr io.Writer
+	// stopGrace replaces roomStopGrace (tests).
+	stopGrace time.Duration
 }
 
 // DefaultTimeout is the wall-clock limit of an agent session.
@@ -70,8 +72,19 @@ type Result struct {
 	Sandbox     *sandbox.Result
 	Connections []Connection
 	// RelayConnections counts the agent's connections to the relay
-	// socket; only the first is the room's, the others were closed.
+	// socket; only the first the room started on is the room's, the
+	// others were closed. RelayRefused counts those closed because their
+	// first message was not a relay's (see relayHandshake).
 	RelayConnections int
+	RelayRefused     int
+	// RelayMode is how the room got the agent's MCP stream: "handed" (the
+	// relay's stdin and stdout), "copied" (the relay copying to its
+	// connection), or "" (the agent never reached it).
+	RelayMode string
+	// RoomEnded is "" when the room ended by itself with the agent's
+	// sandbox, "stopped" or "killed" when room agent had to end it
+	// (roomStopGrace).
+	RoomEnded string
 	// RoomExit is the room's exit status (0: it ended cleanly).
 	RoomExit int
 }
@@ -144,9 +157,11 @@ func (o *Options) sandboxConfig(args []string) sandbox.Config {
 // Run checks the room (a preflight: the same sealed room on an empty
 // session, in a scratch directory), starts the agent in its sandbox with
 // the proxy and the relay listening in the sandbox's network namespace,
-// starts the room on the agent's first relay connection (the connection
-// itself is the room's stdin and stdout: no copy in between), waits for
-// the agent and the room, and appends the agent line to the transcript.
+// starts the room on the first relay handshake (relayHandshake: the
+// relay's own stdin and stdout handed over, or the connection itself; no
+// copy in room agent either way), waits for the agent and the room (at
+// most roomStopGrace twice beyond the sandbox), and appends the agent
+// line to the transcript.
 // An agent that never connected gets a room session with no call, so
 // that the record exists either way.
 func Run(ctx context.Context, o Options) (*Result, error) {
@@ -172,20 +187,38 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		fmt.Fprintf(o.Stderr, "cleanroom room agent: %s %s:%d out %d in %d %s\n", c.Outcome, c.Host, c.Port, c.BytesOut, c.BytesIn, c.Rule)
 	}}
 	var listeners []net.Listener
-	var serving sync.WaitGroup // the accept loops
+	var serving sync.WaitGroup // the accept loops and the relay handshakes
 	var mu sync.Mutex
-	var roomDone chan error // set on the first relay connection
+	var roomDone chan error // set when the room starts
 	// The room is not cancelled with ctx: it ends when the agent's sandbox
-	// has ended (its stdin, the relay's socket, is closed with it) and
-	// writes its end line; a SIGINT or SIGTERM is passed on to it by Serve.
-	roomCtx := context.WithoutCancel(ctx)
-	startRoom := func(stdio *os.File) {
+	// has ended (its stdin, the agent's end of the relay, is closed with
+	// it) and writes its end line; a SIGINT or SIGTERM is passed on to it
+	// by Serve, and so is a close of stop (see roomStopGrace).
+	roomCtx, killRoom := context.WithCancel(context.WithoutCancel(ctx))
+	defer killRoom()
+	stop := make(chan struct{})
+	room := o.Room
+	room.Stop = stop
+	// startRoom starts the room on stdin and stdout unless it has started
+	// already (one room, one MCP session: a later connection gets nothing)
+	// and reports whether it did. conn is closed when the room has ended
+	// (a relay that handed its stdio over waits for that).
+	startRoom := func(stdin, stdout *os.File, conn net.Conn, mode string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if roomDone != nil {
+			return false
+		}
+		res.RelayMode = mode
 		roomDone = make(chan error, 1)
 		go func() {
-			err := harness.Serve(roomCtx, o.Room, stdio, stdio, o.Stderr)
-			stdio.Close()
+			err := harness.Serve(roomCtx, room, stdin, stdout, o.Stderr)
+			stdin.Close()
+			stdout.Close()
+			conn.Close()
 			roomDone <- err
 		}()
+		return true
 	}
 	cfg := o.sandboxConfig(o.command())
 	cfg.Vantage = func(listen sandbox.ListenFunc) error {
@@ -210,19 +243,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				}
 				mu.Lock()
 				res.RelayConnections++
-				first := roomDone == nil
-				var f *os.File
-				if first {
-					f, err = c.(*net.UnixConn).File()
-					if err == nil {
-						startRoom(f)
-					}
-				}
 				mu.Unlock()
-				// The room holds its own descriptor of a first connection;
-				// a later one (another client in the sandbox: one room, one
-				// MCP session) gets nothing.
-				c.Close()
+				// Each handshake on its own: a connection that sends
+				// nothing must not hold up the agent's relay.
+				serving.Add(1)
+				go func() {
+					defer serving.Done()
+					if err := relayHandshake(c.(*net.UnixConn), startRoom); err != nil {
+						fmt.Fprintf(o.Stderr, "cleanroom room agent: relay connection closed: %v\n", err)
+						mu.Lock()
+						res.RelayRefused++
+						mu.Unlock()
+					}
+				}()
 			}
 		}()
 		return nil
@@ -240,13 +273,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// The agent never reached the room: its session is recorded as
 		// one with no call (the room on an empty stdin).
 		roomDone = make(chan error, 1)
-		roomDone <- harness.Serve(roomCtx, o.Room, nil, io.Discard, o.Stderr)
+		roomDone <- harness.Serve(roomCtx, room, nil, io.Discard, o.Stderr)
 	}
 	done := roomDone
 	mu.Unlock()
 	// Every process of the sandbox is gone, the relay with it: the room's
 	// stdin has ended, and the room ends its session.
-	roomErr := <-done
+	grace := o.stopGrace
+	if grace == 0 {
+		grace = roomStopGrace
+	}
+	ended, roomErr := waitRoom(done, stop, killRoom, grace)
+	res.RoomEnded = ended
 	res.Connections, _ = proxy.Connections()
 	var ee *harness.ExitError
 	switch {
@@ -254,6 +292,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// The room ran and ended with a status (the agent sent it what it
 		// refuses, or its record failed): recorded on the agent line.
 		res.RoomExit = ee.Code
+	case ended == "killed":
+		// The room ran and did not end on SIGTERM: its record has no end
+		// line, and the agent line (room_ended) says why.
+		res.RoomExit = -1
 	case roomErr != nil:
 		// No room ran: there is no record to append to.
 		return res, fmt.Errorf("the room: %w", roomErr)
@@ -362,7 +404,13 @@ func (o *Options) agentLine(res *Result, p *Proxy) map[string]any {
 		"command": command, "version": res.Version, "env_names": envNames,
 		"allow_hosts": allow, "resolve": resolve, "binds": binds,
 		"connections": list, "connections_not_recorded": dropped,
-		"relay_connections": res.RelayConnections, "room_exit": res.RoomExit,
+		"relay_connections": res.RelayConnections, "relay_refused": res.RelayRefused, "room_exit": res.RoomExit,
+	}
+	if res.RoomEnded != "" {
+		line["room_ended"] = res.RoomEnded
+	}
+	if res.RelayMode != "" {
+		line["relay_mode"] = res.RelayMode
 	}
 	if s := res.Sandbox; s != nil {
 		sb := map[string]any{"id": s.ID, "status": s.Status, "exit_code": s.ExitCode}

@@ -166,7 +166,13 @@ func TestAgentInterrupted(t *testing.T) {
 	if c, _ := doc.Get("complete"); c != true || len(access.([]any)) != 1 {
 		t.Errorf("transcript complete %v, access %v; want complete with the one read_file", c, access)
 	}
-	if _, ok := doc.Get("agent"); !ok {
-		t.Errorf("no agent line")
+	agent, ok := doc.Get("agent")
+	if !ok {
+		t.Fatalf("no agent line")
+	}
+	// The agent's MCP client started the relay on pipes: the room was
+	// handed them, and the relay left the data path.
+	if m, _ := agent.(interface{ Get(string) (any, bool) }).Get("relay_mode"); m != relayHanded || res.RelayMode != relayHanded {
+		t.Errorf("relay mode %v (result %q), want %q", m, res.RelayMode, relayHanded)
 	}
 }

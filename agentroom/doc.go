@@ -9,10 +9,14 @@
 //
 //   - the clean room, as its only MCP server: the agent's MCP
 //     configuration runs the relay (this program, bound read-only at
-//     RelayPath, with RelayArgs), which copies its stdio to the abstract
-//     unix socket RelaySocket; room agent starts a room sealed outside the
-//     sandbox exactly as `room serve` seals it (harness.Serve) with the
-//     first connection as its stdin and stdout, and closes any later one
+//     RelayPath, with RelayArgs), which connects to the abstract unix
+//     socket RelaySocket and hands room agent its own stdin and stdout
+//     (pipes or unix socket pairs, checked on both sides) or else
+//     copies its stdio to the connection; room agent starts a room sealed
+//     outside the sandbox exactly as `room serve` seals it (harness.Serve)
+//     with those descriptors (or the connection) as its stdin and stdout,
+//     so that the agent's client and the room exchange bytes directly,
+//     and closes any later connection
 //     (the same room is first run on an empty session in a scratch
 //     directory, before the agent starts, so that a package it refuses
 //     costs no agent run);
@@ -42,10 +46,19 @@
 // unspecified address is not dialled (no rebinding onto the host's own
 // services or the sealed store); only Resolve, the operator's explicit
 // mapping, can point a name at such an address. The abstract socket is
-// reachable from the sandbox's namespace only; what it carries is read by
-// the room's own MCP gate, which refuses anything but MCP. What is not
-// defended: what an allowlisted host does with what the agent sends it
-// (the model provider sees the package, by design), and covert timing.
+// reachable from the sandbox's namespace only; a connection whose first
+// message is not a relay's is closed, descriptors handed over are taken
+// only if they are pipes or anonymous unix socket pairs (a plain byte
+// stream: never a file, device or other socket the agent opened), and
+// what they carry is read by the room's own MCP gate, which refuses
+// anything but MCP. A room the agent's descriptors keep alive past the
+// sandbox (its stdin's other end held by the room itself) is ended by
+// room agent (roomStopGrace). What is not defended: what an allowlisted
+// host does with what the agent sends it (the model provider sees the
+// package, by design), covert timing, and the other end of a socket pair
+// handed on by the agent (SCM_RIGHTS) to a service outside that trusts
+// its senders' SCM_CREDENTIALS (reachable only through a socket the
+// operator binds into the sandbox).
 //
 // # No API promise
 //

@@ -253,6 +253,11 @@ func TestGeminiCLI(t *testing.T) {
 	if res.Sandbox.Status != sandbox.StatusExited || res.Sandbox.ExitCode != 0 {
 		t.Errorf("gemini ended %s %d", res.Sandbox.Status, res.Sandbox.ExitCode)
 	}
+	// Node starts its MCP servers on socket pairs: the relay handed them
+	// to the room and left the data path.
+	if res.RelayMode != relayHanded {
+		t.Errorf("relay mode %q, want %q", res.RelayMode, relayHanded)
+	}
 	if res.Version != "0.61.0" {
 		t.Errorf("version %q, want the pinned 0.61.0", res.Version)
 	}

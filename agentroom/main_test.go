@@ -43,6 +43,10 @@ func TestMain(m *testing.M) {
 			os.Exit(hostileMain(os.Args[2:]))
 		case os.Args[1] == "list-and-wait":
 			os.Exit(listAndWaitMain())
+		case os.Args[1] == "copy-relay":
+			os.Exit(copyRelayMain())
+		case os.Args[1] == "relay-tricks":
+			os.Exit(relayTricksMain())
 		case os.Args[1] == "bench-client":
 			os.Exit(benchClientMain(os.Args[2:]))
 		case os.Args[1] == "bench-serve":

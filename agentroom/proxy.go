@@ -263,12 +263,22 @@ func (p *Proxy) handle(c net.Conn) {
 		p.record(rec)
 		return
 	}
-	// Bytes the agent sent after its head (a TLS hello) are in br.
+	// Each direction is io.Copy between the two *net.TCPConn themselves,
+	// unwrapped: the runtime splices (socket → pipe → socket, no copy
+	// through this process); the bytes are counted from its result.
 	var out, in int64
 	done := make(chan struct{})
 	go func() {
-		n, _ := io.Copy(upstream, io.MultiReader(bufferedOf(br), c))
-		atomic.AddInt64(&out, n)
+		// Bytes the agent sent after its head (a TLS hello) are in br;
+		// they go first, then the connection itself.
+		head, _ := br.Peek(br.Buffered())
+		n, err := upstream.Write(head)
+		if err == nil {
+			var m int64
+			m, _ = io.Copy(upstream, c)
+			n += int(m)
+		}
+		atomic.AddInt64(&out, int64(n))
 		closeWrite(upstream)
 		close(done)
 	}()
@@ -287,12 +297,6 @@ func clip(s string) string {
 		s = s[:128]
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
-}
-
-// bufferedOf returns what br has read beyond the request head.
-func bufferedOf(br *bufio.Reader) io.Reader {
-	b, _ := br.Peek(br.Buffered())
-	return strings.NewReader(string(b))
 }
 
 func closeWrite(c net.Conn) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
@@ -170,5 +171,57 @@ func TestProxyTooMany(t *testing.T) {
 	conns, _ := p.Connections()
 	if len(conns) != 1 || conns[0].Rule != string(ErrTooMany) {
 		t.Errorf("recorded %+v, want one %q", conns, ErrTooMany)
+	}
+}
+
+// TestProxyBytesAfterHead: bytes the agent sends in the same write as its
+// CONNECT head (a TLS client hello sent without waiting) reach the
+// upstream first, then the rest, and the record counts them all.
+func TestProxyBytesAfterHead(t *testing.T) {
+	got := make(chan string, 1)
+	up := serveLoopback(t, func(c net.Conn) {
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		got <- string(b)
+		_, _ = io.WriteString(c, "ok")
+	})
+	_, port, _ := net.SplitHostPort(up.Addr().String())
+	p := &Proxy{Allow: []HostPort{{"mapped.test", mustPort(t, port)}}, Resolve: map[string]netip.Addr{"mapped.test": loopback}}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(l)
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	target := "mapped.test:" + port
+	if _, err := io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\nhello "); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	if _, err := io.WriteString(c, "world"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(br); string(b) != "ok" {
+		t.Errorf("answer %q, want ok", b)
+	}
+	if s := <-got; s != "hello world" {
+		t.Errorf("upstream got %q, want %q", s, "hello world")
+	}
+	l.Close()
+	p.Close()
+	conns, _ := p.Connections()
+	if len(conns) != 1 || conns[0].BytesOut != 11 || conns[0].BytesIn != 2 {
+		t.Errorf("recorded %+v, want one connection, 11 bytes out, 2 in", conns)
 	}
 }

@@ -174,7 +174,9 @@ type PriorSession struct {
 
 // ReadResumable reads a transcript through the strict reader and returns
 // the session it records, if it can be continued: its room ended its
-// record, or died without its end line (no room holds its lock), the
+// record, or died without its end line (no room holds its lock; a last
+// line cut short by a killed writer is left out, and the resumed room
+// names it), the
 // model did not stop, and the workspace holds exactly the files the record
 // says were written (no file more, none changed).
 func ReadResumable(path string) (*PriorSession, error) {
@@ -182,7 +184,15 @@ func ReadResumable(path string) (*PriorSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := ReadTranscript(b)
+	// A last line cut short (the relay killed in the middle of a turn
+	// line, the room gone too) is not read: the resumed room's start line
+	// will name it and end it with a line feed (ResumeTranscript), so the
+	// record before the resumed session is b and that line feed.
+	whole, prefix := b, b
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		whole, prefix = b[:bytes.LastIndexByte(b, '\n')+1], append(b[:len(b):len(b)], '\n')
+	}
+	doc, err := ReadTranscript(whole)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -199,7 +209,7 @@ func ReadResumable(path string) (*PriorSession, error) {
 		return nil, err
 	}
 	ws, _ := first.Get("workspace")
-	p := &PriorSession{Path: path, usage: map[string]int{}, prefixSHA256: pkgwalk.SHA256Hex(b)}
+	p := &PriorSession{Path: path, usage: map[string]int{}, prefixSHA256: pkgwalk.SHA256Hex(prefix)}
 	p.BlindPackageID, _ = get("blind_package_id").(string)
 	p.Workspace, _ = ws.(string)
 	if n, ok := get("turns").(float64); ok {

@@ -46,6 +46,10 @@ type ServeOptions struct {
 	// workspace and the transcript must exist; the workspace is reopened
 	// (ReopenWorkspace) and the transcript appended to (ResumeTranscript).
 	Resume bool
+	// Stop, if set, ends the session when it is closed: the room is sent
+	// SIGTERM and ends as on a signal (its end line written). Room agent's
+	// bound on a room whose stdin the agent keeps open past its sandbox.
+	Stop <-chan struct{}
 }
 
 // stageEnv is the whole environment of the sealed stages: nothing of the
@@ -174,6 +178,7 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		}
 		waited := make(chan error, 1)
 		go func() { waited <- cmd.Wait() }()
+		stop := o.Stop
 		for {
 			select {
 			case err := <-waited:
@@ -181,6 +186,9 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 				return
 			case sig := <-sigs:
 				_ = cmd.Process.Signal(sig)
+			case <-stop:
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				stop = nil
 			case <-ctx.Done():
 				_ = cmd.Process.Kill()
 				<-waited

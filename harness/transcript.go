@@ -2,8 +2,11 @@ package harness
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -118,7 +121,9 @@ type TranscriptHeader struct {
 // appended to or replaced) and writes the header line. A nil *Transcript
 // (no path given) records nothing.
 func CreateTranscript(path string, h TranscriptHeader) (*Transcript, error) {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	// Read and write: the end line looks at the record's last byte first
+	// (Close).
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("creating transcript %s: %w", path, err)
 	}
@@ -134,20 +139,53 @@ func CreateTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 
 // ResumeTranscript opens the transcript of an interrupted session (room
 // drive --resume) for appending, never through a link, and writes a start
-// line marked resumed: true. A record whose last line was cut short is
-// refused (a line appended to it would hide the cut).
+// line marked resumed: true. A record whose last line was cut short (a
+// writer killed in the middle of it) is resumed after it: the start line
+// names the cut line (cut_line: its size and sha256) and is written after
+// a line feed that ends it, in the same write, so that the cut is never
+// hidden and nothing is removed (ReadTranscript skips the line it names).
 func ResumeTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening transcript %s: %w", path, err)
 	}
 	f := os.NewFile(uintptr(fd), path)
-	st, whole, err := endsWithWholeLine(f)
-	if err != nil || !st.Mode().IsRegular() || !whole {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() == 0 {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: not a record that ends with a whole line (%v)", ErrTranscript, path, err)
+		return nil, fmt.Errorf("%w: %s: not a record (%v)", ErrTranscript, path, err)
 	}
 	return startTranscript(f, h, true)
+}
+
+// cutLine returns the size and sha256 of what follows f's last line feed:
+// a line cut short by a writer killed in the middle of its write (0 and
+// "" when f ends with a whole line). A record with no line feed at all
+// has no whole line, not even its start: ErrTranscript.
+func cutLine(f *os.File) (int64, string, error) {
+	st, whole, err := endsWithWholeLine(f)
+	if err != nil || whole {
+		return 0, "", err
+	}
+	// Back from the end, a block at a time, to the last line feed.
+	buf := make([]byte, 64<<10)
+	end := st.Size()
+	for end > 0 {
+		off := max(0, end-int64(len(buf)))
+		if _, err := f.ReadAt(buf[:end-off], off); err != nil {
+			return 0, "", err
+		}
+		if i := bytes.LastIndexByte(buf[:end-off], '\n'); i >= 0 {
+			start := off + int64(i) + 1
+			h := sha256.New()
+			if _, err := io.Copy(h, io.NewSectionReader(f, start, st.Size()-start)); err != nil {
+				return 0, "", err
+			}
+			return st.Size() - start, hex.EncodeToString(h.Sum(nil)), nil
+		}
+		end = off
+	}
+	return 0, "", fmt.Errorf("%w: %s: no whole line", ErrTranscript, f.Name())
 }
 
 // endsWithWholeLine stats f and reports whether its last byte is a
@@ -201,12 +239,40 @@ func startTranscript(f *os.File, h TranscriptHeader, resumed bool) (*Transcript,
 	}
 	if resumed {
 		rec["resumed"] = true
+		// Under the lock: no other room is writing.
+		if err := t.lineAfterCut(rec); err != nil {
+			t.f.Close()
+			return nil, err
+		}
+		return t, nil
 	}
 	if err := t.line(rec); err != nil {
 		t.f.Close()
 		return nil, err
 	}
 	return t, nil
+}
+
+// lineAfterCut appends rec as line does, unless the record's last line
+// was cut short by another writer killed in the middle of it (the relay,
+// SIGKILLed while it wrote a turn line): then rec names the cut line
+// (cut_line) and is written after a line feed that ends it, in one write.
+// The record is never glued to the cut line nor cut further: the reader
+// skips exactly the line named.
+func (t *Transcript) lineAfterCut(rec map[string]any) error {
+	if t.err != nil {
+		return t.err
+	}
+	n, sum, err := cutLine(t.f)
+	if err != nil {
+		t.err = fmt.Errorf("reading the transcript's last line: %w", err)
+		return t.err
+	}
+	if n == 0 {
+		return t.line(rec)
+	}
+	rec["cut_line"] = map[string]any{"bytes": n, "sha256": sum}
+	return t.write([]byte{'\n'}, rec)
 }
 
 func (t *Transcript) stamp() string { return t.now().UTC().Format(time.RFC3339Nano) }
@@ -216,7 +282,11 @@ func (t *Transcript) stamp() string { return t.now().UTC().Format(time.RFC3339Na
 // line written after a lost one would make a record that reads as whole
 // (or glue itself to a line cut short), so the record ends where it broke
 // and reads as incomplete.
-func (t *Transcript) line(v map[string]any) error {
+func (t *Transcript) line(v map[string]any) error { return t.write(nil, v) }
+
+// write appends lead (the line feed that ends a cut line, or nothing) and
+// the line v in one write.
+func (t *Transcript) write(lead []byte, v map[string]any) error {
 	if t.err != nil {
 		return t.err
 	}
@@ -225,7 +295,7 @@ func (t *Transcript) line(v map[string]any) error {
 		t.err = fmt.Errorf("transcript line: %w", err)
 		return t.err
 	}
-	n, err := t.f.Write(append(b, '\n'))
+	n, err := t.f.Write(append(append(lead, b...), '\n'))
 	t.written += int64(n)
 	if err != nil {
 		t.err = fmt.Errorf("writing transcript: %w", err)
@@ -293,7 +363,9 @@ func (t *Transcript) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	read, refused, written := t.summary.lists()
-	err := t.line(map[string]any{"event": "end", "time": t.stamp(), "calls": t.seq,
+	// The relay may have been killed in the middle of a line (the room's
+	// stdin ended with it): the end line names the cut, never glues to it.
+	err := t.lineAfterCut(map[string]any{"event": "end", "time": t.stamp(), "calls": t.seq,
 		"files_read": read, "refused_reads": refused, "files_written": written})
 	if serr := t.f.Sync(); err == nil {
 		err = serr
@@ -302,6 +374,29 @@ func (t *Transcript) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// cutNamed reports whether lines[i] is a cut line: the next line is the
+// room's end line or a resumed session's start line whose cut_line names
+// exactly its size and sha256 (lineAfterCut).
+func cutNamed(l string, lines []string, i int) bool {
+	if i+1 >= len(lines) || !strings.Contains(lines[i+1], `"cut_line":`) {
+		return false
+	}
+	next, err := evidence.ReadObject([]byte(lines[i+1]))
+	if err != nil {
+		return false
+	}
+	ev, _ := next.Get("event")
+	resumed, _ := next.Get("resumed")
+	cl, _ := next.Get("cut_line")
+	c, ok := cl.(*evidence.Object)
+	if !ok || !(ev == "end" || (ev == "start" && resumed == true)) {
+		return false
+	}
+	n, _ := c.Get("bytes")
+	sum, _ := c.Get("sha256")
+	return n == float64(len(l)) && sum == pkgwalk.SHA256Hex([]byte(l))
 }
 
 // ErrTranscript is wrapped by every refusal of ReadTranscript.
@@ -335,6 +430,12 @@ const MaxTranscriptBytes = 256 << 20
 // summaries are over all of them. The relay's turn lines, folded, must be
 // the messages of every drive line that follows them. A session with no
 // drive line takes turns, usage and messages from its last turn line.
+//
+// A line cut short (its writer killed in the middle of its write) is
+// skipped only when the line after it is the room's end line or a resumed
+// start line whose cut_line names its exact size and sha256; the document
+// lists those as cut_lines. A record that ends with a cut line is refused:
+// nothing names it yet (ReadResumable reads the record before it).
 func ReadTranscript(b []byte) (*evidence.Object, error) {
 	bad := func(line int, format string, a ...any) error {
 		return fmt.Errorf("%w: line %d: %s", ErrTranscript, line, fmt.Sprintf(format, a...))
@@ -365,14 +466,30 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 		}
 		return nil
 	}
+	cutLines := []any{}
+	afterCut := false // the line before this one was cut short (skipped)
 	for i, l := range lines {
 		lineStart := offset
 		offset += len(l) + 1
+		if i > 0 && cutNamed(l, lines, i) {
+			// A line cut short by a writer killed in the middle of it,
+			// named (size and sha256) by the line that follows it, the
+			// room's: skipped, whatever it holds.
+			afterCut = true
+			continue
+		}
 		o, err := evidence.ReadObject([]byte(l))
 		if err != nil {
 			return nil, bad(i+1, "%v", err)
 		}
 		ev, _ := o.Get("event")
+		if cl, ok := o.Get("cut_line"); ok {
+			if !afterCut {
+				return nil, bad(i+1, "cut_line names no cut line before it")
+			}
+			cutLines = append(cutLines, cl)
+		}
+		afterCut = false
 		if expectResume && ev != "resume" {
 			return nil, bad(i+1, "a resumed session's start line is not followed by the relay's resume line")
 		}
@@ -510,6 +627,10 @@ func ReadTranscript(b []byte) (*evidence.Object, error) {
 	if agent != nil {
 		// Only in the record of a room agent session (beyond §11.1).
 		doc.Set("agent", agent)
+	}
+	if len(cutLines) > 0 {
+		// Only in a record with lines cut short (beyond §11.1).
+		doc.Set("cut_lines", cutLines)
 	}
 	doc.Set("complete", end != nil)
 	doc.Set("retries", retries)

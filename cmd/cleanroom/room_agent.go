@@ -168,12 +168,17 @@ func newRoomRelayCmd() *cobra.Command {
 		Use:         "relay",
 		Annotations: map[string]string{annotationStdout: stdoutStream},
 		Short:       "Inside a room agent sandbox: the agent's MCP server, relaying stdio to the sealed room",
-		Long: `Run by an agent inside "room agent"'s sandbox as its MCP server (stdio): copies
-stdin to the room through the abstract unix socket ` + agentroom.RelaySocket + ` and the
-room's answers to stdout. Outside such a sandbox there is no room to reach.`,
+		Long: `Run by an agent inside "room agent"'s sandbox as its MCP server (stdio): connects
+to the room through the abstract unix socket ` + agentroom.RelaySocket + ` and hands it its
+stdin and stdout when they are pipes or socket pairs (the room then reads and
+writes them itself), or else copies stdin to the room and the room's answers
+to stdout. Outside such a sandbox there is no room to reach.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := agentroom.Relay(cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
+			// The process's own stdin and stdout, not cobra's writers
+			// (stdout is wrapped to count bytes): only descriptors can be
+			// handed to the room.
+			if err := agentroom.Relay(os.Stdin, os.Stdout); err != nil {
 				return usageErr(err)
 			}
 			return nil
