@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"os"
 
@@ -18,10 +19,10 @@ import (
 
 // ErrNotRegular refuses a path that is a symlink, FIFO, device or directory
 // where a file is expected.
-var ErrNotRegular = errors.New("not a regular file")
+var ErrNotRegular = fault.New(fault.Unusable, "not a regular file")
 
 // ErrTooLarge refuses a file over its cap.
-var ErrTooLarge = errors.New("file over the size cap")
+var ErrTooLarge = fault.New(fault.Refused, "file over the size cap")
 
 // openRegular opens path for reading without following a final symlink and
 // checks on the descriptor that it is a regular file: a FIFO could block

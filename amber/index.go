@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"io/fs"
 	"os"
@@ -64,17 +65,17 @@ const (
 
 // Rules of the index.
 var (
-	ErrIndexExists   = errors.New("index directory is not empty")
-	ErrEntryForm     = errors.New("index entry is not the canonical seven-field form")
-	ErrHistory       = errors.New("index history breaks the append-only rules")
-	ErrCheckpoint    = errors.New("malformed checkpoint")
-	ErrNotIndexed    = errors.New("case is not in the index")
-	ErrRetired       = errors.New("case is retired")
-	ErrRewritten     = errors.New("index history was rewritten")
+	ErrIndexExists   = fault.New(fault.Unusable, "index directory is not empty")
+	ErrEntryForm     = fault.New(fault.Refused, "index entry is not the canonical seven-field form")
+	ErrHistory       = fault.New(fault.Refused, "index history breaks the append-only rules")
+	ErrCheckpoint    = fault.New(fault.Refused, "malformed checkpoint")
+	ErrNotIndexed    = fault.New(fault.Refused, "case is not in the index")
+	ErrRetired       = fault.New(fault.Refused, "case is retired")
+	ErrRewritten     = fault.New(fault.Refused, "index history was rewritten")
 	ErrUncommitted   = errors.New("entries after the signed checkpoint")
-	ErrProofForm     = errors.New("malformed tlog-proof")
-	ErrIndexKey      = errors.New("index key does not match index.pub")
-	ErrDuplicateCase = errors.New("case already in the index")
+	ErrProofForm     = fault.New(fault.Refused, "malformed tlog-proof")
+	ErrIndexKey      = fault.New(fault.Refused, "index key does not match index.pub")
+	ErrDuplicateCase = fault.New(fault.Refused, "case already in the index")
 )
 
 // Entry is one index entry. State is "active" or "retired:YYYY-MM-DD".
@@ -828,7 +829,7 @@ func EntryFromManifest(m *Manifest, manifestSHA256 string) *Entry {
 }
 
 // ErrIndexBusy: another writer holds the index.
-var ErrIndexBusy = errors.New("index is being written by another process")
+var ErrIndexBusy = fault.New(fault.Refused, "index is being written by another process")
 
 // lockIndex takes an exclusive flock on the index directory for one
 // load-append-sign cycle: two writers appending at once would both extend

@@ -3,8 +3,8 @@ package amber
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"regexp"
 	"strconv"
 	"sync"
@@ -161,7 +161,7 @@ func encodeYAML(v any) ([]byte, error) {
 
 // Rules a manifest's values can break, beyond the YAML reading.
 var (
-	ErrManifestField = errors.New("manifest field breaks the amber-manifest-0.1 rules")
+	ErrManifestField = fault.New(fault.Refused, "manifest field breaks the amber-manifest-0.1 rules")
 )
 
 // FieldError names a field (JSON Pointer) and the rule it breaks.

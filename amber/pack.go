@@ -4,8 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"io/fs"
 	"os"
@@ -19,11 +19,11 @@ import (
 
 // Rules an oracle directory or an oracle.pack can break.
 var (
-	ErrPackFileType = errors.New("only regular files and directories may be packed")
-	ErrPackName     = errors.New("path not allowed in an oracle pack")
-	ErrPackTooLarge = errors.New("oracle pack over the cap")
-	ErrPackChanged  = errors.New("file changed while it was packed")
-	ErrPackEntry    = errors.New("oracle pack entry not in the deterministic form")
+	ErrPackFileType = fault.New(fault.Refused, "only regular files and directories may be packed")
+	ErrPackName     = fault.New(fault.Refused, "path not allowed in an oracle pack")
+	ErrPackTooLarge = fault.New(fault.Refused, "oracle pack over the cap")
+	ErrPackChanged  = fault.New(fault.Refused, "file changed while it was packed")
+	ErrPackEntry    = fault.New(fault.Refused, "oracle pack entry not in the deterministic form")
 )
 
 // Caps on an oracle pack: the oracle holds tests, a rubric and evaluator

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"io/fs"
 	"net/netip"
@@ -60,11 +61,11 @@ type ContainerOutcome struct {
 }
 
 // ErrSandboxUnavailable: no isolation layer can run here.
-var ErrSandboxUnavailable = errors.New("sandbox not available")
+var ErrSandboxUnavailable = fault.New(fault.NoIsolation, "sandbox not available")
 
 // Rules the runner enforces before anything runs.
 var (
-	ErrRunArgument = errors.New("unusable run argument")
+	ErrRunArgument = fault.New(fault.Unusable, "unusable run argument")
 )
 
 // The oracle's evaluator: a shell script at the root of oracle.pack, run as

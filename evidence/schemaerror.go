@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"strings"
 )
 
@@ -75,3 +76,6 @@ func JSString(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// FaultClass is Refused (internal/fault): a document broke its schema.
+func (*SchemaError) FaultClass() fault.Class { return fault.Refused }

@@ -3,6 +3,7 @@ package experiment
 import (
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io/fs"
 	"strings"
 )
@@ -275,3 +276,13 @@ func hasRule(ps []*RunProblem, rule RunRule) bool {
 	}
 	return false
 }
+
+// FaultClass is Refused (internal/fault): a run broke a rule; Unusable when its cause
+// is an input that could not be read at all.
+func (e *RunProblem) FaultClass() fault.Class { return fault.RuleClass(e.Err) }
+
+// FaultClass is Refused (internal/fault): a record does not verify.
+func (*VerifyError) FaultClass() fault.Class { return fault.Refused }
+
+// FaultClass is Refused (internal/fault): a transition is not allowed.
+func (*TransitionError) FaultClass() fault.Class { return fault.Refused }

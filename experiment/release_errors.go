@@ -1,5 +1,7 @@
 package experiment
 
+import "github.com/cleanroom-dev/cleanroom/internal/fault"
+
 // ReleaseRule names one rule a release record, a release package or an
 // issue request can break. errors.Is(err, experiment.ErrUnknownMember)
 // reports whether err (a *ReleaseError or anything wrapping one) broke it.
@@ -91,3 +93,7 @@ func (e *ReleaseError) Is(target error) bool {
 	r, ok := target.(ReleaseRule)
 	return ok && r == e.Rule
 }
+
+// FaultClass is Refused (internal/fault): a release broke a rule; Unusable when its cause
+// is an input that could not be read at all.
+func (e *ReleaseError) FaultClass() fault.Class { return fault.RuleClass(e.Err) }

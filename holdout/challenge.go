@@ -1,8 +1,8 @@
 package holdout
 
 import (
-	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io/fs"
 	"os"
 	"slices"
@@ -22,12 +22,12 @@ const IndexFile = "INDEX.json"
 // Rules a holdout directory can break (errors.Is works on every refusal).
 var (
 	// ErrIndex: INDEX.json is unreadable or not the closed index shape.
-	ErrIndex = errors.New("holdout index")
+	ErrIndex = fault.New(fault.Refused, "holdout index")
 	// ErrIndexMismatch: a challenge file disagrees with its index entry, or
 	// the directory holds a file the index does not name.
-	ErrIndexMismatch = errors.New("holdout index mismatch")
+	ErrIndexMismatch = fault.New(fault.Refused, "holdout index mismatch")
 	// ErrChallengeRead: a challenge file does not cross the strict reader.
-	ErrChallengeRead = errors.New("challenge unreadable")
+	ErrChallengeRead = fault.New(fault.Refused, "challenge unreadable")
 )
 
 // Challenge is one committed challenge as the strict reader read it.

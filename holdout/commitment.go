@@ -1,8 +1,8 @@
 package holdout
 
 import (
-	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
 )
@@ -10,7 +10,7 @@ import (
 // ErrCommitment: the holdout directory is not the challenge set the release
 // committed to. A challenge set altered after it was committed is not a
 // challenge set, so nothing in it is scored.
-var ErrCommitment = errors.New("holdout does not match the release's holdout_commitment")
+var ErrCommitment = fault.New(fault.Refused, "holdout does not match the release's holdout_commitment")
 
 // Commitment computes holdout_commitment and holdout_entries of holdoutDir
 // with paths relative to the package root pkgDir (TRVM-FORMATS §3.5; the

@@ -2,6 +2,7 @@ package pkgwalk
 
 import (
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"slices"
 	"strings"
 
@@ -151,3 +152,12 @@ func sortProblems(p Problems) Problems {
 	// a failed open) is listed once.
 	return slices.CompactFunc(p, func(a, b *RefusalError) bool { return *a == *b })
 }
+
+// FaultClass is Refused (internal/fault): a package rule.
+func (Rule) FaultClass() fault.Class { return fault.Refused }
+
+// FaultClass is Refused (internal/fault): a package broke a rule.
+func (*RefusalError) FaultClass() fault.Class { return fault.Refused }
+
+// FaultClass is Refused (internal/fault): a package broke rules.
+func (Problems) FaultClass() fault.Class { return fault.Refused }

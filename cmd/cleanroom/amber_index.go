@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"path/filepath"
 
@@ -41,7 +42,7 @@ func readTrustedVKey(path string) (string, error) {
 	}
 	b, err := evidence.ReadRegularFile(path, evidence.MaxSize)
 	if err != nil {
-		return "", usageErr(err)
+		return "", fault.AsUnusable(err)
 	}
 	return string(b), nil
 }
@@ -61,7 +62,7 @@ can be run again.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ix, err := amber.InitIndex(args[0], origin, keyOut)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			res := struct {
 				Dir        string         `json:"index_dir"`
@@ -90,16 +91,16 @@ func newAmberIndexAppendCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			m, msha, err := amber.VerifySignedManifest(caseDir, pub)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			e := amber.EntryFromManifest(m, msha)
 			ix, err := amber.AppendCaseFile(args[0], key, e)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			res := struct {
 				Entry      *amber.Entry   `json:"entry"`
@@ -128,7 +129,7 @@ func newAmberIndexRetireCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ix, err := amber.RetireCaseFile(args[0], key, caseID, date)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			e, _, _ := ix.Latest(caseID)
 			res := struct {
@@ -162,7 +163,7 @@ func newAmberIndexVerifyCmd() *cobra.Command {
 			}
 			ix, err := amber.LoadIndex(args[0], vkey)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			res := struct {
 				Checkpoint checkpointView  `json:"checkpoint"`
@@ -172,11 +173,11 @@ func newAmberIndexVerifyCmd() *cobra.Command {
 			if since != "" {
 				old, err := evidence.ReadRegularFile(since, evidence.MaxSize)
 				if err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 				cp, err := ix.VerifySince(old)
 				if err != nil {
-					return amberErr(err)
+					return err
 				}
 				v := viewCheckpoint(cp)
 				res.Since = &v
@@ -203,11 +204,11 @@ func newAmberIndexProveCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ix, err := amber.LoadIndex(args[0], "")
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			proof, err := ix.Prove(args[1])
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			if out == "" {
 				if jsonOutput(cmd) {
@@ -219,7 +220,7 @@ func newAmberIndexProveCmd() *cobra.Command {
 			// Created exclusively and whole: a proof handed on is never
 			// silently replaced, nor left half-written.
 			if err := durable.CreateFile(filepath.Clean(out), proof, 0o644); err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			return printResult(cmd, map[string]any{"case_id": args[1], "out": out}, func(w io.Writer) { fmt.Fprintf(w, "wrote %s\n", out) })
 		},
@@ -236,7 +237,7 @@ func newAmberIndexShowCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ix, err := amber.LoadIndex(args[0], "")
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			res := struct {
 				Checkpoint checkpointView `json:"checkpoint"`
@@ -268,11 +269,11 @@ func newAmberIndexVerifyProofCmd() *cobra.Command {
 			}
 			b, err := evidence.ReadRegularFile(args[0], evidence.MaxSize)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			p, err := amber.VerifyProof(b, vkey)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			res := struct {
 				Entry      *amber.Entry   `json:"entry"`

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
@@ -27,14 +28,14 @@ CASEDIR). The retirement state and index_version come from the index.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			signer, err := sign.LoadSigner(keyPath)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			if sign.Fingerprint(signer.PublicKey()) != sign.Fingerprint(pub) {
-				return usageErr(fmt.Errorf("--key %s is not the producer key %s", signer.Fingerprint(), sign.Fingerprint(pub)))
+				return fault.AsUnusable(fmt.Errorf("--key %s is not the producer key %s", signer.Fingerprint(), sign.Fingerprint(pub)))
 			}
 			vkey, err := readTrustedVKey(indexPub)
 			if err != nil {
@@ -42,22 +43,22 @@ CASEDIR). The retirement state and index_version come from the index.`,
 			}
 			m, msha, err := amber.VerifySignedManifest(args[0], pub)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			ix, err := amber.LoadIndex(indexDir, vkey)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			s, err := amber.NewSummary(m, msha, ix)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			if out == "" {
 				out = args[0]
 			}
 			b, err := amber.WriteSummary(out, s, signer)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			return printResult(cmd, s, func(w io.Writer) {
 				fmt.Fprintf(w, "wrote %s/%s and %s (signed by %s)\n", out, amber.SummaryFile, amber.SummarySigFile, signer.Fingerprint())
@@ -88,11 +89,11 @@ Exit 0 when comparable, 1 when not.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := amber.LoadComparability(args[0])
 			if err != nil {
-				return amberErr(fmt.Errorf("%s: %w", args[0], err))
+				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			b, err := amber.LoadComparability(args[1])
 			if err != nil {
-				return amberErr(fmt.Errorf("%s: %w", args[1], err))
+				return fmt.Errorf("%s: %w", args[1], err)
 			}
 			c := amber.Compare(a, b)
 			res := struct {
@@ -118,7 +119,7 @@ Exit 0 when comparable, 1 when not.`,
 				return err
 			}
 			if !c.Comparable {
-				return refusedErr(errors.New("the two records are not comparable (the fields marked differ)"))
+				return fault.AsRefused(errors.New("the two records are not comparable (the fields marked differ)"))
 			}
 			return nil
 		},
@@ -139,27 +140,27 @@ recorded as passed is the leak date; with none passed, no valid run stands.`,
 			o := amber.AdjudicateOptions{LeakDate: leak, Retired: retired}
 			if caseDir != "" {
 				if pubPath == "" {
-					return usageErr(errors.New("--case needs --pub"))
+					return fault.AsUnusable(errors.New("--case needs --pub"))
 				}
 				pub, err := sign.LoadPublicKey(pubPath)
 				if err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 				if o.Manifest, _, err = amber.VerifySignedManifest(caseDir, pub); err != nil {
-					return amberErr(err)
+					return err
 				}
 			}
 			records := map[string]*amber.RunRecord{}
 			for _, p := range args {
 				r, err := amber.LoadRecordFile(p)
 				if err != nil {
-					return amberErr(err)
+					return err
 				}
 				records[p] = r
 			}
 			out, err := amber.Adjudicate(records, o)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			return printResult(cmd, map[string]any{"adjudications": out}, func(w io.Writer) {
 				for _, a := range out {

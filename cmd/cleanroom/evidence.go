@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"strings"
 
@@ -79,10 +80,10 @@ Exit status: 0 every file accepted, 1 any file refused, 2 unusable arguments
 			if schemaPath != "" {
 				b, err := evidence.ReadFileBytes(schemaPath)
 				if err != nil {
-					return usageErr(fmt.Errorf("schema: %w", err))
+					return fault.AsUnusable(fmt.Errorf("schema: %w", err))
 				}
 				if sch, err = schema.Compile(schemaPath, b); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 			}
 			lines := make([]checkLine, 0, len(args))
@@ -106,9 +107,9 @@ Exit status: 0 every file accepted, 1 any file refused, 2 unusable arguments
 			case err != nil:
 				return err
 			case unreadable > 0:
-				return usageErr(fmt.Errorf("%d of %d files could not be read", unreadable, len(args)))
+				return fault.AsUnusable(fmt.Errorf("%d of %d files could not be read", unreadable, len(args)))
 			case refused > 0:
-				return refusedErr(fmt.Errorf("%d of %d files refused", refused, len(args)))
+				return fault.AsRefused(fmt.Errorf("%d of %d files refused", refused, len(args)))
 			}
 			return nil
 		},
@@ -153,20 +154,13 @@ every cleanroom identity hashes. With --json it prints the canonical text and
 its SHA-256 instead. A refused file exits 1 naming the rule and location.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := evidence.ReadFileBytes(args[0])
+			v, err := evidence.ReadFile(args[0])
 			if err != nil {
-				if evidence.IsRefusal(err) {
-					return refusedErr(err)
-				}
-				return usageErr(err)
-			}
-			v, err := evidence.Read(b)
-			if err != nil {
-				return refusedErr(fmt.Errorf("%s: %w", args[0], err))
+				return err
 			}
 			out, err := evidence.Canonical(v)
 			if err != nil {
-				return refusedErr(fmt.Errorf("%s: %w", args[0], err))
+				return fault.AsRefused(fmt.Errorf("%s: %w", args[0], err))
 			}
 			if jsonOutput(cmd) {
 				return printResult(cmd, map[string]any{"file": args[0], "canonical": string(out), "sha256": pkgwalk.SHA256Hex(out)}, nil)
@@ -196,7 +190,7 @@ It exits 1 if any vector disagrees.`,
 				return err
 			}
 			if testErr != nil {
-				return refusedErr(testErr)
+				return fault.AsRefused(testErr)
 			}
 			return nil
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"io/fs"
 	"os"
@@ -54,7 +55,7 @@ func packageWalk(dir, holdoutDir string) (*pkgwalk.Tree, error) {
 func measurePackage(cmd *cobra.Command, dir, holdoutDir, rootLabel string) (*pkgwalk.Tree, *pkgwalk.Manifest, string, error) {
 	tree, err := packageWalk(dir, holdoutDir)
 	if err != nil {
-		return nil, nil, "", usageErr(err)
+		return nil, nil, "", fault.AsUnusable(err)
 	}
 	m, err := pkgwalk.NewManifest(tree, rootLabel)
 	if err != nil {
@@ -62,7 +63,7 @@ func measurePackage(cmd *cobra.Command, dir, holdoutDir, rootLabel string) (*pkg
 	}
 	id, err := m.ID()
 	if err != nil {
-		return nil, nil, "", usageErr(err)
+		return nil, nil, "", fault.AsUnusable(err)
 	}
 	return tree, m, id, nil
 }
@@ -115,49 +116,42 @@ func problemJSON(e *pkgwalk.RefusalError) *evidence.Object {
 	return o
 }
 
-// packageFailure ends a package command. Problems and refusals of a rule
-// are exit 1, listed on stdout with --json and on stderr otherwise; other
-// errors (a missing directory, a bad flag value) are exit 2.
+// packageFailure ends a package command: the error keeps the class it was
+// made with (internal/fault); a refusal's --json failure document also names
+// the subject and lists the problems one by one, which stderr lists too
+// without --json.
 func packageFailure(cmd *cobra.Command, subject string, err error) error {
 	var probs pkgwalk.Problems
 	var one *pkgwalk.RefusalError
-	var rule pkgwalk.Rule
-	var ev *evidence.Error
 	switch {
 	case errors.As(err, &probs):
 	case errors.As(err, &one):
 		probs = pkgwalk.Problems{one}
-	case errors.As(err, &rule), errors.As(err, &ev):
+	case fault.ClassOf(err) == fault.Refused:
 		// A malformed or mismatched manifest: refused, one message.
-		if jsonOutput(cmd) {
-			_ = printResult(cmd, evidence.NewObject(
-				evidence.Member{Name: "ok", Value: false},
-				evidence.Member{Name: "subject", Value: subject},
-				evidence.Member{Name: "refused", Value: err.Error()},
-			), nil)
-		}
-		return refusedErr(err)
+		return withDetail(err,
+			evidence.Member{Name: "ok", Value: false},
+			evidence.Member{Name: "subject", Value: subject},
+			evidence.Member{Name: "refused", Value: err.Error()})
 	default:
-		return usageErr(err)
+		return err
 	}
 	if jsonOutput(cmd) {
 		list := make([]any, len(probs))
 		for i, p := range probs {
 			list[i] = problemJSON(p)
 		}
-		_ = printResult(cmd, evidence.NewObject(
+		return withDetail(fault.AsRefused(fmt.Errorf("%s: refused, %d problem(s)", subject, len(probs))),
 			evidence.Member{Name: "ok", Value: false},
 			evidence.Member{Name: "subject", Value: subject},
-			evidence.Member{Name: "problems", Value: list},
-		), nil)
-		return refusedErr(fmt.Errorf("%s: refused, %d problem(s)", subject, len(probs)))
+			evidence.Member{Name: "problems", Value: list})
 	}
 	w := cmd.ErrOrStderr()
 	fmt.Fprintf(w, "cleanroom: %s: refused, %d problem(s):\n", subject, len(probs))
 	for _, p := range probs {
 		fmt.Fprintf(w, "  %s\n", p.Error())
 	}
-	return refusedErr(nil)
+	return fault.AsRefused(nil)
 }
 
 // manifestResult is the --json form of a manifest: the record's members.
@@ -197,7 +191,7 @@ device and inode, so no spelling of the path can place it inside). With
 			if out != "" {
 				// Refuse before the walk, so a bad --out costs nothing.
 				if inside, err := pkgwalk.IsInside(dir, out); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				} else if inside {
 					return packageFailure(cmd, dir, &pkgwalk.RefusalError{Path: out, Rule: pkgwalk.ErrOutputInside, Detail: "inside " + dir})
 				}
@@ -214,7 +208,7 @@ device and inode, so no spelling of the path can place it inside). With
 			if out == "" && !jsonOutput(cmd) {
 				rec, err := m.MarshalRecord(note)
 				if err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 				_, err = cmd.OutOrStdout().Write(rec)
 				return err
@@ -292,10 +286,10 @@ source, never inside either.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if from == "" || into == "" || expect == "" {
-				return usageErr(errors.New("emit needs --from, --into and --expect"))
+				return fault.AsUnusable(errors.New("emit needs --from, --into and --expect"))
 			}
 			if err := pkgwalk.CheckID(expect); err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			_, statErr := os.Lstat(into)
 			intoExisted := statErr == nil
@@ -303,14 +297,14 @@ source, never inside either.`,
 				// An output that exists is refused before anything is
 				// delivered, not after the copy.
 				if _, err := os.Lstat(manifestOut); err == nil {
-					return usageErr(fmt.Errorf("%s already exists (records are never overwritten): %w", manifestOut, fs.ErrExist))
+					return fault.AsUnusable(fmt.Errorf("%s already exists (records are never overwritten): %w", manifestOut, fs.ErrExist))
 				}
 				for _, t := range []string{from, into} {
 					if _, err := os.Stat(t); err != nil {
 						continue // an absent destination is created by emit; checked again after
 					}
 					if inside, err := pkgwalk.IsInside(t, manifestOut); err != nil {
-						return usageErr(err)
+						return fault.AsUnusable(err)
 					} else if inside {
 						return packageFailure(cmd, t, &pkgwalk.RefusalError{Path: manifestOut, Rule: pkgwalk.ErrOutputInside, Detail: "inside " + t})
 					}
@@ -462,11 +456,11 @@ equal the pinned bpkg. Every difference is listed, exit 1.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			if expect == "" && manifestPath == "" {
-				return usageErr(errors.New("verify needs --expect bpkg-… or --manifest FILE"))
+				return fault.AsUnusable(errors.New("verify needs --expect bpkg-… or --manifest FILE"))
 			}
 			if expect != "" {
 				if err := pkgwalk.CheckID(expect); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 			}
 			var m *pkgwalk.Manifest
@@ -475,13 +469,13 @@ equal the pinned bpkg. Every difference is listed, exit 1.`,
 			if manifestPath != "" {
 				if m, err = pkgwalk.ReadManifestFile(manifestPath); err != nil {
 					if errors.Is(err, os.ErrNotExist) {
-						return usageErr(err)
+						return fault.AsUnusable(err)
 					}
 					return packageFailure(cmd, manifestPath, err)
 				}
 			} else {
 				if tree, err = packageWalk(dir, ""); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 				if m, err = pkgwalk.NewManifest(tree, rootLabel); err != nil {
 					return packageFailure(cmd, dir, err)
@@ -489,7 +483,7 @@ equal the pinned bpkg. Every difference is listed, exit 1.`,
 			}
 			id, err := m.ID()
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			if expect != "" && id != expect {
 				return packageFailure(cmd, dir, &pkgwalk.RefusalError{Path: ".", Rule: pkgwalk.ErrNotPinned, Detail: fmt.Sprintf("%s, pinned %s", id, expect)})

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"os"
 	"path/filepath"
@@ -93,11 +94,11 @@ them. Entries of DIR that are not session directories are not listed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := filepath.Abs(args[0])
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			entries, err := os.ReadDir(dir)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			list := []sessionEntry{}
 			for _, e := range entries {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"os"
 
 	"errors"
@@ -43,11 +44,11 @@ was removed, 1 when one could not be (each named with the reason).`,
 			}
 			switch {
 			case errors.Is(err, sandbox.ErrGCIncomplete):
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			case err != nil:
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			case serr != nil:
-				return refusedErr(fmt.Errorf("%w: adapter staging directories: %w", sandbox.ErrGCIncomplete, serr))
+				return fault.AsRefused(fmt.Errorf("%w: adapter staging directories: %w", sandbox.ErrGCIncomplete, serr))
 			}
 			return nil
 		},

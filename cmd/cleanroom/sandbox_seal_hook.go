@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"net/netip"
 
 	"github.com/cleanroom-dev/cleanroom/sandbox"
@@ -24,12 +25,12 @@ func newSandboxSealHookCmd() *cobra.Command {
 			cfg := sandbox.ProbeConfig{}
 			var err error
 			if cfg.Sealed, err = netip.ParseAddrPort(sealed); err != nil {
-				return usageErr(fmt.Errorf("--sealed %q: want IP:PORT: %w", sealed, err))
+				return fault.AsUnusable(fmt.Errorf("--sealed %q: want IP:PORT: %w", sealed, err))
 			}
 			if control != "" {
 				ap, err := netip.ParseAddrPort(control)
 				if err != nil {
-					return usageErr(fmt.Errorf("--control %q: want IP:PORT: %w", control, err))
+					return fault.AsUnusable(fmt.Errorf("--control %q: want IP:PORT: %w", control, err))
 				}
 				cfg.Control = &ap
 			}
@@ -39,9 +40,9 @@ func newSandboxSealHookCmd() *cobra.Command {
 			}
 			switch {
 			case errors.Is(err, sandbox.ErrSealProbe):
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			case err != nil:
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			return nil
 		},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"path/filepath"
 
@@ -64,7 +65,7 @@ root label, pinned in the run's bpkg id.`,
 			if err != nil {
 				// An occupied target or an unsupported label: the
 				// arguments cannot do the work (nothing was written).
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			return printResult(cmd, res, func(w io.Writer) {
 				fmt.Fprintf(w, "world   %s\npackage %s\nfiles   %d\n", res.Dir, filepath.Join(res.Dir, filepath.FromSlash(res.Package)), len(res.Files))
