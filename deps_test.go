@@ -33,7 +33,7 @@ evidence < evidence/schema;
 
 evidence, internal/durable, internal/ident, pkgwalk/internal/sha2x < pkgwalk;
 evidence, internal/durable < sign;
-internal/durable, internal/fsx, internal/hosttree, sandbox/cgprime, sandbox/sandboxinit, sandbox/seal < sandbox;
+internal/durable, internal/fault, internal/fsx, internal/hosttree, sandbox/cgprime, sandbox/sandboxinit, sandbox/seal < sandbox;
 
 # Blind runs.
 pkgwalk, sign < experiment;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"path"
 	"time"
 
@@ -15,12 +16,12 @@ import (
 var (
 	// ErrNotComplete: a frozen subject has no measurement (its adapter was
 	// refused, failed or timed out), so the run cannot claim COMPLETE.
-	ErrNotComplete = errors.New("a frozen subject was not measured")
+	ErrNotComplete = fault.New(fault.Refused, "a frozen subject was not measured")
 	// ErrUnclassified: interop found disagreements nobody has classified.
-	ErrUnclassified = errors.New("unclassified findings block completion")
+	ErrUnclassified = fault.New(fault.Refused, "unclassified findings block completion")
 	// ErrUnsatisfied: a subject has failing, unresolved or missing
 	// predicates; COMPLETE asserts zero of each.
-	ErrUnsatisfied = errors.New("a subject does not satisfy every committed predicate")
+	ErrUnsatisfied = fault.New(fault.Refused, "a subject does not satisfy every committed predicate")
 )
 
 // RunOptions configure MeasureRun and CompleteRun.

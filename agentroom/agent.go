@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"net"
 	"net/netip"
@@ -77,7 +78,7 @@ type Result struct {
 }
 
 // ErrAgentOptions: the options are unusable (the error names which).
-var ErrAgentOptions = errors.New("room agent options")
+var ErrAgentOptions = fault.New(fault.Unusable, "room agent options")
 
 // proxyEnv points the common proxy variables at the in-namespace proxy
 // (lower- and upper-case spellings: tools read one or the other).

@@ -835,7 +835,9 @@ var ErrIndexBusy = fault.New(fault.Refused, "index is being written by another p
 // load-append-sign cycle: two writers appending at once would both extend
 // the same tree and one checkpoint would not cover the other's leaf.
 func lockIndex(dir string) (func(), error) {
-	d, err := os.Open(dir)
+	// O_DIRECTORY: a FIFO given as the index is refused (ENOTDIR) instead
+	// of blocking the open until a writer comes.
+	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -134,7 +134,9 @@ func LoadDir(dir string) (*Holdout, error) {
 	defer root.Close()
 	ib, err := readRegular(root, IndexFile)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", dir, ErrIndex, err)
+		// An INDEX.json that is not there or cannot be read is unusable
+		// input (exit 2), as a holdout directory that is not there is.
+		return nil, fault.As(fault.RuleClass(err), fmt.Errorf("%s: %w: %w", dir, ErrIndex, err))
 	}
 	entries, err := parseIndex(ib)
 	if err != nil {

@@ -153,11 +153,30 @@ func sortProblems(p Problems) Problems {
 	return slices.CompactFunc(p, func(a, b *RefusalError) bool { return *a == *b })
 }
 
-// FaultClass is Refused (internal/fault): a package rule.
-func (Rule) FaultClass() fault.Class { return fault.Refused }
+// FaultClass is Refused (internal/fault): a package rule — except the two
+// about the root itself: a root (or an emit destination) that is not a
+// directory, a dangling or any other symbolic link included, is an argument
+// that cannot be used as one (Unusable, exit 2), as ENOTDIR is everywhere.
+func (r Rule) FaultClass() fault.Class {
+	if r == ErrRootSymlink || r == ErrRootNotDir {
+		return fault.Unusable
+	}
+	return fault.Refused
+}
 
 // FaultClass is Refused (internal/fault): a package broke a rule.
-func (*RefusalError) FaultClass() fault.Class { return fault.Refused }
+func (e *RefusalError) FaultClass() fault.Class { return e.Rule.FaultClass() }
 
 // FaultClass is Refused (internal/fault): a package broke rules.
-func (Problems) FaultClass() fault.Class { return fault.Refused }
+// Unusable when every problem is (the root alone).
+func (p Problems) FaultClass() fault.Class {
+	for _, e := range p {
+		if e.FaultClass() != fault.Unusable {
+			return fault.Refused
+		}
+	}
+	if len(p) == 0 {
+		return fault.Refused
+	}
+	return fault.Unusable
+}

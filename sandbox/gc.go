@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 
 // ErrGCIncomplete: GC found a stale run it could not (or must not) remove
 // entirely; the run's Problems name what and why.
-var ErrGCIncomplete = errors.New("stale sandbox run not removed")
+var ErrGCIncomplete = fault.New(fault.Refused, "stale sandbox run not removed")
 
 // cgroupParent is the cgroup directory every run's cgroups are created in
 // (Config.Spec's CgroupsPath), under each hierarchy.

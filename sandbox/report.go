@@ -1,8 +1,8 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,7 +16,7 @@ import (
 
 // ErrUnsupported is wrapped by CheckKernel's error when this machine cannot
 // establish the candidate sandbox; the error text names every missing piece.
-var ErrUnsupported = errors.New("the kernel cannot establish the candidate sandbox")
+var ErrUnsupported = fault.New(fault.NoIsolation, "the kernel cannot establish the candidate sandbox")
 
 // KernelReport is what `cleanroom sandbox check` prints: what the kernel
 // offers for the candidate sandbox, and what is missing.

@@ -51,5 +51,6 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // FaultClass is Refused (internal/fault): a signature was read and does not verify.
 func (*VerifyError) FaultClass() fault.Class { return fault.Refused }
 
-// FaultClass is Refused (internal/fault): a key file was read and is not a usable key.
-func (*KeyError) FaultClass() fault.Class { return fault.Refused }
+// FaultClass is Refused (internal/fault): a key file was read and is not a
+// usable key; Unusable when it could not be read at all (not a regular file).
+func (e *KeyError) FaultClass() fault.Class { return fault.RuleClass(e.Err) }

@@ -51,7 +51,7 @@ func newAmberKeyGenCmd() *cobra.Command {
 			}
 			s, err := sign.LoadSigner(out)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			line := sign.AllowedSignersLine(identity, s.PublicKey())
 			res := struct {
@@ -94,7 +94,7 @@ committer date are then recorded in the manifest's provenance
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := sign.LoadSigner(keyPath)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			o.Signer = s
 			if cutoffOutput != "" {
@@ -180,17 +180,17 @@ then the oracle's sha256 and form. The failing check is named.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			var opts amber.VerifyOptions
 			opts.SkipOracle = noOracle
 			if schemaPath != "" {
 				b, err := evidence.ReadRegularFile(schemaPath, evidence.MaxSize)
 				if err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 				if opts.Schema, err = schema.Compile(schemaPath, b); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 			}
 			rep, verr := amber.VerifyCase(cmd.Context(), args[0], pub, opts)

@@ -42,7 +42,7 @@ func readTrustedVKey(path string) (string, error) {
 	}
 	b, err := evidence.ReadRegularFile(path, evidence.MaxSize)
 	if err != nil {
-		return "", fault.AsUnusable(err)
+		return "", err
 	}
 	return string(b), nil
 }
@@ -91,7 +91,7 @@ func newAmberIndexAppendCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			m, msha, err := amber.VerifySignedManifest(caseDir, pub)
 			if err != nil {

@@ -45,10 +45,10 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 			o.Provider, o.Model = prov, model
 			var err error
 			if o.Producer, err = sign.LoadPublicKey(pubPath); err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			if o.Signer, err = sign.LoadSigner(keyPath); err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			if o.IndexVKey, err = readTrustedVKey(indexPub); err != nil {
 				return err
@@ -121,7 +121,7 @@ given, must agree; a spec file, when given, must hash to spec_sha256.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			res := struct {
 				Record    string   `json:"record"`

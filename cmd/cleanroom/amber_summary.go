@@ -28,11 +28,11 @@ CASEDIR). The retirement state and index_version come from the index.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			signer, err := sign.LoadSigner(keyPath)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			if sign.Fingerprint(signer.PublicKey()) != sign.Fingerprint(pub) {
 				return fault.AsUnusable(fmt.Errorf("--key %s is not the producer key %s", signer.Fingerprint(), sign.Fingerprint(pub)))
@@ -144,7 +144,7 @@ recorded as passed is the leak date; with none passed, no valid run stands.`,
 				}
 				pub, err := sign.LoadPublicKey(pubPath)
 				if err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 				if o.Manifest, _, err = amber.VerifySignedManifest(caseDir, pub); err != nil {
 					return err

@@ -72,18 +72,19 @@ JSON pointer. With --schema, accepted documents are also validated against
 that JSON Schema (itself read strictly); a schema refusal names the instance
 pointer and the schema keyword.
 
-Exit status: 0 every file accepted, 1 any file refused, 2 unusable arguments
-(no file, an unreadable file or schema, a schema that does not compile).`,
+Exit status: 0 every file accepted, 1 any file (or the schema) refused by
+the strict reader, 2 unusable arguments (no file, a file or schema that
+cannot be read, a schema that does not compile).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var sch *schema.Schema
 			if schemaPath != "" {
 				b, err := evidence.ReadFileBytes(schemaPath)
 				if err != nil {
-					return fault.AsUnusable(fmt.Errorf("schema: %w", err))
+					return fmt.Errorf("schema: %w", err)
 				}
 				if sch, err = schema.Compile(schemaPath, b); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 			}
 			lines := make([]checkLine, 0, len(args))

@@ -153,12 +153,12 @@ refused before anything is written (exit 2).`,
 			opt := fleet.CollectOptions{Verify: experiment.VerifyOptions{Replay: runReplay}}
 			if pub != "" {
 				if opt.AmberPub, err = sign.LoadPublicKey(pub); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 			}
 			if signer != "" {
 				if opt.Verify.SignerKey, err = sign.LoadPublicKey(signer); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 			}
 			rep, err := fleet.Collect(cmd.Context(), runs, from, into, opt)

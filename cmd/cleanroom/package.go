@@ -141,7 +141,7 @@ func packageFailure(cmd *cobra.Command, subject string, err error) error {
 		for i, p := range probs {
 			list[i] = problemJSON(p)
 		}
-		return withDetail(fault.AsRefused(fmt.Errorf("%s: refused, %d problem(s)", subject, len(probs))),
+		return withDetail(fault.As(probs.FaultClass(), fmt.Errorf("%s: refused, %d problem(s)", subject, len(probs))),
 			evidence.Member{Name: "ok", Value: false},
 			evidence.Member{Name: "subject", Value: subject},
 			evidence.Member{Name: "problems", Value: list})
@@ -151,7 +151,7 @@ func packageFailure(cmd *cobra.Command, subject string, err error) error {
 	for _, p := range probs {
 		fmt.Fprintf(w, "  %s\n", p.Error())
 	}
-	return fault.AsRefused(nil)
+	return fault.As(probs.FaultClass(), nil)
 }
 
 // manifestResult is the --json form of a manifest: the record's members.

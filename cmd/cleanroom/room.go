@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"io"
 	"os"
 	"os/exec"
@@ -20,7 +21,6 @@ import (
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/harness/roomstage"
 	"github.com/cleanroom-dev/cleanroom/internal/textsafe"
-	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
 
@@ -112,6 +112,14 @@ func (f *roomFlags) source(ctx context.Context) (harness.ServeOptions, error) {
 			o.RootLabel = w.PackageLabel()
 		}
 	case f.pkg != "" && f.expect != "":
+		// Arguments that cannot be used (2), checked before a room starts:
+		// a pin that is not an id, a package that is not a directory.
+		if err := pkgwalk.CheckID(f.expect); err != nil {
+			return o, fault.AsUnusable(err)
+		}
+		if err := inputDir("--package "+f.pkg, f.pkg); err != nil {
+			return o, err
+		}
 		o.PackageDir, o.Expect = f.pkg, f.expect
 	default:
 		return o, fault.AsUnusable(errors.New("give --world DIR, or --package DIR with --expect bpkg-…"))
@@ -210,17 +218,8 @@ anything else (a --world that does not exist, unusable arguments).`,
 				// The sealed server already said why on stderr.
 				return fault.Status(ee.Code)
 			}
-			var re *pkgwalk.RefusalError
-			if errors.As(err, &re) {
-				return fault.AsRefused(err)
-			}
-			if errors.Is(err, harness.ErrNoIsolation) {
-				return fault.AsNoIsolation(err)
-			}
-			if err != nil {
-				return fault.AsUnusable(err)
-			}
-			return nil
+			// Every other error carries its class from where it was made.
+			return err
 		},
 	}
 	f.register(c)

@@ -14,7 +14,6 @@ import (
 	"github.com/cleanroom-dev/cleanroom/agentroom"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/harness/roomstage"
-	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -134,19 +133,14 @@ non-zero or was killed (timeout, memory), or the room refused the package;
 				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom room agent: agent %s (status %d), version %q, %d connections, transcript %s\n",
 					res.Sandbox.Status, res.Sandbox.ExitCode, res.Version, len(res.Connections), ro.Transcript)
 			}
+			// The room's own status passes through; every other error
+			// carries its class from where it was made.
 			var ee *harness.ExitError
-			var re *pkgwalk.RefusalError
-			switch {
-			case errors.As(err, &ee):
+			if errors.As(err, &ee) {
 				return fault.Status(ee.Code)
-			case errors.As(err, &re), errors.Is(err, sandbox.ErrIsolation), errors.Is(err, sandbox.ErrSealProbe), errors.Is(err, sandbox.ErrNamespaceChanged):
-				return fault.AsRefused(err)
-			case errors.Is(err, harness.ErrNoIsolation):
-				return fault.AsNoIsolation(err)
-			case errors.Is(err, sandbox.ErrConfig), errors.Is(err, agentroom.ErrAgentOptions):
-				return fault.AsUnusable(err)
-			case err != nil:
-				return fault.AsUnusable(err)
+			}
+			if err != nil {
+				return err
 			}
 			if res.Sandbox.Status != sandbox.StatusExited || res.Sandbox.ExitCode != 0 {
 				return fault.AsRefused(fmt.Errorf("the agent ended %s with status %d", res.Sandbox.Status, res.Sandbox.ExitCode))

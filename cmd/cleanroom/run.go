@@ -111,7 +111,7 @@ func signFlag(c *cobra.Command) func() (experiment.TransitionOptions, error) {
 		}
 		s, err := sign.LoadSigner(key)
 		if err != nil {
-			return experiment.TransitionOptions{}, fault.AsUnusable(err)
+			return experiment.TransitionOptions{}, err
 		}
 		return experiment.TransitionOptions{Signer: s}, nil
 	}
@@ -367,7 +367,7 @@ archived record is checked the same way, against the tree as it is now.`,
 		}
 		if signer != "" {
 			if opt.SignerKey, err = sign.LoadPublicKey(signer); err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 		}
 		rep, err := experiment.Verify(cmd.Context(), w, opt)

@@ -279,16 +279,10 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 				printExecRecord(cmd, res)
 			}
 			switch {
-			case errors.Is(err, sandbox.ErrConfig):
-				return fault.AsUnusable(err)
-			case errors.Is(err, sandbox.ErrUnsupported):
-				return fault.AsNoIsolation(err)
 			case refused:
-				return fault.AsRefused(fmt.Errorf("%w (terminal state %s)", err, sandbox.TerminalInvalidInfrastructure))
-			case errors.Is(err, sandbox.ErrPackage):
-				return fault.AsRefused(err)
+				return fmt.Errorf("%w (terminal state %s)", err, sandbox.TerminalInvalidInfrastructure)
 			case err != nil:
-				return fault.AsUnusable(err)
+				return err
 			}
 			if res.Status != sandbox.StatusExited {
 				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: sandbox %s: %s\n", res.ID, res.Status)
@@ -426,17 +420,7 @@ the check fails.`,
 					return perr
 				}
 			}
-			switch {
-			case errors.Is(err, sandbox.ErrUnsupported):
-				return fault.AsNoIsolation(err)
-			case errors.Is(err, sandbox.ErrConfig):
-				return fault.AsUnusable(err)
-			case errors.Is(err, sandbox.ErrIsolation), errors.Is(err, sandbox.ErrSealProbe):
-				return fault.AsRefused(err)
-			case err != nil:
-				return fault.AsUnusable(err)
-			}
-			return nil
+			return err
 		},
 	}
 	c.Flags().StringVar(&netMode, "net", "none", "the vantage's network: none, or allow:IP:PORT[,IP:PORT…]")
@@ -518,13 +502,7 @@ func newSandboxHookCmd() *cobra.Command {
 			if rec != nil {
 				printIsolation(cmd.ErrOrStderr(), rec)
 			}
-			switch {
-			case errors.Is(err, sandbox.ErrIsolation):
-				return fault.AsRefused(err)
-			case err != nil:
-				return fault.AsUnusable(err)
-			}
-			return nil
+			return err
 		},
 	}
 	c.Flags().StringVar(&record, "record", "", "write the isolation record here (create-exclusive)")

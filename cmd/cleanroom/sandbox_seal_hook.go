@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"net/netip"
@@ -38,13 +37,7 @@ func newSandboxSealHookCmd() *cobra.Command {
 			if res != nil {
 				printProbe(cmd.ErrOrStderr(), res)
 			}
-			switch {
-			case errors.Is(err, sandbox.ErrSealProbe):
-				return fault.AsRefused(err)
-			case err != nil:
-				return fault.AsUnusable(err)
-			}
-			return nil
+			return err
 		},
 	}
 	c.Flags().StringVar(&sealed, "sealed", "", "the sealed IP:PORT that must not answer")

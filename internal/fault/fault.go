@@ -69,6 +69,10 @@ func (e *classed) Error() string {
 func (e *classed) Unwrap() error     { return e.err }
 func (e *classed) FaultClass() Class { return e.class }
 
+// As classes err as c (AsRefused, AsUnusable and AsNoIsolation name the
+// three; As serves a class computed from a cause, as RuleClass gives).
+func As(c Class, err error) error { return &classed{c, err} }
+
 // AsRefused classes err as Refused. A nil err means the problems were already
 // shown: the command ends with exit 1 and prints no message of its own.
 func AsRefused(err error) error { return &classed{Refused, err} }
