@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -402,5 +403,35 @@ func runBounded(args []string, bad string) (code int, stderr string, done bool) 
 			unix.Close(fd)
 		}
 		return 0, "", false
+	}
+}
+
+// Faults that neighbour each other exit with one code whichever command
+// meets them: a world with no release, and a holdout directory with no
+// INDEX.json, are input that is not there (2) for every command that reads
+// them — they were 1 from `run pin` and `holdout commitment`.
+func TestNeighbouringFaultsOneCode(t *testing.T) {
+	w := filepath.Join(t.TempDir(), "world")
+	if err := os.CopyFS(w, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(w, "docs", "spec", "proof-wire")
+	noIndex := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"run pin, no release", []string{"run", "pin", "--world", w}, "SPEC-RELEASE.json"},
+		{"release verify, no release", []string{"release", "verify", pkg}, "SPEC-RELEASE.json"},
+		{"holdout commitment, no INDEX.json", []string{"holdout", "commitment", noIndex, "--package", pkg}, "INDEX.json"},
+		{"holdout check, no INDEX.json", []string{"holdout", "check", noIndex, "--package", pkg}, "INDEX.json"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, c.args...)
+			if code != 2 || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, want 2 naming %s:\n%s", code, c.want, stderr)
+			}
+		})
 	}
 }

@@ -79,8 +79,8 @@ not the expected one, or when an observation's fixture_root is not the
 challenge's fixture.root. Both schemas come from --package.
 
 With --json the output is {results:[{id, op, path, pass, detail}], missing,
-total, pass, fail, unresolved, implementation, spec_release_id}, or
-{refused: "…"}.`,
+total, pass, fail, unresolved, implementation, spec_release_id}, or the
+failure document {error, exit_code, refused: "…"}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := holdout.LoadPackageSchemas(pkg)
