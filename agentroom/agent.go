@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"net"
 	"net/netip"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/harness"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 )
 

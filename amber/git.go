@@ -5,13 +5,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // gitEnv is the environment every git command runs with: the caller's, minus

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"regexp"
 	"strconv"
 	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"go.yaml.in/yaml/v3"
 )

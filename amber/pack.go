@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"io/fs"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // Rules an oracle directory or an oracle.pack can break.

@@ -3,13 +3,13 @@ package amber
 import (
 	"bytes"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"math"
 	"strconv"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -2,11 +2,12 @@ package evidence
 
 import (
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // ErrNotRegular: the file to read is not a regular file (a FIFO, device,

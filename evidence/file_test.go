@@ -2,7 +2,6 @@ package evidence_test
 
 import (
 	"errors"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 func TestReadFile(t *testing.T) {

@@ -2,8 +2,9 @@ package evidence
 
 import (
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // SchemaError is a refusal by a schema: every leaf cause, sorted by

@@ -3,9 +3,10 @@ package experiment
 import (
 	"errors"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io/fs"
 	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // RunRule names one rule of the run lifecycle (TRVM-FORMATS §5). Each rule is

@@ -2,7 +2,6 @@ package holdout
 
 import (
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io/fs"
 	"os"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 

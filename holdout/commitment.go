@@ -2,9 +2,9 @@ package holdout
 
 import (
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // ErrCommitment: the holdout directory is not the challenge set the release

@@ -3,13 +3,13 @@ package holdout
 import (
 	"errors"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // Fixture file names inside experiment/fixtures/.

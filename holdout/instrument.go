@@ -2,10 +2,10 @@ package holdout
 
 import (
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // Instrument is what measures a run, all of it read from the pinned

@@ -3,13 +3,13 @@ package holdout
 import (
 	"errors"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // The eight predicate operators. There is no ninth.

@@ -2,11 +2,11 @@ package pkgwalk
 
 import (
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"slices"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // Rule names one rule a package, a view or a manifest can break. Each rule

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"net"
 	"net/netip"
@@ -20,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox/cgprime"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/opencontainers/runc/libcontainer"

@@ -3,6 +3,7 @@ package sign
 import (
 	"errors"
 	"fmt"
+
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/evidence/schema"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )

@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/evidence/schema"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/spf13/cobra"
 )
 

@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"

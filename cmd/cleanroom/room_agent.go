@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -14,6 +13,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/agentroom"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/harness/roomstage"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"

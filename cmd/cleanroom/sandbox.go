@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"io/fs"
 	"net"
@@ -18,6 +17,7 @@ import (
 	// Its initialiser starts the cgroup attach priming early for
 	// `sandbox exec` (see the package).
 	_ "github.com/cleanroom-dev/cleanroom/cmd/cleanroom/internal/earlyprime"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	units "github.com/docker/go-units"

@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"net/netip"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
 )

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"io"
 	"path/filepath"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/worldinit"
 	"github.com/spf13/cobra"
 )
