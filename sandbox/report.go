@@ -2,13 +2,13 @@ package sandbox
 
 import (
 	"fmt"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/google/nftables"
 	"golang.org/x/sys/unix"

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"fmt"
 	"io"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
 )
