@@ -33,7 +33,7 @@ var (
 	placeholderKinds = map[string]string{
 		"FILE": slotFile, "index.pub": slotFile, "RECORD": slotFile, "RUN.json": slotFile, "DOC": slotFile, "PROOF": slotFile,
 		"A": slotFile, "B": slotFile, "A.json": slotFile, "B.json": slotFile,
-		"DIR": slotDir, "CASEDIR": slotDir, "PKGDIR": slotDir, "EXPERIMENT_DIR": slotDir, "NEWDIR": slotDir,
+		"DIR": slotDir, "WORKSPACE": slotDir, "CASEDIR": slotDir, "PKGDIR": slotDir, "EXPERIMENT_DIR": slotDir, "NEWDIR": slotDir,
 		"ID": slotNone, "CASE_ID": slotNone,
 	}
 	flagKinds = map[string]string{
