@@ -21,8 +21,8 @@ import (
 // where a file is expected.
 var ErrNotRegular = fault.New(fault.Unusable, "not a regular file")
 
-// ErrTooLarge refuses a file over its cap.
-var ErrTooLarge = fault.New(fault.Refused, "file over the size cap")
+// errTooLarge refuses a file over its cap.
+var errTooLarge = fault.New(fault.Refused, "file over the size cap")
 
 // openRegular opens path for reading without following a final symlink and
 // checks on the descriptor that it is a regular file: a FIFO could block
@@ -56,14 +56,14 @@ func readCapped(path string, max int64) ([]byte, error) {
 	}
 	defer f.Close()
 	if fi.Size() > max {
-		return nil, fmt.Errorf("%s: %w (%d bytes, cap %d)", path, ErrTooLarge, fi.Size(), max)
+		return nil, fmt.Errorf("%s: %w (%d bytes, cap %d)", path, errTooLarge, fi.Size(), max)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrTooLarge, max)
+		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", path, errTooLarge, max)
 	}
 	return b, nil
 }

@@ -67,13 +67,13 @@ const (
 var (
 	ErrIndexExists   = fault.New(fault.Unusable, "index directory is not empty")
 	ErrEntryForm     = fault.New(fault.Refused, "index entry is not the canonical seven-field form")
-	ErrHistory       = fault.New(fault.Refused, "index history breaks the append-only rules")
+	errHistory       = fault.New(fault.Refused, "index history breaks the append-only rules")
 	ErrCheckpoint    = fault.New(fault.Refused, "malformed checkpoint")
 	ErrNotIndexed    = fault.New(fault.Refused, "case is not in the index")
 	ErrRetired       = fault.New(fault.Refused, "case is retired")
 	ErrRewritten     = fault.New(fault.Refused, "index history was rewritten")
 	ErrUncommitted   = errors.New("entries after the signed checkpoint")
-	ErrProofForm     = fault.New(fault.Refused, "malformed tlog-proof")
+	errProofForm     = fault.New(fault.Refused, "malformed tlog-proof")
 	ErrIndexKey      = fault.New(fault.Refused, "index key does not match index.pub")
 	ErrDuplicateCase = fault.New(fault.Refused, "case already in the index")
 )
@@ -606,7 +606,7 @@ func (ix *Index) checkHistory() error {
 			err = fmt.Errorf("retirement of case %q changes its hashes", e.CaseID)
 		}
 		if err != nil {
-			return &CheckError{Check: CheckHistoryRules, File: fmt.Sprintf("%s:%d", filepath.Join(ix.Dir, IndexEntriesFile), i+1), Err: fmt.Errorf("%w: %w", ErrHistory, err)}
+			return &CheckError{Check: CheckHistoryRules, File: fmt.Sprintf("%s:%d", filepath.Join(ix.Dir, IndexEntriesFile), i+1), Err: fmt.Errorf("%w: %w", errHistory, err)}
 		}
 		latest[e.CaseID] = e
 	}
@@ -781,7 +781,7 @@ func (ix *Index) AppendBatch(skey string, es []*Entry) error {
 	seen := map[string]bool{}
 	for _, e := range es {
 		if e.State != "active" {
-			return fmt.Errorf("%w: a new entry must be active", ErrHistory)
+			return fmt.Errorf("%w: a new entry must be active", errHistory)
 		}
 		if _, _, ok := ix.Latest(e.CaseID); ok || seen[e.CaseID] {
 			return fmt.Errorf("%q: %w", e.CaseID, ErrDuplicateCase)
@@ -794,7 +794,7 @@ func (ix *Index) AppendBatch(skey string, es []*Entry) error {
 // Append adds an active entry for a case not yet in the index.
 func (ix *Index) Append(skey string, e *Entry) error {
 	if e.State != "active" {
-		return fmt.Errorf("%w: a new entry must be active", ErrHistory)
+		return fmt.Errorf("%w: a new entry must be active", errHistory)
 	}
 	if _, _, ok := ix.Latest(e.CaseID); ok {
 		return fmt.Errorf("%q: %w", e.CaseID, ErrDuplicateCase)

@@ -460,7 +460,7 @@ func decodeChecked(v any, out any) error {
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {
-		return fmt.Errorf("%w: %w", ErrYAMLUnknownField, err)
+		return fmt.Errorf("%w: %w", errYAMLUnknownField, err)
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ var (
 	ErrYAMLTag          = fault.New(fault.Refused, "tag outside the YAML core schema")
 	ErrYAMLKey          = fault.New(fault.Refused, "mapping key is not a plain string")
 	ErrYAMLNotMapping   = fault.New(fault.Refused, "document is not a mapping")
-	ErrYAMLUnknownField = fault.New(fault.Refused, "field outside the closed field set")
+	errYAMLUnknownField = fault.New(fault.Refused, "field outside the closed field set")
 )
 
 // readYAML reads one YAML document strictly and returns it in the evidence

@@ -40,7 +40,7 @@ type Issued struct {
 	ArchiveExisted bool     `json:"archive_existed"`
 	Audit          []string `json:"audit"`
 	// Verified is the verification of what was written (VerifyRelease);
-	// every check passed, or IssueRelease refused with ErrIssuedNotVerified.
+	// every check passed, or IssueRelease refused with errIssuedNotVerified.
 	Verified *ReleaseReport `json:"-"`
 }
 
@@ -114,7 +114,7 @@ func BuildRelease(pkgDir string, opts IssueOptions) (*Release, error) {
 // part; the archive is written first so SPEC-RELEASE.json never names a
 // release that has no archive. Finally it verifies what it wrote
 // (VerifyRelease): a package that changed while it was measured is
-// reported (ErrIssuedNotVerified) rather than left for the pin to find.
+// reported (errIssuedNotVerified) rather than left for the pin to find.
 func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 	r, err := BuildRelease(pkgDir, opts)
 	if err != nil {
@@ -181,7 +181,7 @@ func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 		return nil, fmt.Errorf("verifying the issued release: %w", err)
 	}
 	if !rep.OK {
-		return nil, &ReleaseError{File: out.RecordPath, Rule: ErrIssuedNotVerified, Detail: strings.Join(rep.Failed(), ", ")}
+		return nil, &ReleaseError{File: out.RecordPath, Rule: errIssuedNotVerified, Detail: strings.Join(rep.Failed(), ", ")}
 	}
 	out.Verified = rep
 	return out, nil
@@ -279,7 +279,7 @@ func AuditFormula(r *Release) ([]string, error) {
 		}
 	}
 	if len(bad) > 0 {
-		return lines, &ReleaseError{Rule: ErrFormulaAudit, Detail: strings.Join(bad, "; ")}
+		return lines, &ReleaseError{Rule: errFormulaAudit, Detail: strings.Join(bad, "; ")}
 	}
 	return lines, nil
 }

@@ -27,7 +27,7 @@ const (
 	ErrFIFO    Rule = "FIFO (not a regular file)"
 	ErrSocket  Rule = "socket (not a regular file)"
 	ErrDevice  Rule = "device (not a regular file)"
-	ErrOther   Rule = "not a regular file or directory"
+	errOther   Rule = "not a regular file or directory"
 
 	// ErrHardLink: a file with a second name outside the package changes
 	// when that name is written, after every digest was right.
@@ -50,15 +50,15 @@ const (
 	// after it was checked.
 	ErrRootSymlink Rule = "root is itself a symbolic link"
 	ErrRootNotDir  Rule = "root is not a directory"
-	// ErrUnreadable: an entry the walk could not open or read cannot be
+	// errUnreadable: an entry the walk could not open or read cannot be
 	// measured, so it cannot be delivered.
-	ErrUnreadable Rule = "unreadable entry"
+	errUnreadable Rule = "unreadable entry"
 	// ErrChanged: the entry changed while it was being measured (it vanished,
 	// was swapped, grew or shrank); a digest of it would describe no instant.
 	ErrChanged Rule = "changed while being read"
-	// ErrTooLarge: a file too large to hold in memory (MaxKeptFile) cannot
+	// errTooLarge: a file too large to hold in memory (MaxKeptFile) cannot
 	// be served from a verified copy or checked against the holdout.
-	ErrTooLarge Rule = "file too large to hold in memory"
+	errTooLarge Rule = "file too large to hold in memory"
 
 	// Leaks (TRVM-FORMATS §4.1): material that must never reach the
 	// implementer, whatever the bpkg says.
