@@ -24,16 +24,16 @@ import (
 // not exist, and an import along no rule all fail TestDependencies.
 const dependencyRules = `
 # Leaves: the standard library and third-party modules only.
-NONE < ., internal/durable, internal/fsx, internal/hosttree, internal/ident, internal/textsafe, internal/testshared, pkgwalk/internal/sha2x,
+NONE < ., internal/durable, internal/fault, internal/fsx, internal/hosttree, internal/ident, internal/textsafe, internal/testshared, pkgwalk/internal/sha2x,
 	sandbox/seal, sandbox/cgprime, sandbox/sandboxinit, bench/mcpclient, docs;
 
-internal/fsx < evidence;
+internal/fault, internal/fsx < evidence;
 # Schema validation: not linked by the room (evidence/schema's own test).
 evidence < evidence/schema;
 
 evidence, internal/durable, internal/ident, pkgwalk/internal/sha2x < pkgwalk;
 evidence, internal/durable < sign;
-internal/durable, internal/fsx, internal/hosttree, sandbox/cgprime, sandbox/sandboxinit, sandbox/seal < sandbox;
+internal/durable, internal/fault, internal/fsx, internal/hosttree, sandbox/cgprime, sandbox/sandboxinit, sandbox/seal < sandbox;
 
 # Blind runs. The holdout (scorer, challenge set, findings register) knows
 # nothing of runs; experiment replays a COMPLETE run with it.
@@ -69,12 +69,13 @@ var (
 	// sandbox/seal is linked by the room's own binary, which is built
 	// without cgo and the container runtime: the standard library and
 	// x/sys only.
-	// internal/fsx and internal/ident are used by every layer, so they may
-	// not pull anything in.
+	// internal/fault, internal/fsx and internal/ident are used by every
+	// layer, so they may not pull anything in.
 	sealOnly = map[string][]string{
 		"sandbox/seal":   {"golang.org/x/sys/"},
 		"internal/fsx":   {"golang.org/x/sys/"},
 		"internal/ident": {},
+		"internal/fault": {},
 	}
 	// The room's binary starts several times per session and links no
 	// container runtime and no Kubernetes types.

@@ -9,18 +9,19 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // Rules of a completion.
 var (
 	// ErrNotComplete: a frozen subject has no measurement (its adapter was
 	// refused, failed or timed out), so the run cannot claim COMPLETE.
-	ErrNotComplete = errors.New("a frozen subject was not measured")
+	ErrNotComplete = fault.New(fault.Refused, "a frozen subject was not measured")
 	// ErrUnclassified: interop found disagreements nobody has classified.
-	ErrUnclassified = errors.New("unclassified findings block completion")
-	// ErrUnsatisfied: a subject has failing, unresolved or missing
+	ErrUnclassified = fault.New(fault.Refused, "unclassified findings block completion")
+	// errUnsatisfied: a subject has failing, unresolved or missing
 	// predicates; COMPLETE asserts zero of each.
-	ErrUnsatisfied = errors.New("a subject does not satisfy every committed predicate")
+	errUnsatisfied = fault.New(fault.Refused, "a subject does not satisfy every committed predicate")
 )
 
 // RunOptions configure MeasureRun and CompleteRun.
@@ -177,7 +178,7 @@ func CompleteRun(ctx context.Context, w *experiment.World, opt RunOptions) (*Run
 			return m, nil, nil, fmt.Errorf("%s: %s: %w", s.Implementation, s.Reason, ErrNotComplete)
 		}
 		if s.Report.Verdict() != "PASS" {
-			return m, nil, nil, fmt.Errorf("%s: %d unsatisfied, %d unresolved, %d missing: %w", s.Implementation, s.Report.Fail, s.Report.Unresolved, len(s.Report.Missing), ErrUnsatisfied)
+			return m, nil, nil, fmt.Errorf("%s: %d unsatisfied, %d unresolved, %d missing: %w", s.Implementation, s.Report.Fail, s.Report.Unresolved, len(s.Report.Missing), errUnsatisfied)
 		}
 		subjects = append(subjects, experiment.SubjectMeasurement{Implementation: s.Implementation, Observation: s.Observation, Predicates: experiment.PredicatesOf(s.Report)})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -25,32 +26,32 @@ import (
 var (
 	// ErrNotRevealed: a candidate may receive challenge bytes only once the
 	// receipt chain witnesses REVEALED.
-	ErrNotRevealed = errors.New("candidate not run: the chain does not witness REVEALED")
+	ErrNotRevealed = fault.New(fault.Refused, "candidate not run: the chain does not witness REVEALED")
 	// ErrPackageDigest: the package files no longer hash to the frozen
 	// package_digest.
-	ErrPackageDigest = errors.New("package files do not match the frozen package_digest")
+	ErrPackageDigest = fault.New(fault.Refused, "package files do not match the frozen package_digest")
 	// ErrBinaryDigest: the binary no longer hashes to the frozen
 	// binary_digest (or is absent).
-	ErrBinaryDigest = errors.New("binary does not match the frozen binary_digest")
+	ErrBinaryDigest = fault.New(fault.Refused, "binary does not match the frozen binary_digest")
 	// ErrCommand: the command names something that is not a frozen file.
-	ErrCommand = errors.New("command points outside the frozen files")
+	ErrCommand = fault.New(fault.Refused, "command points outside the frozen files")
 	// ErrReleasePackage: the release package (docs/spec/proof-wire) could
 	// not be staged beside the adapter as the run verified it.
 	ErrReleasePackage = errors.New("release package could not be staged")
 	// ErrReservedPath: a frozen file occupies the staged view's I/O
 	// directory, where the runner writes the challenges and reads the
 	// output.
-	ErrReservedPath = errors.New("a frozen file occupies the staged I/O directory " + ioDir + "/")
+	ErrReservedPath = fault.New(fault.Refused, "a frozen file occupies the staged I/O directory "+ioDir+"/")
 	// ErrExit: the adapter exited non-zero or was killed.
-	ErrExit = errors.New("adapter failed")
+	ErrExit = fault.New(fault.Refused, "adapter failed")
 	// ErrTimeout: the adapter exceeded its time limit.
-	ErrTimeout = errors.New("adapter timed out")
+	ErrTimeout = fault.New(fault.Refused, "adapter timed out")
 	// ErrOutput: the output document is missing, not a regular file, too
 	// large, or does not cross the strict reader.
-	ErrOutput = errors.New("adapter output unreadable")
+	ErrOutput = fault.New(fault.Refused, "adapter output unreadable")
 	// ErrScorerRefused: the scorer refused the document (schema, label,
 	// release, fixture_root).
-	ErrScorerRefused = errors.New("observation document refused by the scorer")
+	ErrScorerRefused = fault.New(fault.Refused, "observation document refused by the scorer")
 )
 
 // Measurement states.

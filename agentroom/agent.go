@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/harness"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 )
 
@@ -90,7 +91,7 @@ type Result struct {
 }
 
 // ErrAgentOptions: the options are unusable (the error names which).
-var ErrAgentOptions = errors.New("room agent options")
+var ErrAgentOptions = fault.New(fault.Unusable, "room agent options")
 
 // proxyEnv points the common proxy variables at the in-namespace proxy
 // (lower- and upper-case spellings: tools read one or the other).

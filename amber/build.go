@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 )
@@ -37,23 +38,23 @@ const (
 
 // Rules a build refuses.
 var (
-	ErrShallowSource = errors.New("source repository is shallow")
-	ErrPartialSource = errors.New("source repository is a partial clone")
-	ErrSubmodule     = errors.New("submodule (gitlink) reachable from the cutoff: vendor it or the case is ineligible")
+	ErrShallowSource = fault.New(fault.Refused, "source repository is shallow")
+	ErrPartialSource = fault.New(fault.Refused, "source repository is a partial clone")
+	ErrSubmodule     = fault.New(fault.Refused, "submodule (gitlink) reachable from the cutoff: vendor it or the case is ineligible")
 	//lint:ignore ST1005 "Git LFS" is a proper noun, written as its project writes it.
-	ErrLFS             = errors.New("Git LFS content reachable from the cutoff: vendor it or the case is ineligible")
-	ErrPinBytes        = errors.New("pinned file is not UTF-8 with LF line endings and no BOM")
-	ErrCutoffRef       = errors.New("temporary ref " + BundleRef + " already exists in the source")
-	ErrBuildArgument   = errors.New("unusable build argument")
-	ErrOutputExists    = errors.New("output case directory already exists")
-	ErrNotCommit       = errors.New("cutoff does not name a commit")
-	ErrAllowlistFormat = errors.New("allowlist entry is not HOST:PORT")
+	ErrLFS             = fault.New(fault.Refused, "Git LFS content reachable from the cutoff: vendor it or the case is ineligible")
+	ErrPinBytes        = fault.New(fault.Refused, "pinned file is not UTF-8 with LF line endings and no BOM")
+	ErrCutoffRef       = fault.New(fault.Refused, "temporary ref "+BundleRef+" already exists in the source")
+	ErrBuildArgument   = fault.New(fault.Unusable, "unusable build argument")
+	ErrOutputExists    = fault.New(fault.Unusable, "output case directory already exists")
+	ErrNotCommit       = fault.New(fault.Refused, "cutoff does not name a commit")
+	ErrAllowlistFormat = fault.New(fault.Refused, "allowlist entry is not HOST:PORT")
 	// ErrCutoffBeforeCommit: cutoff_utc is earlier than the cutoff commit's
 	// committer date — the case would claim a cutoff its own base state
 	// postdates. Committer dates are no mapping evidence (Distribution
 	// §3.2), so a producer who knows better overrides it explicitly and the
 	// override is recorded in the manifest's provenance.
-	ErrCutoffBeforeCommit = errors.New("cutoff_utc is earlier than the cutoff commit's committer date")
+	ErrCutoffBeforeCommit = fault.New(fault.Refused, "cutoff_utc is earlier than the cutoff commit's committer date")
 )
 
 // Provenance keys recording an explicit override of ErrCutoffBeforeCommit.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
@@ -19,10 +20,10 @@ import (
 
 // ErrNotRegular refuses a path that is a symlink, FIFO, device or directory
 // where a file is expected.
-var ErrNotRegular = errors.New("not a regular file")
+var ErrNotRegular = fault.New(fault.Unusable, "not a regular file")
 
-// ErrTooLarge refuses a file over its cap.
-var ErrTooLarge = errors.New("file over the size cap")
+// errTooLarge refuses a file over its cap.
+var errTooLarge = fault.New(fault.Refused, "file over the size cap")
 
 // openRegular opens path for reading without following a final symlink and
 // checks on the descriptor that it is a regular file: a FIFO could block
@@ -51,7 +52,7 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 // readCapped reads a whole regular file of at most max bytes, opened as
 // openRegular opens (no final symbolic link) and read by evidence's one
 // bounded reader; a longer file, or one that grows past max while read, is
-// ErrTooLarge.
+// errTooLarge.
 func readCapped(path string, max int64) ([]byte, error) {
 	f, _, err := openRegular(path)
 	if err != nil {
@@ -60,7 +61,7 @@ func readCapped(path string, max int64) ([]byte, error) {
 	defer f.Close()
 	b, err := evidence.ReadOpenRegularFile(f, max)
 	if errors.Is(err, evidence.ErrFileTooLarge) {
-		return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
+		return nil, fmt.Errorf("%w: %w", errTooLarge, err)
 	}
 	return b, err
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // readCapped reads a regular file up to its cap exactly, and refuses a
-// longer one (ErrTooLarge, which is also evidence's ErrFileTooLarge: one
+// longer one (errTooLarge, which is also evidence's ErrFileTooLarge: one
 // bounded reader), a final symbolic link and a FIFO (ErrNotRegular, the
 // FIFO without waiting for a writer).
 func TestReadCapped(t *testing.T) {
@@ -40,7 +40,7 @@ func TestReadCapped(t *testing.T) {
 		path string
 		want []error
 	}{
-		{long, []error{ErrTooLarge, evidence.ErrFileTooLarge}},
+		{long, []error{errTooLarge, evidence.ErrFileTooLarge}},
 		{link, []error{ErrNotRegular}},
 		{fifo, []error{ErrNotRegular}},
 	} {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // gitEnv is the environment every git command runs with: the caller's, minus
@@ -129,12 +130,12 @@ const BundleRef = "refs/cleanroom/cutoff"
 
 // Rules a bundle header can break.
 var (
-	ErrBundleSignature    = errors.New("bundle signature line is not \"# v3 git bundle\"")
-	ErrBundleCapability   = errors.New("bundle capability other than @object-format")
-	ErrBundlePrerequisite = errors.New("bundle has prerequisites (a thin bundle is not self-contained)")
-	ErrBundleRefs         = errors.New("bundle must carry exactly one ref")
-	ErrBundleHeader       = errors.New("malformed bundle header")
-	ErrBundleUnreachable  = errors.New("bundle carries objects its ref does not reach")
+	ErrBundleSignature    = fault.New(fault.Refused, "bundle signature line is not \"# v3 git bundle\"")
+	ErrBundleCapability   = fault.New(fault.Refused, "bundle capability other than @object-format")
+	ErrBundlePrerequisite = fault.New(fault.Refused, "bundle has prerequisites (a thin bundle is not self-contained)")
+	ErrBundleRefs         = fault.New(fault.Refused, "bundle must carry exactly one ref")
+	ErrBundleHeader       = fault.New(fault.Refused, "malformed bundle header")
+	ErrBundleUnreachable  = fault.New(fault.Refused, "bundle carries objects its ref does not reach")
 )
 
 // BundleHeader is a parsed v3 git bundle header (gitformat-bundle(5)).

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 	"golang.org/x/sys/unix"
@@ -64,17 +65,17 @@ const (
 
 // Rules of the index.
 var (
-	ErrIndexExists   = errors.New("index directory is not empty")
-	ErrEntryForm     = errors.New("index entry is not the canonical seven-field form")
-	ErrHistory       = errors.New("index history breaks the append-only rules")
-	ErrCheckpoint    = errors.New("malformed checkpoint")
-	ErrNotIndexed    = errors.New("case is not in the index")
-	ErrRetired       = errors.New("case is retired")
-	ErrRewritten     = errors.New("index history was rewritten")
+	ErrIndexExists   = fault.New(fault.Unusable, "index directory is not empty")
+	ErrEntryForm     = fault.New(fault.Refused, "index entry is not the canonical seven-field form")
+	errHistory       = fault.New(fault.Refused, "index history breaks the append-only rules")
+	ErrCheckpoint    = fault.New(fault.Refused, "malformed checkpoint")
+	ErrNotIndexed    = fault.New(fault.Refused, "case is not in the index")
+	ErrRetired       = fault.New(fault.Refused, "case is retired")
+	ErrRewritten     = fault.New(fault.Refused, "index history was rewritten")
 	ErrUncommitted   = errors.New("entries after the signed checkpoint")
-	ErrProofForm     = errors.New("malformed tlog-proof")
-	ErrIndexKey      = errors.New("index key does not match index.pub")
-	ErrDuplicateCase = errors.New("case already in the index")
+	errProofForm     = fault.New(fault.Refused, "malformed tlog-proof")
+	ErrIndexKey      = fault.New(fault.Refused, "index key does not match index.pub")
+	ErrDuplicateCase = fault.New(fault.Refused, "case already in the index")
 )
 
 // Entry is one index entry. State is "active" or "retired:YYYY-MM-DD".
@@ -605,7 +606,7 @@ func (ix *Index) checkHistory() error {
 			err = fmt.Errorf("retirement of case %q changes its hashes", e.CaseID)
 		}
 		if err != nil {
-			return &CheckError{Check: CheckHistoryRules, File: fmt.Sprintf("%s:%d", filepath.Join(ix.Dir, IndexEntriesFile), i+1), Err: fmt.Errorf("%w: %w", ErrHistory, err)}
+			return &CheckError{Check: CheckHistoryRules, File: fmt.Sprintf("%s:%d", filepath.Join(ix.Dir, IndexEntriesFile), i+1), Err: fmt.Errorf("%w: %w", errHistory, err)}
 		}
 		latest[e.CaseID] = e
 	}
@@ -780,7 +781,7 @@ func (ix *Index) AppendBatch(skey string, es []*Entry) error {
 	seen := map[string]bool{}
 	for _, e := range es {
 		if e.State != "active" {
-			return fmt.Errorf("%w: a new entry must be active", ErrHistory)
+			return fmt.Errorf("%w: a new entry must be active", errHistory)
 		}
 		if _, _, ok := ix.Latest(e.CaseID); ok || seen[e.CaseID] {
 			return fmt.Errorf("%q: %w", e.CaseID, ErrDuplicateCase)
@@ -793,7 +794,7 @@ func (ix *Index) AppendBatch(skey string, es []*Entry) error {
 // Append adds an active entry for a case not yet in the index.
 func (ix *Index) Append(skey string, e *Entry) error {
 	if e.State != "active" {
-		return fmt.Errorf("%w: a new entry must be active", ErrHistory)
+		return fmt.Errorf("%w: a new entry must be active", errHistory)
 	}
 	if _, _, ok := ix.Latest(e.CaseID); ok {
 		return fmt.Errorf("%q: %w", e.CaseID, ErrDuplicateCase)
@@ -828,13 +829,15 @@ func EntryFromManifest(m *Manifest, manifestSHA256 string) *Entry {
 }
 
 // ErrIndexBusy: another writer holds the index.
-var ErrIndexBusy = errors.New("index is being written by another process")
+var ErrIndexBusy = fault.New(fault.Refused, "index is being written by another process")
 
 // lockIndex takes an exclusive flock on the index directory for one
 // load-append-sign cycle: two writers appending at once would both extend
 // the same tree and one checkpoint would not cover the other's leaf.
 func lockIndex(dir string) (func(), error) {
-	d, err := os.Open(dir)
+	// O_DIRECTORY: a FIFO given as the index is refused (ENOTDIR) instead
+	// of blocking the open until a writer comes.
+	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ type SandboxIsolation struct {
 // Available reports whether the sandbox can run on this machine.
 func (s *SandboxIsolation) Available() error {
 	if _, err := sandbox.CheckKernel(); err != nil {
-		return fmt.Errorf("%w: %w", ErrSandboxUnavailable, err)
+		return fmt.Errorf("%w: %w", errSandboxUnavailable, err)
 	}
 	return nil
 }

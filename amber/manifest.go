@@ -3,13 +3,13 @@ package amber
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"go.yaml.in/yaml/v3"
 )
@@ -161,7 +161,7 @@ func encodeYAML(v any) ([]byte, error) {
 
 // Rules a manifest's values can break, beyond the YAML reading.
 var (
-	ErrManifestField = errors.New("manifest field breaks the amber-manifest-0.1 rules")
+	ErrManifestField = fault.New(fault.Refused, "manifest field breaks the amber-manifest-0.1 rules")
 )
 
 // FieldError names a field (JSON Pointer) and the rule it breaks.
@@ -460,7 +460,7 @@ func decodeChecked(v any, out any) error {
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {
-		return fmt.Errorf("%w: %w", ErrYAMLUnknownField, err)
+		return fmt.Errorf("%w: %w", errYAMLUnknownField, err)
 	}
 	return nil
 }

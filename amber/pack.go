@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,15 +14,17 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // Rules an oracle directory or an oracle.pack can break.
 var (
-	ErrPackFileType = errors.New("only regular files and directories may be packed")
-	ErrPackName     = errors.New("path not allowed in an oracle pack")
-	ErrPackTooLarge = errors.New("oracle pack over the cap")
-	ErrPackChanged  = errors.New("file changed while it was packed")
-	ErrPackEntry    = errors.New("oracle pack entry not in the deterministic form")
+	ErrPackFileType = fault.New(fault.Refused, "only regular files and directories may be packed")
+	ErrPackName     = fault.New(fault.Refused, "path not allowed in an oracle pack")
+	errPackTooLarge = fault.New(fault.Refused, "oracle pack over the cap")
+	errPackChanged  = fault.New(fault.Refused, "file changed while it was packed")
+	ErrPackEntry    = fault.New(fault.Refused, "oracle pack entry not in the deterministic form")
 )
 
 // Caps on an oracle pack: the oracle holds tests, a rubric and evaluator
@@ -90,7 +91,7 @@ func WritePack(dir string, w io.Writer) error {
 				return &PackError{Path: name, Err: fmt.Errorf("%w (%s)", ErrPackFileType, e.Type())}
 			}
 			if len(names) > MaxPackEntries {
-				return &PackError{Path: name, Err: fmt.Errorf("%w: more than %d entries", ErrPackTooLarge, MaxPackEntries)}
+				return &PackError{Path: name, Err: fmt.Errorf("%w: more than %d entries", errPackTooLarge, MaxPackEntries)}
 			}
 		}
 		return nil
@@ -144,7 +145,7 @@ func packFile(root *os.Root, tw *tar.Writer, hdr *tar.Header, budget int64) (int
 		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w (%s)", ErrPackFileType, fi.Mode().Type())}
 	}
 	if fi.Size() > budget {
-		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w: over %d bytes in total", ErrPackTooLarge, MaxPackBytes)}
+		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w: over %d bytes in total", errPackTooLarge, MaxPackBytes)}
 	}
 	mode := int64(0o644)
 	if fi.Mode().Perm()&0o111 != 0 {
@@ -156,7 +157,7 @@ func packFile(root *os.Root, tw *tar.Writer, hdr *tar.Header, budget int64) (int
 	}
 	n, err := io.Copy(tw, io.LimitReader(f, fi.Size()+1))
 	if err != nil || n != fi.Size() {
-		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w: %w", ErrPackChanged, err)}
+		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w: %w", errPackChanged, err)}
 	}
 	return n, nil
 }
@@ -251,7 +252,7 @@ func readPackEntries(r io.Reader) ([]PackEntry, error) {
 			}
 		}
 		if len(out) >= MaxPackEntries {
-			return nil, &PackError{Path: name, Err: ErrPackTooLarge}
+			return nil, &PackError{Path: name, Err: errPackTooLarge}
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
@@ -264,7 +265,7 @@ func readPackEntries(r io.Reader) ([]PackEntry, error) {
 				return nil, &PackError{Path: name, Err: fmt.Errorf("%w: file form", ErrPackEntry)}
 			}
 			if hdr.Size > MaxPackBytes-total {
-				return nil, &PackError{Path: name, Err: ErrPackTooLarge}
+				return nil, &PackError{Path: name, Err: errPackTooLarge}
 			}
 			data, err := io.ReadAll(tr)
 			if err != nil {

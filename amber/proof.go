@@ -69,11 +69,11 @@ func VerifyProof(proof []byte, vkey string) (*Proof, error) {
 		return nil, &CheckError{Check: CheckInclusion, File: "tlog-proof", Err: err}
 	}
 	if len(proof) > maxCheckpoint+maxEntryLine*2+maxProofHashes*64 {
-		return fail(fmt.Errorf("%w: too large", ErrProofForm))
+		return fail(fmt.Errorf("%w: too large", errProofForm))
 	}
 	head, signed, ok := bytes.Cut(proof, []byte("\n\n"))
 	if !ok {
-		return fail(fmt.Errorf("%w: no blank line before the checkpoint", ErrProofForm))
+		return fail(fmt.Errorf("%w: no blank line before the checkpoint", errProofForm))
 	}
 	cp, err := OpenCheckpoint(signed, vkey)
 	if err != nil {
@@ -81,36 +81,36 @@ func VerifyProof(proof []byte, vkey string) (*Proof, error) {
 	}
 	lines := strings.Split(string(head), "\n")
 	if len(lines) < 3 || lines[0] != ProofHeader {
-		return fail(fmt.Errorf("%w: header", ErrProofForm))
+		return fail(fmt.Errorf("%w: header", errProofForm))
 	}
 	extra, ok := strings.CutPrefix(lines[1], "extra ")
 	if !ok {
-		return fail(fmt.Errorf("%w: no extra line carrying the entry", ErrProofForm))
+		return fail(fmt.Errorf("%w: no extra line carrying the entry", errProofForm))
 	}
 	entryBytes, err := base64.StdEncoding.Strict().DecodeString(extra)
 	if err != nil {
-		return fail(fmt.Errorf("%w: extra: %w", ErrProofForm, err))
+		return fail(fmt.Errorf("%w: extra: %w", errProofForm, err))
 	}
 	idxs, ok := strings.CutPrefix(lines[2], "index ")
 	idx, err := strconv.ParseInt(idxs, 10, 64)
 	if !ok || err != nil || idx < 0 || strconv.FormatInt(idx, 10) != idxs {
-		return fail(fmt.Errorf("%w: index line %q", ErrProofForm, lines[2]))
+		return fail(fmt.Errorf("%w: index line %q", errProofForm, lines[2]))
 	}
 	if len(lines)-3 > maxProofHashes {
-		return fail(fmt.Errorf("%w: more than %d hashes", ErrProofForm, maxProofHashes))
+		return fail(fmt.Errorf("%w: more than %d hashes", errProofForm, maxProofHashes))
 	}
 	var hashes tlog.RecordProof
 	for _, l := range lines[3:] {
 		hb, err := base64.StdEncoding.Strict().DecodeString(l)
 		if err != nil || len(hb) != tlog.HashSize {
-			return fail(fmt.Errorf("%w: hash line %q", ErrProofForm, l))
+			return fail(fmt.Errorf("%w: hash line %q", errProofForm, l))
 		}
 		var h tlog.Hash
 		copy(h[:], hb)
 		hashes = append(hashes, h)
 	}
 	if idx >= cp.Size {
-		return fail(fmt.Errorf("%w: index %d beyond tree size %d", ErrProofForm, idx, cp.Size))
+		return fail(fmt.Errorf("%w: index %d beyond tree size %d", errProofForm, idx, cp.Size))
 	}
 	// The hash of the exact entry bytes, under the signed root.
 	if err := tlog.CheckRecord(hashes, cp.Size, cp.Root, idx, tlog.RecordHash(entryBytes)); err != nil {

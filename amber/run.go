@@ -19,6 +19,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
@@ -59,12 +60,12 @@ type ContainerOutcome struct {
 	ExitCode int
 }
 
-// ErrSandboxUnavailable: no isolation layer can run here.
-var ErrSandboxUnavailable = errors.New("sandbox not available")
+// errSandboxUnavailable: no isolation layer can run here.
+var errSandboxUnavailable = fault.New(fault.NoIsolation, "sandbox not available")
 
 // Rules the runner enforces before anything runs.
 var (
-	ErrRunArgument = errors.New("unusable run argument")
+	errRunArgument = fault.New(fault.Unusable, "unusable run argument")
 )
 
 // The oracle's evaluator: a shell script at the root of oracle.pack, run as
@@ -166,10 +167,10 @@ func utc(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
 // return an error and no record. Everything after step 3 ends in a record.
 func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if o.Isolation == nil {
-		return nil, ErrSandboxUnavailable
+		return nil, errSandboxUnavailable
 	}
 	if len(o.Args) == 0 || o.Provider == "" || o.Model == "" || o.Signer == nil || !o.Sealed.IsValid() {
-		return nil, fmt.Errorf("%w: a command, a provider/model, a signing key and the sealed store's address are required", ErrRunArgument)
+		return nil, fmt.Errorf("%w: a command, a provider/model, a signing key and the sealed store's address are required", errRunArgument)
 	}
 	var err error
 	if o.Out, err = filepath.Abs(o.Out); err != nil {
@@ -208,7 +209,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		return nil, err
 	}
 	if m.Eligibility.IsolationClass == Allowlisted && o.Control == nil {
-		return nil, fmt.Errorf("%w: an allowlisted case needs a positive control (--control)", ErrRunArgument)
+		return nil, fmt.Errorf("%w: an allowlisted case needs a positive control (--control)", errRunArgument)
 	}
 	if err := os.Mkdir(o.Out, 0o700); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence/schema"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
@@ -36,7 +37,7 @@ const (
 
 // ErrMismatch is the rule behind every hash, size or identity check: the
 // bytes are not the ones the signed manifest names.
-var ErrMismatch = errors.New("does not match the signed manifest")
+var ErrMismatch = fault.New(fault.Refused, "does not match the signed manifest")
 
 // CheckError names the check that failed, the file it read and why.
 type CheckError struct {
@@ -259,3 +260,7 @@ func verifyOracle(path string, m *Manifest, rep *VerifyReport) error {
 	rep.Passed = append(rep.Passed, CheckOraclePack)
 	return nil
 }
+
+// FaultClass is Refused (internal/fault): a named check failed; Unusable when its cause
+// is an input that could not be read at all.
+func (e *CheckError) FaultClass() fault.Class { return fault.RuleClass(e.Err) }

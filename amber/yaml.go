@@ -2,7 +2,6 @@ package amber
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -35,15 +35,15 @@ func (e *YAMLError) Unwrap() error { return e.Err }
 
 // Rules of the strict YAML reading.
 var (
-	ErrYAMLSyntax       = errors.New("not YAML")
-	ErrYAMLTooLarge     = errors.New("YAML document over the size cap")
-	ErrYAMLMultiDoc     = errors.New("more than one YAML document")
-	ErrYAMLDuplicateKey = errors.New("duplicate mapping key")
-	ErrYAMLAlias        = errors.New("anchors and aliases are refused")
-	ErrYAMLTag          = errors.New("tag outside the YAML core schema")
-	ErrYAMLKey          = errors.New("mapping key is not a plain string")
-	ErrYAMLNotMapping   = errors.New("document is not a mapping")
-	ErrYAMLUnknownField = errors.New("field outside the closed field set")
+	ErrYAMLSyntax       = fault.New(fault.Refused, "not YAML")
+	ErrYAMLTooLarge     = fault.New(fault.Refused, "YAML document over the size cap")
+	ErrYAMLMultiDoc     = fault.New(fault.Refused, "more than one YAML document")
+	ErrYAMLDuplicateKey = fault.New(fault.Refused, "duplicate mapping key")
+	ErrYAMLAlias        = fault.New(fault.Refused, "anchors and aliases are refused")
+	ErrYAMLTag          = fault.New(fault.Refused, "tag outside the YAML core schema")
+	ErrYAMLKey          = fault.New(fault.Refused, "mapping key is not a plain string")
+	ErrYAMLNotMapping   = fault.New(fault.Refused, "document is not a mapping")
+	errYAMLUnknownField = fault.New(fault.Refused, "field outside the closed field set")
 )
 
 // readYAML reads one YAML document strictly and returns it in the evidence

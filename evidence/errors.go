@@ -3,6 +3,8 @@ package evidence
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // Class names one refusal rule of the strict reader.
@@ -106,3 +108,6 @@ func (c Class) BeyondRFC8259() bool { return classInfo[c].beyond }
 
 // Why says why the class is refused, in one line.
 func (c Class) Why() string { return classInfo[c].why }
+
+// FaultClass is Refused (internal/fault): the strict reader refused the bytes.
+func (*Error) FaultClass() fault.Class { return fault.Refused }

@@ -1,18 +1,19 @@
 package evidence
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // ErrNotRegular: the file to read is not a regular file (a FIFO, device,
-// directory or socket). It is an I/O problem, not a refusal of bytes:
-// [IsRefusal] is false for it.
-var ErrNotRegular = errors.New("not a regular file")
+// directory or socket). It is an I/O problem, not a refusal of bytes: its
+// class is unusable input (internal/fault, exit 2).
+var ErrNotRegular = fault.New(fault.Unusable, "not a regular file")
 
 // ReadFileBytes reads the bytes of the regular file at path for [Read],
 // reading at most MaxSize+1 bytes: a larger file is refused as too-large
@@ -30,7 +31,7 @@ func ReadFileBytes(path string) ([]byte, error) {
 
 // ErrFileTooLarge: a file is longer than the limit its reader was given
 // ([ReadRegularFile]).
-var ErrFileTooLarge = errors.New("file larger than the limit of this input")
+var ErrFileTooLarge = fault.New(fault.Refused, "file larger than the limit of this input")
 
 // ReadRegularFile reads the whole regular file at path, of at most max
 // bytes, for inputs that are not one JSON document (keys, transcripts,
@@ -119,11 +120,4 @@ func ReadFile(path string) (any, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return v, nil
-}
-
-// IsRefusal reports whether err is a refusal of the bytes (an *Error or a
-// *SchemaError) rather than a problem reading them.
-func IsRefusal(err error) bool {
-	var se *SchemaError
-	return ClassOf(err) != "" || errors.As(err, &se)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 func TestReadFile(t *testing.T) {
@@ -58,8 +59,13 @@ func TestReadFile(t *testing.T) {
 			if tt.ioErr != nil && !errors.Is(err, tt.ioErr) {
 				t.Errorf("err %v is not %v", err, tt.ioErr)
 			}
-			if evidence.IsRefusal(err) != (tt.class != "") {
-				t.Errorf("IsRefusal(%v) = %v", err, evidence.IsRefusal(err))
+			// A refusal of the bytes exits 1; a file that cannot be read, 2.
+			want := fault.Unusable
+			if tt.class != "" {
+				want = fault.Refused
+			}
+			if got := fault.ClassOf(err); got != want {
+				t.Errorf("fault.ClassOf(%v) = %v, want %v", err, got, want)
 			}
 			if !strings.Contains(err.Error(), tt.message) {
 				t.Errorf("message %q lacks %q", err, tt.message)

@@ -3,6 +3,8 @@ package evidence
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // SchemaError is a refusal by a schema: every leaf cause, sorted by
@@ -75,3 +77,6 @@ func JSString(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// FaultClass is Refused (internal/fault): a document broke its schema.
+func (*SchemaError) FaultClass() fault.Class { return fault.Refused }

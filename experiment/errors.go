@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // RunRule names one rule of the run lifecycle (TRVM-FORMATS §5). Each rule is
@@ -25,9 +27,9 @@ const (
 	// ErrStateRoot: governance/ is not a directory of this world (a symbolic
 	// link can point the authority at a copy revealed elsewhere).
 	ErrStateRoot RunRule = "state root is not a directory of this world"
-	// ErrRecordBytes: the record's bytes fail the strict reader; a record with
+	// errRecordBytes: the record's bytes fail the strict reader; a record with
 	// two readings has no single thing to check.
-	ErrRecordBytes RunRule = "run record refused at the byte boundary"
+	errRecordBytes RunRule = "run record refused at the byte boundary"
 	// ErrRunShape: an undeclared or missing member, or a member of the wrong
 	// type, in the record, a receipt or a RESULT — a member nothing reads is
 	// where evidence hides.
@@ -49,29 +51,29 @@ const (
 	// without the identity moving.
 	ErrRunID RunRule = "run_id does not identify the record"
 
-	// ErrReleaseUnreadable: SPEC-RELEASE.json is missing or refused.
-	ErrReleaseUnreadable RunRule = "SPEC-RELEASE.json unreadable"
-	// ErrReleaseNotVerified: at pin, the release record does not verify
+	// errReleaseUnreadable: SPEC-RELEASE.json is missing or refused.
+	errReleaseUnreadable RunRule = "SPEC-RELEASE.json unreadable"
+	// errReleaseNotVerified: at pin, the release record does not verify
 	// against the package (a digest does not recompute); a run would pin an
 	// identity the bytes do not have.
-	ErrReleaseNotVerified RunRule = "release does not verify against the package"
+	errReleaseNotVerified RunRule = "release does not verify against the package"
 	// ErrRunReleaseNotArchived: the selected release is not in
 	// releases/<srel>.json (or differs from SPEC-RELEASE.json at pin).
 	ErrRunReleaseNotArchived RunRule = "selected release not archived"
 	// ErrReleaseDrift: a run in progress names another release than the tree;
 	// a later release never silently moves a run.
 	ErrReleaseDrift RunRule = "run's release is not the tree's release"
-	// ErrContractRevision: blind_contract_revision differs from the release's
+	// errContractRevision: blind_contract_revision differs from the release's
 	// experiment_revision.
-	ErrContractRevision RunRule = "blind_contract_revision is not the release's experiment_revision"
-	// ErrInstrumentMissing: an instrument member is absent from experiment/.
-	ErrInstrumentMissing RunRule = "instrument member missing"
+	errContractRevision RunRule = "blind_contract_revision is not the release's experiment_revision"
+	// errInstrumentMissing: an instrument member is absent from experiment/.
+	errInstrumentMissing RunRule = "instrument member missing"
 	// ErrInstrumentDigest: the instrument moved after the run was pinned.
 	ErrInstrumentDigest RunRule = "instrument_digest does not match the tree"
 	// ErrPackageDigest: a subject's files moved after they were frozen.
 	ErrPackageDigest RunRule = "package_digest does not match the tree"
-	// ErrPackageFileAbsent: a file a subject froze is absent.
-	ErrPackageFileAbsent RunRule = "frozen package file absent"
+	// errPackageFileAbsent: a file a subject froze is absent.
+	errPackageFileAbsent RunRule = "frozen package file absent"
 	// ErrOutsideWorld: a path the record names does not resolve inside the
 	// world; a run may only authorize subjects that are part of it.
 	ErrOutsideWorld RunRule = "path does not resolve inside the world"
@@ -86,16 +88,16 @@ const (
 	ErrBinaryDigest RunRule = "binary bytes do not match binary_digest"
 	// ErrCommand: the command would execute something the run did not freeze.
 	ErrCommand RunRule = "command executes something not frozen"
-	// ErrNoCandidate: REVEALED or COMPLETE with no frozen candidate.
-	ErrNoCandidate RunRule = "no frozen candidate"
+	// errNoCandidate: REVEALED or COMPLETE with no frozen candidate.
+	errNoCandidate RunRule = "no frozen candidate"
 	// ErrBlindPackage: the package has a walk problem or leak, or is not the
 	// bytes the run pinned.
 	ErrBlindPackage RunRule = "blind package problem"
 
 	// ErrReceiptMissing: no receipt witnesses the record's status.
 	ErrReceiptMissing RunRule = "no receipt witnesses the status"
-	// ErrReceiptBytes: a receipt the chain needs fails the strict reader.
-	ErrReceiptBytes RunRule = "receipt refused at the byte boundary"
+	// errReceiptBytes: a receipt the chain needs fails the strict reader.
+	errReceiptBytes RunRule = "receipt refused at the byte boundary"
 	// ErrReceiptForm: a receipt's bytes are not the reference's rendering
 	// of its body (JSON.stringify(body, null, 1) + "\n", §5.5 member
 	// order). A receipt is written once, in that form: other bytes with the
@@ -149,9 +151,9 @@ const (
 	// ErrRunAmbiguous: --run names a state several runs' histories share
 	// (identical content is one identity, TRVM-FORMATS §5.2).
 	ErrRunAmbiguous RunRule = "run_id names a state several runs share"
-	// ErrRunNotArchived: the run's receipts exist but its record was never
+	// errRunNotArchived: the run's receipts exist but its record was never
 	// archived beside them, so it cannot be verified as a whole.
-	ErrRunNotArchived RunRule = "run record not archived"
+	errRunNotArchived RunRule = "run record not archived"
 	// ErrLocked: another operator holds the state root's lock.
 	ErrLocked RunRule = "state root locked by another process"
 )
@@ -275,3 +277,13 @@ func hasRule(ps []*RunProblem, rule RunRule) bool {
 	}
 	return false
 }
+
+// FaultClass is Refused (internal/fault): a run broke a rule; Unusable when its cause
+// is an input that could not be read at all.
+func (e *RunProblem) FaultClass() fault.Class { return fault.RuleClass(e.Err) }
+
+// FaultClass is Refused (internal/fault): a record does not verify.
+func (*VerifyError) FaultClass() fault.Class { return fault.Refused }
+
+// FaultClass is Refused (internal/fault): a transition is not allowed.
+func (*TransitionError) FaultClass() fault.Class { return fault.Refused }

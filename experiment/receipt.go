@@ -116,7 +116,7 @@ var (
 )
 
 // ParseReceipt reads a receipt from its bytes: strict reader
-// ([ErrReceiptBytes]), then the closed shape and unique labels. file names
+// ([errReceiptBytes]), then the closed shape and unique labels. file names
 // it in problems. The error is a *VerifyError listing every problem.
 func ParseReceipt(b []byte, file string) (*Receipt, error) {
 	rc, ps := parseReceipt(b, file)
@@ -129,7 +129,7 @@ func ParseReceipt(b []byte, file string) (*Receipt, error) {
 func parseReceipt(b []byte, file string) (*Receipt, []*RunProblem) {
 	o, err := evidence.ReadObject(b)
 	if err != nil {
-		return nil, []*RunProblem{{Rule: ErrReceiptBytes, File: file, Err: err}}
+		return nil, []*RunProblem{{Rule: errReceiptBytes, File: file, Err: err}}
 	}
 	ps := shape(o, receiptMembers, file, "receipt")
 	f := fieldReader{file: file, what: "receipt"}
@@ -218,7 +218,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, &RunProblem{Rule: ErrReceiptBytes, File: w.stateRel(rel(name)), Err: err}
+			return nil, &RunProblem{Rule: errReceiptBytes, File: w.stateRel(rel(name)), Err: err}
 		}
 		rc, rps := parseReceipt(b, w.stateRel(rel(name)))
 		if len(rps) > 0 {

@@ -451,7 +451,7 @@ func labelProblems(labels []string, file, what string) []*RunProblem {
 }
 
 // ParseRecord reads a run record from its bytes: the strict reader first
-// ([ErrRecordBytes] wrapping the *evidence.Error), then the closed shape and
+// ([errRecordBytes] wrapping the *evidence.Error), then the closed shape and
 // the vocabulary (type, status, roles, labels). It does not check anything
 // against a world; see [Verify]. file names the record in problems. The
 // error is a *VerifyError listing every problem.
@@ -466,7 +466,7 @@ func ParseRecord(b []byte, file string) (*Record, error) {
 func parseRecord(b []byte, file string) (*Record, []*RunProblem) {
 	o, err := evidence.ReadObject(b)
 	if err != nil {
-		return nil, []*RunProblem{{Rule: ErrRecordBytes, File: file, Err: err}}
+		return nil, []*RunProblem{{Rule: errRecordBytes, File: file, Err: err}}
 	}
 	ps := shape(o, recordMembers, file, "the run record")
 	f := fieldReader{file: file, what: "the run record"}

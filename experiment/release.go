@@ -137,14 +137,14 @@ func ParseRelease(b []byte) (*Release, error) {
 			Path:       p.str(jo, "/jcs_upstream", "path"),
 			Commit:     p.str(jo, "/jcs_upstream", "commit"),
 			Digest:     p.digest(jo, "/jcs_upstream", "digest"),
-			Vectors:    p.integer(jo, "/jcs_upstream", "vectors", 0, ErrCount),
+			Vectors:    p.integer(jo, "/jcs_upstream", "vectors", 0, errCount),
 		}
 	}
 	r.HoldoutCommitment = p.str(obj, "", "holdout_commitment")
 	if r.HoldoutCommitment != HoldoutAbsent && obj.Has("holdout_commitment") && !ident.IsDigest(r.HoldoutCommitment) {
 		p.add("/holdout_commitment", ErrDigestForm, fmt.Sprintf("%q is neither a digest nor %q", r.HoldoutCommitment, HoldoutAbsent))
 	}
-	r.HoldoutEntries = p.integer(obj, "", "holdout_entries", 0, ErrCount)
+	r.HoldoutEntries = p.integer(obj, "", "holdout_entries", 0, errCount)
 	r.SpecReleaseID = p.str(obj, "", "spec_release_id")
 	if obj.Has("spec_release_id") && !ident.Is(SrelPrefix, r.SpecReleaseID) {
 		p.add("/spec_release_id", ErrDigestForm, fmt.Sprintf("%q is not srel- + 64 hex", r.SpecReleaseID))

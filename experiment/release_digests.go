@@ -263,7 +263,7 @@ func readRegular(path string) ([]byte, error) {
 func readWalked(dir, rel string, walked []pkgwalk.FileDigest) ([]byte, error) {
 	i := slices.IndexFunc(walked, func(f pkgwalk.FileDigest) bool { return f.Path == rel })
 	if i < 0 {
-		return nil, fmt.Errorf("%s: absent", rel)
+		return nil, fmt.Errorf("%s: %w", rel, fs.ErrNotExist)
 	}
 	b, err := readRegular(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {

@@ -1,5 +1,7 @@
 package experiment
 
+import "github.com/cleanroom-dev/cleanroom/internal/fault"
+
 // ReleaseRule names one rule a release record, a release package or an
 // issue request can break. errors.Is(err, experiment.ErrUnknownMember)
 // reports whether err (a *ReleaseError or anything wrapping one) broke it.
@@ -21,9 +23,9 @@ const (
 	ErrReleaseType ReleaseRule = "release type is not TRVM-PROOF-WIRE-SPEC-RELEASE-v1"
 	// ErrRevision: revision labels are positive integers (DECLARED_AND_BOUND).
 	ErrRevision ReleaseRule = "revision is not a positive integer"
-	// ErrCount: a count (holdout_entries, jcs_upstream.vectors) is a
+	// errCount: a count (holdout_entries, jcs_upstream.vectors) is a
 	// non-negative integer.
-	ErrCount ReleaseRule = "count is not a non-negative integer"
+	errCount ReleaseRule = "count is not a non-negative integer"
 	// ErrDigestForm: digests are 64 lowercase hex digits (srel adds "srel-");
 	// any other spelling would be a second name for one identity.
 	ErrDigestForm ReleaseRule = "not a lowercase hex SHA-256"
@@ -31,9 +33,9 @@ const (
 	ErrFileList ReleaseRule = "file list not sorted, unique and non-empty-pathed"
 
 	// Package and holdout.
-	// ErrNotRegular: a symbolic link or special file in a package is a name
+	// errNotRegular: a symbolic link or special file in a package is a name
 	// that can deliver other bytes after it was measured.
-	ErrNotRegular ReleaseRule = "not a regular file or directory"
+	errNotRegular ReleaseRule = "not a regular file or directory"
 	// ErrHoldoutCount: the holdout tree must hold exactly INDEX.json entries
 	// + 1 files, so a file cannot hide beside the committed challenges.
 	ErrHoldoutCount ReleaseRule = "holdout tree does not hold entries + 1 files"
@@ -50,12 +52,12 @@ const (
 	// ErrIncomplete: a release is issued from the bytes on disk only; a file
 	// the package names but lacks cannot be measured.
 	ErrIncomplete ReleaseRule = "package is missing files it records"
-	// ErrIssuedNotVerified: the record just written does not verify against
+	// errIssuedNotVerified: the record just written does not verify against
 	// the package (it changed while it was being measured).
-	ErrIssuedNotVerified ReleaseRule = "issued release does not verify"
-	// ErrFormulaAudit: the srel formula failed its own audit (a core leaf did
+	errIssuedNotVerified ReleaseRule = "issued release does not verify"
+	// errFormulaAudit: the srel formula failed its own audit (a core leaf did
 	// not move srel, or a non-core one did).
-	ErrFormulaAudit ReleaseRule = "srel formula audit failed"
+	errFormulaAudit ReleaseRule = "srel formula audit failed"
 	// ErrPackageLeak: issuing with a holdout, the package breaks a leak
 	// rule against it (pkgwalk.LeakRules: a copy of a holdout file, a
 	// committed challenge, a challenge-shaped JSON, a leaking path). Such a
@@ -91,3 +93,7 @@ func (e *ReleaseError) Is(target error) bool {
 	r, ok := target.(ReleaseRule)
 	return ok && r == e.Rule
 }
+
+// FaultClass is Refused (internal/fault): a release broke a rule; Unusable when its cause
+// is an input that could not be read at all.
+func (e *ReleaseError) FaultClass() fault.Class { return fault.RuleClass(e.Err) }

@@ -44,7 +44,7 @@ type Issued struct {
 	ArchiveExisted bool     `json:"archive_existed"`
 	Audit          []string `json:"audit"`
 	// Verified is the verification of what was written (VerifyRelease);
-	// every check passed, or IssueRelease refused with ErrIssuedNotVerified.
+	// every check passed, or IssueRelease refused with errIssuedNotVerified.
 	Verified *ReleaseReport `json:"-"`
 }
 
@@ -118,7 +118,7 @@ func BuildRelease(pkgDir string, opts IssueOptions) (*Release, error) {
 // part; the archive is written first so SPEC-RELEASE.json never names a
 // release that has no archive. Finally it verifies what it wrote
 // (VerifyRelease): a package that changed while it was measured is
-// reported (ErrIssuedNotVerified) rather than left for the pin to find.
+// reported (errIssuedNotVerified) rather than left for the pin to find.
 // In a world whose holdout exists, it must be committed (opts.HoldoutDir)
 // or declined on purpose (opts.NoHoldout): ErrHoldoutNotCommitted.
 func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
@@ -196,7 +196,7 @@ func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 		return nil, fmt.Errorf("verifying the issued release: %w", err)
 	}
 	if !rep.OK {
-		return nil, &ReleaseError{File: out.RecordPath, Rule: ErrIssuedNotVerified, Detail: strings.Join(rep.Failed(), ", ")}
+		return nil, &ReleaseError{File: out.RecordPath, Rule: errIssuedNotVerified, Detail: strings.Join(rep.Failed(), ", ")}
 	}
 	out.Verified = rep
 	return out, nil
@@ -294,7 +294,7 @@ func AuditFormula(r *Release) ([]string, error) {
 		}
 	}
 	if len(bad) > 0 {
-		return lines, &ReleaseError{Rule: ErrFormulaAudit, Detail: strings.Join(bad, "; ")}
+		return lines, &ReleaseError{Rule: errFormulaAudit, Detail: strings.Join(bad, "; ")}
 	}
 	return lines, nil
 }

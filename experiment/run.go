@@ -84,7 +84,7 @@ func DefaultReference() AdapterSpec {
 func ParseAdapterSpec(b []byte, file string) (AdapterSpec, error) {
 	o, err := evidence.ReadObject(b)
 	if err != nil {
-		return AdapterSpec{}, &RunProblem{Rule: ErrRecordBytes, File: file, Err: err}
+		return AdapterSpec{}, &RunProblem{Rule: errRecordBytes, File: file, Err: err}
 	}
 	allowed := []string{"implementation", "role", "command", "package_files", "binary_path", "binary_digest", "environment", "package_digest"}
 	ps := []*RunProblem{}
@@ -240,11 +240,11 @@ func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
 	// to an immutable release, never to the tree as it stands.
 	relRaw, _, err := readRegularBeneath(w.PackageDir(), ReleaseFile)
 	if err != nil {
-		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: err}
+		return nil, &RunProblem{Rule: errReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: err}
 	}
 	rel0, err := ParseRelease(relRaw)
 	if err != nil {
-		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: err}
+		return nil, &RunProblem{Rule: errReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: err}
 	}
 	archive, _, err := readRegularBeneath(w.PackageDir(), ReleasesDir+"/"+rel0.SpecReleaseID+".json")
 	if err != nil || !ident.Is(SrelPrefix, rel0.SpecReleaseID) || !bytes.Equal(archive, relRaw) {
@@ -254,13 +254,13 @@ func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
 	// (and the holdout commitment, when the holdout is present).
 	relRep, err := VerifyRelease(w.PackageDir(), existingDir(w.HoldoutDir()))
 	if err != nil {
-		return nil, &RunProblem{Rule: ErrReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: err}
+		return nil, &RunProblem{Rule: errReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: err}
 	}
 	if !relRep.OK {
 		var ps []*RunProblem
 		for _, c := range relRep.Checks {
 			if !c.OK {
-				ps = append(ps, problem(ErrReleaseNotVerified, w.PackageLabel()+"/"+ReleaseFile, "%s: recorded %s, recomputed %s %s %v", c.Name, c.Recorded, c.Recomputed, c.Detail, c.Missing))
+				ps = append(ps, problem(errReleaseNotVerified, w.PackageLabel()+"/"+ReleaseFile, "%s: recorded %s, recomputed %s %s %v", c.Name, c.Recorded, c.Recomputed, c.Detail, c.Missing))
 			}
 		}
 		return nil, &VerifyError{What: "pin", Problems: ps}
@@ -337,7 +337,7 @@ func (w *World) adapterFrom(role string, spec AdapterSpec, env *Environment) (Ad
 	}
 	for _, f := range files {
 		if f.SHA256 == pkgwalk.Absent {
-			return Adapter{}, &RunProblem{Rule: ErrPackageFileAbsent, File: f.Path, Path: f.Path, Detail: "declared by " + spec.Implementation}
+			return Adapter{}, &RunProblem{Rule: errPackageFileAbsent, File: f.Path, Path: f.Path, Detail: "declared by " + spec.Implementation}
 		}
 	}
 	a := Adapter{Implementation: spec.Implementation, Role: role, PackageFiles: slices.Clone(spec.PackageFiles),

@@ -252,7 +252,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	// SPEC-RELEASE readable.
 	rel, relErr := ReadRelease(filepath.Join(w.PackageDir(), ReleaseFile))
 	if relErr != nil {
-		rep.add("SPEC-RELEASE.json readable", []*RunProblem{{Rule: ErrReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: relErr}})
+		rep.add("SPEC-RELEASE.json readable", []*RunProblem{{Rule: errReleaseUnreadable, File: w.PackageLabel() + "/" + ReleaseFile, Err: relErr}})
 	} else {
 		rep.Release = rel
 		rep.add("SPEC-RELEASE.json readable", nil)
@@ -272,12 +272,12 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 			return rep, nil
 		}
 		if err != nil {
-			rep.add("run record present", []*RunProblem{{Rule: ErrRecordBytes, File: recFile, Err: err}})
+			rep.add("run record present", []*RunProblem{{Rule: errRecordBytes, File: recFile, Err: err}})
 			return rep, nil
 		}
 	}
 	r, ps := parseRecord(b, recFile)
-	if len(ps) > 0 && hasRule(ps, ErrRecordBytes) {
+	if len(ps) > 0 && hasRule(ps, errRecordBytes) {
 		rep.add("record bytes pass the strict reader", ps)
 		return rep, nil
 	}
@@ -347,7 +347,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 			notCarried = append(notCarried, f.Path)
 			continue
 		}
-		missing = append(missing, &RunProblem{Rule: ErrInstrumentMissing, File: w.PackageLabel() + "/" + f.Path, Path: w.PackageLabel() + "/" + f.Path, Detail: "absent from the experiment surface"})
+		missing = append(missing, &RunProblem{Rule: errInstrumentMissing, File: w.PackageLabel() + "/" + f.Path, Path: w.PackageLabel() + "/" + f.Path, Detail: "absent from the experiment surface"})
 	}
 	rep.add("instrument members present", missing)
 	if len(notCarried) > 0 && len(missing) == 0 {
@@ -395,7 +395,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 				for _, f := range files {
 					if f.SHA256 == pkgwalk.Absent {
 						gone = append(gone, f.Path)
-						pkgPs = append(pkgPs, &RunProblem{Rule: ErrPackageFileAbsent, File: f.Path, Path: f.Path, Detail: fmt.Sprintf("frozen by adapter %s [%s]", a.Implementation, a.Role)})
+						pkgPs = append(pkgPs, &RunProblem{Rule: errPackageFileAbsent, File: f.Path, Path: f.Path, Detail: fmt.Sprintf("frozen by adapter %s [%s]", a.Implementation, a.Role)})
 					}
 				}
 				d := fmt.Sprintf("adapter %s [%s]: pinned %s, this tree %s", a.Implementation, a.Role, a.PackageDigest, live)
@@ -412,7 +412,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 
 	// REVEALED/COMPLETE need a candidate.
 	if r.Status.Revealed() && len(r.Candidates()) == 0 {
-		rep.add("a revealed run has a frozen candidate", []*RunProblem{problem(ErrNoCandidate, recFile, "this run is %s with no frozen candidate", r.Status)})
+		rep.add("a revealed run has a frozen candidate", []*RunProblem{problem(errNoCandidate, recFile, "this run is %s with no frozen candidate", r.Status)})
 	} else {
 		rep.add("a revealed run has a frozen candidate", nil)
 	}
@@ -426,7 +426,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 			drift = append(drift, problem(ErrReleaseDrift, recFile, "this run is %s against %s and the tree is %s: abort and pin a new run, or restore the tree", r.Status, r.SpecReleaseID, rel.SpecReleaseID))
 		}
 		if r.BlindContractRevision != float64(rel.ExperimentRevision) {
-			drift = append(drift, problem(ErrContractRevision, recFile, "pins %s and the release is at experiment revision %d", scalar(r.BlindContractRevision), rel.ExperimentRevision))
+			drift = append(drift, problem(errContractRevision, recFile, "pins %s and the release is at experiment revision %d", scalar(r.BlindContractRevision), rel.ExperimentRevision))
 		}
 		rep.add("run matches the tree's release", drift)
 	} else {

@@ -103,12 +103,12 @@ func (w *World) Runs() ([]RunSummary, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, &RunProblem{Rule: ErrReceiptBytes, File: w.stateRel(ReceiptsDirName), Err: err}
+		return nil, &RunProblem{Rule: errReceiptBytes, File: w.stateRel(ReceiptsDirName), Err: err}
 	default:
 		names, rerr := d.Readdirnames(-1)
 		d.Close()
 		if rerr != nil {
-			return nil, &RunProblem{Rule: ErrReceiptBytes, File: w.stateRel(ReceiptsDirName), Err: rerr}
+			return nil, &RunProblem{Rule: errReceiptBytes, File: w.stateRel(ReceiptsDirName), Err: rerr}
 		}
 		slices.Sort(names)
 		for _, name := range names {
@@ -119,7 +119,7 @@ func (w *World) Runs() ([]RunSummary, error) {
 			rel := path.Join(ReceiptsDirName, name)
 			b, mod, err := w.readStateFile(rel)
 			if err != nil {
-				bad[nodeKey(m[1], Status(m[2]))] = (&RunProblem{Rule: ErrReceiptBytes, File: w.stateRel(rel), Err: err}).Error()
+				bad[nodeKey(m[1], Status(m[2]))] = (&RunProblem{Rule: errReceiptBytes, File: w.stateRel(rel), Err: err}).Error()
 				continue
 			}
 			rc, ps := parseReceipt(b, w.stateRel(rel))
@@ -285,7 +285,7 @@ func (s *SelectedRun) VerifyOptions(opt VerifyOptions) VerifyOptions {
 // current record). A run_id several runs' histories share, and which is the
 // latest state of none of them, is ambiguous (ErrRunAmbiguous); one no
 // receipt names is ErrRunUnknown; a run whose record was never archived
-// (written before records were archived) is ErrRunNotArchived.
+// (written before records were archived) is errRunNotArchived.
 func (w *World) SelectRun(id string) (*SelectedRun, error) {
 	if p := w.stateRootProblem(); p != nil {
 		return nil, p
@@ -296,7 +296,7 @@ func (w *World) SelectRun(id string) (*SelectedRun, error) {
 			return nil, &RunProblem{Rule: ErrNoRecord, File: w.stateRel(RecordFileName), Detail: "no run is pinned"}
 		}
 		if err != nil {
-			return nil, &RunProblem{Rule: ErrRecordBytes, File: w.stateRel(RecordFileName), Err: err}
+			return nil, &RunProblem{Rule: errRecordBytes, File: w.stateRel(RecordFileName), Err: err}
 		}
 		r, err := ParseRecord(b, w.stateRel(RecordFileName))
 		if err != nil {
@@ -344,10 +344,10 @@ func (w *World) SelectRun(id string) (*SelectedRun, error) {
 	rel := path.Join(ReceiptsDirName, ArchivedRecordFile(pick.RunID))
 	b, _, err := w.readStateFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, problem(ErrRunNotArchived, w.stateRel(rel), "run %s (%s) has receipts but its record was not archived (the run was made before records were archived); cleanroom run list shows its history", pick.RunID, pick.Status)
+		return nil, problem(errRunNotArchived, w.stateRel(rel), "run %s (%s) has receipts but its record was not archived (the run was made before records were archived); cleanroom run list shows its history", pick.RunID, pick.Status)
 	}
 	if err != nil {
-		return nil, &RunProblem{Rule: ErrRecordBytes, File: w.stateRel(rel), Err: err}
+		return nil, &RunProblem{Rule: errRecordBytes, File: w.stateRel(rel), Err: err}
 	}
 	r, err := ParseRecord(b, w.stateRel(rel))
 	if err != nil {

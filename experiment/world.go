@@ -315,7 +315,7 @@ func (w *World) ReadRecord() (*Record, error) {
 		return nil, &RunProblem{Rule: ErrNoRecord, File: w.stateRel(RecordFileName), Detail: "no run is pinned"}
 	}
 	if err != nil {
-		return nil, &RunProblem{Rule: ErrRecordBytes, File: w.stateRel(RecordFileName), Err: err}
+		return nil, &RunProblem{Rule: errRecordBytes, File: w.stateRel(RecordFileName), Err: err}
 	}
 	return ParseRecord(b, w.stateRel(RecordFileName))
 }

@@ -25,7 +25,7 @@ var (
 	ErrDuplicateRun = errors.New("duplicate run name") // two runs would be one Job
 	ErrKind         = errors.New("run kind")           // neither blind nor amber, or the other kind's identities
 	ErrIdentity     = errors.New("pinned identity")    // srel, bpkg or the case manifest sha256 is not 64 lowercase hex
-	ErrCandidate    = errors.New("candidate")          // empty or not a label
+	errCandidate    = errors.New("candidate")          // empty or not a label
 	ErrImage        = errors.New("image not pinned")   // the image is not named by digest
 	ErrCommand      = errors.New("command")            // empty, or an empty argv[0]
 	ErrRuntimeClass = errors.New("runtime class")      // neither runc nor gvisor
@@ -233,7 +233,7 @@ func parseRun(v any, file, ptr string) (Run, error) {
 		return Run{}, err
 	}
 	if !reCandidate().MatchString(r.Candidate) {
-		return refuse("candidate", ErrCandidate, "%q is not a label", r.Candidate)
+		return refuse("candidate", errCandidate, "%q is not a label", r.Candidate)
 	}
 	if r.Image, err = str("image"); err != nil {
 		return Run{}, err

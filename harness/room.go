@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -391,7 +392,7 @@ const ExitNoIsolation = 3
 
 // ErrNoIsolation is wrapped by Serve's error when the sealed server could
 // not even be started in its new namespaces.
-var ErrNoIsolation = errors.New("this machine cannot establish the clean room's isolation")
+var ErrNoIsolation = fault.New(fault.NoIsolation, "this machine cannot establish the clean room's isolation")
 
 // refusalCode is 1 for a refusal of the input (package, pin, prompt,
 // workspace: all *pkgwalk.RefusalError), 2 for anything else.

@@ -1,7 +1,6 @@
 package holdout
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -22,12 +22,12 @@ const IndexFile = "INDEX.json"
 // Rules a holdout directory can break (errors.Is works on every refusal).
 var (
 	// ErrIndex: INDEX.json is unreadable or not the closed index shape.
-	ErrIndex = errors.New("holdout index")
+	ErrIndex = fault.New(fault.Refused, "holdout index")
 	// ErrIndexMismatch: a challenge file disagrees with its index entry, or
 	// the directory holds a file the index does not name.
-	ErrIndexMismatch = errors.New("holdout index mismatch")
+	ErrIndexMismatch = fault.New(fault.Refused, "holdout index mismatch")
 	// ErrChallengeRead: a challenge file does not cross the strict reader.
-	ErrChallengeRead = errors.New("challenge unreadable")
+	ErrChallengeRead = fault.New(fault.Refused, "challenge unreadable")
 )
 
 // Challenge is one committed challenge as the strict reader read it.
@@ -147,7 +147,9 @@ func loadDir(dir string, verify func([]pkgwalk.FileDigest) error) (*Holdout, err
 	defer root.Close()
 	ib, err := readRegular(root, IndexFile)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", dir, ErrIndex, err)
+		// An INDEX.json that is not there or cannot be read is unusable
+		// input (exit 2), as a holdout directory that is not there is.
+		return nil, fault.As(fault.RuleClass(err), fmt.Errorf("%s: %w: %w", dir, ErrIndex, err))
 	}
 	entries, err := parseIndex(ib)
 	if err != nil {

@@ -1,17 +1,17 @@
 package holdout
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
 // ErrCommitment: the holdout directory is not the challenge set the release
 // committed to. A challenge set altered after it was committed is not a
 // challenge set, so nothing in it is scored.
-var ErrCommitment = errors.New("holdout does not match the release's holdout_commitment")
+var ErrCommitment = fault.New(fault.Refused, "holdout does not match the release's holdout_commitment")
 
 // Committed is what a release commits of the instrument that measures its
 // runs (experiment.Release.Committed makes it from a release): the holdout

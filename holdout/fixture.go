@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // Fixture file names inside experiment/fixtures/.
@@ -33,7 +34,7 @@ var defaultMutationValue = "root-" + strings.Repeat("b", 64)
 // would create it, or land below an array the comparison reports whole, so
 // the "exactly one finding, at that path" check would test something other
 // than what the fixture says. Every ErrInteropMutation is also ErrFixture.
-var ErrInteropMutation = errors.New("self-test interop mutation names no member it can change")
+var ErrInteropMutation = fault.New(fault.Refused, "self-test interop mutation names no member it can change")
 
 // NegativeResult is one negative case of the fixture.
 type NegativeResult struct {
@@ -72,7 +73,7 @@ func (r *FixtureReport) OK() bool { return len(r.Problems) == 0 }
 
 // ErrSelfTest: the scorer disagreed with the package's synthetic fixture,
 // so nothing it scores can be trusted.
-var ErrSelfTest = errors.New("scorer self-test failed")
+var ErrSelfTest = fault.New(fault.Refused, "scorer self-test failed")
 
 // SelfTest runs the scorer over the synthetic fixture of a package:
 // experimentDir is the package's experiment/ directory (schemas beside
@@ -91,7 +92,7 @@ func SelfTest(experimentDir string) (*FixtureReport, error) {
 // a non-negative integer). A fixture that cannot be read as one thing tests
 // nothing, so it is refused before any scoring, naming the file and the
 // member.
-var ErrFixture = errors.New("self-test fixture malformed")
+var ErrFixture = fault.New(fault.Refused, "self-test fixture malformed")
 
 // fixture is the self-test's four files, read and shape-checked.
 type fixture struct {

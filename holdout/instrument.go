@@ -1,9 +1,10 @@
 package holdout
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // Instrument is what measures a run, all of it read from the pinned
@@ -19,7 +20,7 @@ type Instrument struct {
 
 // ErrInstrument: an instrument file is not the one the release records in
 // experiment_files.
-var ErrInstrument = errors.New("instrument file is not the one the release records")
+var ErrInstrument = fault.New(fault.Refused, "instrument file is not the one the release records")
 
 // LoadInstrument loads the instrument in the order that makes each step
 // trustworthy: the schemas of pkgDir, the self-test (a failing one stops

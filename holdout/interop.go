@@ -1,11 +1,11 @@
 package holdout
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -149,7 +149,7 @@ func (r *Interop) Verdict() string {
 
 // ErrIncomparable: the documents were written against different releases;
 // comparing two implementations of two specifications measures nothing.
-var ErrIncomparable = errors.New("observation documents name different releases")
+var ErrIncomparable = fault.New(fault.Refused, "observation documents name different releases")
 
 // CompareAll compares every pair of documents (n(n-1)/2 pairs, in the
 // given order). Documents whose spec_release_id differ are refused.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -44,17 +45,17 @@ const (
 var (
 	// ErrLog: an entry is unreadable, out of sequence, of an unknown type
 	// or not linked to the entry before it — the log was edited.
-	ErrLog = errors.New("log chain broken")
+	ErrLog = fault.New(fault.Refused, "log chain broken")
 	// ErrClass: not one of the world's finding classes (the reference
 	// protocol's six, or the world's declared ones).
-	ErrClass = errors.New("not one of the world's finding classes")
+	ErrClass = fault.New(fault.Unusable, "not one of the world's finding classes")
 	// ErrUnknownFinding: no opened finding has this id.
-	ErrUnknownFinding = errors.New("no such finding")
+	ErrUnknownFinding = fault.New(fault.Unusable, "no such finding")
 	// ErrAlreadyClassified: a classification is immutable; a finding is
 	// classified once.
-	ErrAlreadyClassified = errors.New("finding already classified")
+	ErrAlreadyClassified = fault.New(fault.Refused, "finding already classified")
 	// ErrEntry: a required field of an entry is missing or malformed.
-	ErrEntry = errors.New("log entry incomplete")
+	ErrEntry = fault.New(fault.Refused, "log entry incomplete")
 )
 
 // Log is an append-only log of immutable entries in one directory:

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // The eight predicate operators. There is no ninth.
@@ -32,21 +33,21 @@ var (
 	// ErrChallengeSchema: a challenge violates holdout-recipe-v1.schema.json
 	// (an unknown recipe operator, an unknown member, a fixture without a
 	// root…).
-	ErrChallengeSchema = errors.New("challenge violates the recipe schema")
+	ErrChallengeSchema = fault.New(fault.Refused, "challenge violates the recipe schema")
 	// ErrObservationSchema: the document violates
 	// holdout-observation-v1.schema.json (x-sorted included).
-	ErrObservationSchema = errors.New("observation document violates the observation schema")
+	ErrObservationSchema = fault.New(fault.Refused, "observation document violates the observation schema")
 	// ErrImplementation: the document's implementation label is not the
 	// adapter's.
-	ErrImplementation = errors.New("observation document names another implementation")
+	ErrImplementation = fault.New(fault.Refused, "observation document names another implementation")
 	// ErrRelease: the document's spec_release_id is not the run's release.
-	ErrRelease = errors.New("observation document was written against another release")
+	ErrRelease = fault.New(fault.Refused, "observation document was written against another release")
 	// ErrFixtureRoot: an observation's fixture_root is not the challenge's
 	// declared fixture.root.
-	ErrFixtureRoot = errors.New("observation resolved another fixture than the challenge declares")
+	ErrFixtureRoot = fault.New(fault.Refused, "observation resolved another fixture than the challenge declares")
 	// ErrDuplicateChallenge: two challenges share an id, so an observation
 	// would answer both.
-	ErrDuplicateChallenge = errors.New("two challenges share an id")
+	ErrDuplicateChallenge = fault.New(fault.Refused, "two challenges share an id")
 )
 
 // Problem is one reason a document is refused.
@@ -562,3 +563,6 @@ func (sc *Scorer) ScoreAll(docs []Document, expectRelease string) []Scored {
 	wg.Wait()
 	return out
 }
+
+// FaultClass is Refused (internal/fault): an observation document is refused.
+func (*RefusedError) FaultClass() fault.Class { return fault.Refused }

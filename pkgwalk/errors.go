@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // Rule names one rule a package, a view or a manifest can break. Each rule
@@ -26,7 +27,7 @@ const (
 	ErrFIFO    Rule = "FIFO (not a regular file)"
 	ErrSocket  Rule = "socket (not a regular file)"
 	ErrDevice  Rule = "device (not a regular file)"
-	ErrOther   Rule = "not a regular file or directory"
+	errOther   Rule = "not a regular file or directory"
 
 	// ErrHardLink: a file with a second name outside the package changes
 	// when that name is written, after every digest was right.
@@ -49,15 +50,15 @@ const (
 	// after it was checked.
 	ErrRootSymlink Rule = "root is itself a symbolic link"
 	ErrRootNotDir  Rule = "root is not a directory"
-	// ErrUnreadable: an entry the walk could not open or read cannot be
+	// errUnreadable: an entry the walk could not open or read cannot be
 	// measured, so it cannot be delivered.
-	ErrUnreadable Rule = "unreadable entry"
+	errUnreadable Rule = "unreadable entry"
 	// ErrChanged: the entry changed while it was being measured (it vanished,
 	// was swapped, grew or shrank); a digest of it would describe no instant.
 	ErrChanged Rule = "changed while being read"
-	// ErrTooLarge: a file too large to hold in memory (MaxKeptFile) cannot
+	// errTooLarge: a file too large to hold in memory (MaxKeptFile) cannot
 	// be served from a verified copy or checked against the holdout.
-	ErrTooLarge Rule = "file too large to hold in memory"
+	errTooLarge Rule = "file too large to hold in memory"
 
 	// Leaks (TRVM-FORMATS §4.1): material that must never reach the
 	// implementer, whatever the bpkg says.
@@ -150,4 +151,32 @@ func sortProblems(p Problems) Problems {
 	// The same problem found twice (e.g. a FIFO seen by type and again by
 	// a failed open) is listed once.
 	return slices.CompactFunc(p, func(a, b *RefusalError) bool { return *a == *b })
+}
+
+// FaultClass is Refused (internal/fault): a package rule — except the two
+// about the root itself: a root (or an emit destination) that is not a
+// directory, a dangling or any other symbolic link included, is an argument
+// that cannot be used as one (Unusable, exit 2), as ENOTDIR is everywhere.
+func (r Rule) FaultClass() fault.Class {
+	if r == ErrRootSymlink || r == ErrRootNotDir {
+		return fault.Unusable
+	}
+	return fault.Refused
+}
+
+// FaultClass is Refused (internal/fault): a package broke a rule.
+func (e *RefusalError) FaultClass() fault.Class { return e.Rule.FaultClass() }
+
+// FaultClass is Refused (internal/fault): a package broke rules.
+// Unusable when every problem is (the root alone).
+func (p Problems) FaultClass() fault.Class {
+	for _, e := range p {
+		if e.FaultClass() != fault.Unusable {
+			return fault.Refused
+		}
+	}
+	if len(p) == 0 {
+		return fault.Refused
+	}
+	return fault.Unusable
 }

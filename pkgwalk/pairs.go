@@ -152,7 +152,7 @@ func (w *walker) fill(l *lane) {
 	}
 	n, err := readFull(l.fd, l.buf[l.hi:l.hi+int(want)])
 	if err != nil {
-		w.problem(l.path, ErrUnreadable, err.Error())
+		w.problem(l.path, errUnreadable, err.Error())
 		l.close()
 		return
 	}

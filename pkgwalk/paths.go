@@ -132,5 +132,5 @@ func openError(p string, err error) error {
 	case errors.Is(err, unix.ENXIO):
 		return &RefusalError{Path: p, Rule: ErrSocket}
 	}
-	return &RefusalError{Path: p, Rule: ErrUnreadable, Detail: err.Error()}
+	return &RefusalError{Path: p, Rule: errUnreadable, Detail: err.Error()}
 }

@@ -99,7 +99,7 @@ type WalkOptions struct {
 
 // MaxKeptFile is the largest file a walk holds in memory (KeepBytes, or a
 // JSON file read for the challenge-shape leak rule); a larger one is
-// refused with ErrTooLarge rather than exhausting memory.
+// refused with errTooLarge rather than exhausting memory.
 const MaxKeptFile = 1 << 30
 
 // pairReader: walk workers hash two files at a time (pairs.go) where
@@ -386,7 +386,7 @@ func (w *walker) dir(d *dirRef, rel string) {
 	defer d.release()
 	ents, err := readDir(d.fd)
 	if err != nil {
-		w.problem(orDot(rel), ErrUnreadable, err.Error())
+		w.problem(orDot(rel), errUnreadable, err.Error())
 		return
 	}
 	for _, e := range ents {
@@ -449,7 +449,7 @@ func (w *walker) subdir(d *dirRef, name, p string) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		w.problem(p, ErrUnreadable, err.Error())
+		w.problem(p, errUnreadable, err.Error())
 		return
 	}
 	if st.Dev != w.rootDev {
@@ -533,9 +533,9 @@ func (w *walker) openFailed(dirfd int, name, p string, err error) {
 			w.problem(p, typeRule(st.Mode), "")
 			return
 		}
-		w.problem(p, ErrUnreadable, err.Error())
+		w.problem(p, errUnreadable, err.Error())
 	default:
-		w.problem(p, ErrUnreadable, err.Error())
+		w.problem(p, errUnreadable, err.Error())
 	}
 }
 
@@ -550,7 +550,7 @@ func typeRule(mode uint32) Rule {
 	case unix.S_IFCHR, unix.S_IFBLK:
 		return ErrDevice
 	}
-	return ErrOther
+	return errOther
 }
 
 func typeName(mode uint32) string {
@@ -611,7 +611,7 @@ func (w *walker) openFile(dirfd int, name, p string) (int, unix.Stat_t, bool) {
 	}
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		w.problem(p, ErrUnreadable, err.Error())
+		w.problem(p, errUnreadable, err.Error())
 		return -1, st, false
 	}
 	switch {
@@ -680,7 +680,7 @@ func (w *walker) keepsBytes(path string) bool {
 func (w *walker) read(fd int, path string, size int64, buf []byte) {
 	keep := w.keepsBytes(path)
 	if keep && size > MaxKeptFile {
-		w.problem(path, ErrTooLarge, fmt.Sprintf("%d bytes", size))
+		w.problem(path, errTooLarge, fmt.Sprintf("%d bytes", size))
 		return
 	}
 	h := sha256.New()
@@ -690,7 +690,7 @@ func (w *walker) read(fd int, path string, size int64, buf []byte) {
 		data = make([]byte, size+1)
 		n, err := readFull(fd, data)
 		if err != nil {
-			w.problem(path, ErrUnreadable, err.Error())
+			w.problem(path, errUnreadable, err.Error())
 			return
 		}
 		if int64(n) != size {
@@ -708,7 +708,7 @@ func (w *walker) read(fd int, path string, size int64, buf []byte) {
 			}
 			n, err := readFull(fd, buf[:want])
 			if err != nil {
-				w.problem(path, ErrUnreadable, err.Error())
+				w.problem(path, errUnreadable, err.Error())
 				return
 			}
 			h.Write(buf[:n])

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox/cgprime"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/opencontainers/runc/libcontainer"
@@ -29,19 +30,19 @@ import (
 // Sentinels for Exec's refusals; callers branch with errors.Is.
 var (
 	// ErrConfig: the Config is unusable (the error names the field).
-	ErrConfig = errors.New("invalid sandbox configuration")
+	ErrConfig = fault.New(fault.Unusable, "invalid sandbox configuration")
 	// ErrIsolation: the mechanism-level isolation check did not pass; the
 	// run must be recorded as invalid_infrastructure.
-	ErrIsolation = errors.New("network isolation check failed")
+	ErrIsolation = fault.New(fault.Refused, "network isolation check failed")
 	// ErrSealProbe: the seal probe or its positive control did not pass;
 	// the run must be recorded as invalid_infrastructure.
-	ErrSealProbe = errors.New("seal probe failed")
+	ErrSealProbe = fault.New(fault.Refused, "seal probe failed")
 	// ErrPackage: the package could not be emitted and sealed (the emit
 	// refused it, or the kernel did not confirm the seal).
-	ErrPackage = errors.New("package view refused")
+	ErrPackage = fault.New(fault.Refused, "package view refused")
 	// ErrNamespaceChanged: the candidate's process is not in the network
 	// namespace that was checked.
-	ErrNamespaceChanged = errors.New("candidate is not in the checked network namespace")
+	ErrNamespaceChanged = fault.New(fault.Refused, "candidate is not in the checked network namespace")
 )
 
 // Endpoint is one allowlisted destination: an IP address and a TCP port.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
@@ -18,7 +19,7 @@ import (
 
 // ErrGCIncomplete: GC found a stale run it could not (or must not) remove
 // entirely; the run's Problems name what and why.
-var ErrGCIncomplete = errors.New("stale sandbox run not removed")
+var ErrGCIncomplete = fault.New(fault.Refused, "stale sandbox run not removed")
 
 // cgroupParent is the cgroup directory every run's cgroups are created in
 // (Config.Spec's CgroupsPath), under each hierarchy.

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/google/nftables"
 	"golang.org/x/sys/unix"
@@ -16,7 +16,7 @@ import (
 
 // ErrUnsupported is wrapped by CheckKernel's error when this machine cannot
 // establish the candidate sandbox; the error text names every missing piece.
-var ErrUnsupported = errors.New("the kernel cannot establish the candidate sandbox")
+var ErrUnsupported = fault.New(fault.NoIsolation, "the kernel cannot establish the candidate sandbox")
 
 // KernelReport is what `cleanroom sandbox check` prints: what the kernel
 // offers for the candidate sandbox, and what is missing.

@@ -3,19 +3,21 @@ package sign
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // Rules a key or a signature can break. Callers branch with errors.Is.
 var (
-	ErrMalformed     = errors.New("malformed SSHSIG signature")
-	ErrTooLarge      = errors.New("input larger than the cap")
-	ErrNamespace     = errors.New("signature namespace is empty or not the expected one")
-	ErrHashAlgorithm = errors.New("signature hash algorithm is not sha512")
-	ErrWrongKey      = errors.New("signature made by another key")
-	ErrBadSignature  = errors.New("signature does not verify")
+	ErrMalformed     = fault.New(fault.Refused, "malformed SSHSIG signature")
+	ErrTooLarge      = fault.New(fault.Refused, "input larger than the cap")
+	ErrNamespace     = fault.New(fault.Refused, "signature namespace is empty or not the expected one")
+	ErrHashAlgorithm = fault.New(fault.Refused, "signature hash algorithm is not sha512")
+	ErrWrongKey      = fault.New(fault.Refused, "signature made by another key")
+	ErrBadSignature  = fault.New(fault.Refused, "signature does not verify")
 	ErrKeyType       = errors.New("key is not Ed25519")
 	ErrEncryptedKey  = errors.New("private key is encrypted")
-	ErrKeyExists     = errors.New("key file already exists")
+	ErrKeyExists     = fault.New(fault.Unusable, "key file already exists")
 )
 
 // VerifyError reports why a signature was refused and names the key that was
@@ -46,3 +48,10 @@ type KeyError struct {
 func (e *KeyError) Error() string { return fmt.Sprintf("key %s: %v", e.Path, e.Err) }
 
 func (e *KeyError) Unwrap() error { return e.Err }
+
+// FaultClass is Refused (internal/fault): a signature was read and does not verify.
+func (*VerifyError) FaultClass() fault.Class { return fault.Refused }
+
+// FaultClass is Refused (internal/fault): a key file was read and is not a
+// usable key; Unusable when it could not be read at all (not a regular file).
+func (e *KeyError) FaultClass() fault.Class { return fault.RuleClass(e.Err) }

@@ -8,6 +8,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/evidence/schema"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
@@ -33,18 +34,6 @@ func newAmberCaseCmd() *cobra.Command {
 	return &cobra.Command{Use: "case", Short: "Build and verify AMBER cases"}
 }
 
-// amberErr maps an amber error to the exit code: 1 for a refused input, 2
-// for everything else.
-func amberErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	if amber.IsRefusal(err) {
-		return refusedErr(err)
-	}
-	return usageErr(err)
-}
-
 func newAmberKeyGenCmd() *cobra.Command {
 	var out, identity string
 	c := &cobra.Command{
@@ -53,11 +42,11 @@ func newAmberKeyGenCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := sign.GenerateKeyWithComment(out, identity); err != nil {
-				return usageErr(err) // an existing key (sign.ErrKeyExists) is an output that exists
+				return fault.AsUnusable(err) // an existing key (sign.ErrKeyExists) is an output that exists
 			}
 			s, err := sign.LoadSigner(out)
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			line := sign.AllowedSignersLine(identity, s.PublicKey())
 			res := struct {
@@ -100,12 +89,12 @@ committer date are then recorded in the manifest's provenance
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := sign.LoadSigner(keyPath)
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			o.Signer = s
 			if cutoffOutput != "" {
 				if o.CutoffRuleOutput, err = evidence.ReadRegularFile(cutoffOutput, evidence.MaxSize); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 			}
 			if len(provenance) > 0 {
@@ -113,14 +102,14 @@ committer date are then recorded in the manifest's provenance
 				for _, kv := range provenance {
 					k, v, ok := strings.Cut(kv, "=")
 					if !ok || k == "" {
-						return usageErr(fmt.Errorf("--provenance %q: want KEY=VALUE", kv))
+						return fault.AsUnusable(fmt.Errorf("--provenance %q: want KEY=VALUE", kv))
 					}
 					o.Provenance[k] = v
 				}
 			}
 			c, err := amber.Build(cmd.Context(), o)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			res := struct {
 				Dir            string          `json:"case_dir"`
@@ -186,17 +175,17 @@ then the oracle's sha256 and form. The failing check is named.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			var opts amber.VerifyOptions
 			opts.SkipOracle = noOracle
 			if schemaPath != "" {
 				b, err := evidence.ReadRegularFile(schemaPath, evidence.MaxSize)
 				if err != nil {
-					return usageErr(err)
+					return err
 				}
 				if opts.Schema, err = schema.Compile(schemaPath, b); err != nil {
-					return usageErr(err)
+					return err
 				}
 			}
 			rep, verr := amber.VerifyCase(cmd.Context(), args[0], pub, opts)
@@ -228,11 +217,7 @@ then the oracle's sha256 and form. The failing check is named.`,
 			}
 			if verr != nil {
 				// The report went to stdout; the refusal goes to stderr too.
-				ferr := fmt.Errorf("case %s: check %s failed: %w", args[0], res.Failed, verr)
-				if amber.IsRefusal(verr) {
-					return refusedErr(ferr)
-				}
-				return usageErr(ferr)
+				return fmt.Errorf("case %s: check %s failed: %w", args[0], res.Failed, verr)
 			}
 			return nil
 		},

@@ -9,6 +9,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
@@ -37,7 +38,7 @@ func readTrustedVKey(path string) (string, error) {
 	}
 	b, err := evidence.ReadRegularFile(path, evidence.MaxSize)
 	if err != nil {
-		return "", usageErr(err)
+		return "", err
 	}
 	return string(b), nil
 }
@@ -57,7 +58,7 @@ can be run again.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ix, err := amber.InitIndex(args[0], origin, keyOut)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			res := struct {
 				Dir        string         `json:"index_dir"`
@@ -86,16 +87,16 @@ func newAmberIndexAppendCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			m, msha, err := amber.VerifySignedManifest(caseDir, pub)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			e := amber.EntryFromManifest(m, msha)
 			ix, err := amber.AppendCaseFile(args[0], key, e)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			res := struct {
 				Entry      *amber.Entry   `json:"entry"`
@@ -124,7 +125,7 @@ func newAmberIndexRetireCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ix, err := amber.RetireCaseFile(args[0], key, caseID, date)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			e, _, _ := ix.Latest(caseID)
 			res := struct {
@@ -158,7 +159,7 @@ func newAmberIndexVerifyCmd() *cobra.Command {
 			}
 			ix, err := amber.LoadIndex(args[0], vkey)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			res := struct {
 				Checkpoint checkpointView  `json:"checkpoint"`
@@ -168,11 +169,11 @@ func newAmberIndexVerifyCmd() *cobra.Command {
 			if since != "" {
 				old, err := evidence.ReadRegularFile(since, evidence.MaxSize)
 				if err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 				cp, err := ix.VerifySince(old)
 				if err != nil {
-					return amberErr(err)
+					return err
 				}
 				v := viewCheckpoint(cp)
 				res.Since = &v
@@ -199,11 +200,11 @@ func newAmberIndexProveCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ix, err := amber.LoadIndex(args[0], "")
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			proof, err := ix.Prove(args[1])
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			if out == "" {
 				if jsonOutput(cmd) {
@@ -215,7 +216,7 @@ func newAmberIndexProveCmd() *cobra.Command {
 			// Created exclusively and whole: a proof handed on is never
 			// silently replaced, nor left half-written.
 			if err := durable.CreateFile(filepath.Clean(out), proof, 0o644); err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			return printResult(cmd, map[string]any{"case_id": args[1], "out": out}, func(w io.Writer) { fmt.Fprintf(w, "wrote %s\n", out) })
 		},
@@ -232,7 +233,7 @@ func newAmberIndexShowCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ix, err := amber.LoadIndex(args[0], "")
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			res := struct {
 				Checkpoint checkpointView `json:"checkpoint"`
@@ -264,11 +265,11 @@ func newAmberIndexVerifyProofCmd() *cobra.Command {
 			}
 			b, err := evidence.ReadRegularFile(args[0], evidence.MaxSize)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			p, err := amber.VerifyProof(b, vkey)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			res := struct {
 				Entry      *amber.Entry   `json:"entry"`

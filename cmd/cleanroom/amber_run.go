@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
@@ -30,43 +31,43 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash != 1 {
-				return usageErr(errors.New("usage: amber run CASEDIR [flags] -- CMD…"))
+				return fault.AsUnusable(errors.New("usage: amber run CASEDIR [flags] -- CMD…"))
 			}
 			o.CaseDir, o.Args = args[0], args[1:]
 			prov, model, ok := strings.Cut(candidate, "/")
 			if !ok || prov == "" || model == "" {
-				return usageErr(fmt.Errorf("--candidate %q: want PROVIDER/MODEL", candidate))
+				return fault.AsUnusable(fmt.Errorf("--candidate %q: want PROVIDER/MODEL", candidate))
 			}
 			o.Provider, o.Model = prov, model
 			var err error
 			if o.Producer, err = sign.LoadPublicKey(pubPath); err != nil {
-				return usageErr(err)
+				return err
 			}
 			if o.Signer, err = sign.LoadSigner(keyPath); err != nil {
-				return usageErr(err)
+				return err
 			}
 			if o.IndexVKey, err = readTrustedVKey(indexPub); err != nil {
 				return err
 			}
 			if o.Sealed, err = netip.ParseAddrPort(sealed); err != nil {
-				return usageErr(fmt.Errorf("--sealed: %w", err))
+				return fault.AsUnusable(fmt.Errorf("--sealed: %w", err))
 			}
 			if control != "" {
 				ap, err := netip.ParseAddrPort(control)
 				if err != nil {
-					return usageErr(fmt.Errorf("--control: %w", err))
+					return fault.AsUnusable(fmt.Errorf("--control: %w", err))
 				}
 				o.Control = &ap
 			}
 			iso := &amber.SandboxIsolation{StateDir: stateDir}
 			if err := iso.Available(); err != nil {
-				return isolationErr(err)
+				return fault.AsNoIsolation(err)
 			}
 			o.Isolation = iso
 			o.Progress = progressLine(cmd)
 			res, err := amber.Run(cmd.Context(), o)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			r := res.Record
 			if err := printResult(cmd, r, func(w io.Writer) {
@@ -120,7 +121,7 @@ given, must agree; a spec file, when given, must hash to spec_sha256.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			res := struct {
 				Record    string   `json:"record"`
@@ -132,13 +133,13 @@ given, must agree; a spec file, when given, must hash to spec_sha256.`,
 			if !byValue {
 				r, err := amber.VerifyRecordSignature(args[0], pub)
 				if err != nil {
-					return amberErr(err)
+					return err
 				}
 				res.Passed = amber.RecordSignatureChecks()
 				res.State, res.CaseID, res.IndexVers = r.TerminalState, r.CaseID, r.IndexVersion
 			} else {
 				if indexPub == "" {
-					return usageErr(errors.New("--by-value needs --index-pub (the index key the consumer trusts)"))
+					return fault.AsUnusable(errors.New("--by-value needs --index-pub (the index key the consumer trusts)"))
 				}
 				vkey, err := readTrustedVKey(indexPub)
 				if err != nil {
@@ -146,7 +147,7 @@ given, must agree; a spec file, when given, must hash to spec_sha256.`,
 				}
 				rep, err := amber.VerifyRecordByValue(args[0], pub, vkey, summary, spec)
 				if err != nil {
-					return amberErr(err)
+					return err
 				}
 				res.Passed = rep.Passed
 				res.State, res.CaseID, res.IndexVers = rep.Record.TerminalState, rep.Record.CaseID, rep.Record.IndexVersion

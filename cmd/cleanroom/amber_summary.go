@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
@@ -23,14 +24,14 @@ CASEDIR). The retirement state and index_version come from the index.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pub, err := sign.LoadPublicKey(pubPath)
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			signer, err := sign.LoadSigner(keyPath)
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
 			if sign.Fingerprint(signer.PublicKey()) != sign.Fingerprint(pub) {
-				return usageErr(fmt.Errorf("--key %s is not the producer key %s", signer.Fingerprint(), sign.Fingerprint(pub)))
+				return fault.AsUnusable(fmt.Errorf("--key %s is not the producer key %s", signer.Fingerprint(), sign.Fingerprint(pub)))
 			}
 			vkey, err := readTrustedVKey(indexPub)
 			if err != nil {
@@ -38,22 +39,22 @@ CASEDIR). The retirement state and index_version come from the index.`,
 			}
 			m, msha, err := amber.VerifySignedManifest(args[0], pub)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			ix, err := amber.LoadIndex(indexDir, vkey)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			s, err := amber.NewSummary(m, msha, ix)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			if out == "" {
 				out = args[0]
 			}
 			b, err := amber.WriteSummary(out, s, signer)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			return printResult(cmd, s, func(w io.Writer) {
 				fmt.Fprintf(w, "wrote %s/%s and %s (signed by %s)\n", out, amber.SummaryFile, amber.SummarySigFile, signer.Fingerprint())
@@ -84,11 +85,11 @@ Exit 0 when comparable, 1 when not.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := amber.LoadComparability(args[0])
 			if err != nil {
-				return amberErr(fmt.Errorf("%s: %w", args[0], err))
+				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			b, err := amber.LoadComparability(args[1])
 			if err != nil {
-				return amberErr(fmt.Errorf("%s: %w", args[1], err))
+				return fmt.Errorf("%s: %w", args[1], err)
 			}
 			c := amber.Compare(a, b)
 			res := struct {
@@ -114,7 +115,7 @@ Exit 0 when comparable, 1 when not.`,
 				return err
 			}
 			if !c.Comparable {
-				return refusedErr(errors.New("the two records are not comparable (the fields marked differ)"))
+				return fault.AsRefused(errors.New("the two records are not comparable (the fields marked differ)"))
 			}
 			return nil
 		},
@@ -135,27 +136,27 @@ recorded as passed is the leak date; with none passed, no valid run stands.`,
 			o := amber.AdjudicateOptions{LeakDate: leak, Retired: retired}
 			if caseDir != "" {
 				if pubPath == "" {
-					return usageErr(errors.New("--case needs --pub"))
+					return fault.AsUnusable(errors.New("--case needs --pub"))
 				}
 				pub, err := sign.LoadPublicKey(pubPath)
 				if err != nil {
-					return usageErr(err)
+					return err
 				}
 				if o.Manifest, _, err = amber.VerifySignedManifest(caseDir, pub); err != nil {
-					return amberErr(err)
+					return err
 				}
 			}
 			records := map[string]*amber.RunRecord{}
 			for _, p := range args {
 				r, err := amber.LoadRecordFile(p)
 				if err != nil {
-					return amberErr(err)
+					return err
 				}
 				records[p] = r
 			}
 			out, err := amber.Adjudicate(records, o)
 			if err != nil {
-				return amberErr(err)
+				return err
 			}
 			return printResult(cmd, map[string]any{"adjudications": out}, func(w io.Writer) {
 				for _, a := range out {

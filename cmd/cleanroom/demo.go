@@ -19,6 +19,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
@@ -71,7 +72,7 @@ artifacts stay in the output directory (a fresh temporary directory unless
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out, err := demoOutDir(outDir)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			env := &demoEnv{out: out, ids: map[string]string{}}
 			w := cmd.OutOrStdout()
@@ -87,7 +88,7 @@ artifacts stay in the output directory (a fresh temporary directory unless
 					if !jsonOutput(cmd) {
 						fmt.Fprintf(w, "  %2d %-34s NOT RUN\n", i+1, st.name)
 					}
-					return isolationErr(fmt.Errorf("demo stopped before %q: this machine cannot create the isolation it needs: %w (`cleanroom sandbox check` lists what this machine offers); artifacts so far in %s", st.name, kernelErr, out))
+					return fault.AsNoIsolation(fmt.Errorf("demo stopped before %q: this machine cannot create the isolation it needs: %w (`cleanroom sandbox check` lists what this machine offers); artifacts so far in %s", st.name, kernelErr, out))
 				}
 				t0 := time.Now()
 				res, err := st.run(cmd.Context(), env)
@@ -96,7 +97,7 @@ artifacts stay in the output directory (a fresh temporary directory unless
 					if !jsonOutput(cmd) {
 						fmt.Fprintf(w, "  %2d %-34s FAILED (%.1f ms)\n", i+1, st.name, ms)
 					}
-					return refusedErr(fmt.Errorf("demo stage %q: %w", st.name, err))
+					return fault.AsRefused(fmt.Errorf("demo stage %q: %w", st.name, err))
 				}
 				results = append(results, demoStageResult{st.name, res, ms})
 				if !jsonOutput(cmd) {

@@ -11,13 +11,13 @@
 // one of them and maps the error it gets to an exit code, and never
 // re-implements a check.
 //
-// Exit codes (docs/exit-codes.md, pinned by TestExitCodes and
-// TestIsolationUnavailableExitsThree): 0 success; 1 refused, the input
-// broke a rule and every problem is named (refusedErr); 2 unusable, bad
-// arguments, a missing or unreadable file, an output that exists, or an
-// environment that cannot do the work (usageErr); 3 this machine cannot
-// establish the isolation the command needs, the missing piece named
-// (isolationErr). An error a command returns without one of these, and
-// anything cobra itself refuses, is 2. `sandbox exec` and `room serve` pass
-// another process's status through.
+// Exit codes (docs/exit-codes.md; internal/fault): 0 success; 1 refused,
+// the input was read and broke a rule, every problem named; 2 unusable, bad
+// arguments, an input that cannot be read, an output that exists; 3 this
+// machine cannot establish the isolation the command needs. An error's class
+// is decided where the error is made (a classed sentinel or error type in
+// the package that applies the rule, or fault.AsUnusable and friends for
+// what a command itself checks); execute maps it with fault.ExitCode, the
+// only caller, and anything unclassified is 2. `sandbox exec` and `room
+// serve` pass another process's status through (fault.Status).
 package main

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/evidence/schema"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
@@ -68,18 +69,19 @@ JSON pointer. With --schema, accepted documents are also validated against
 that JSON Schema (itself read strictly); a schema refusal names the instance
 pointer and the schema keyword.
 
-Exit status: 0 every file accepted, 1 any file refused, 2 unusable arguments
-(no file, an unreadable file or schema, a schema that does not compile).`,
+Exit status: 0 every file accepted, 1 any file (or the schema) refused by
+the strict reader, 2 unusable arguments (no file, a file or schema that
+cannot be read, a schema that does not compile).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var sch *schema.Schema
 			if schemaPath != "" {
 				b, err := evidence.ReadFileBytes(schemaPath)
 				if err != nil {
-					return usageErr(fmt.Errorf("schema: %w", err))
+					return fmt.Errorf("schema: %w", err)
 				}
 				if sch, err = schema.Compile(schemaPath, b); err != nil {
-					return usageErr(err)
+					return err
 				}
 			}
 			lines := make([]checkLine, 0, len(args))
@@ -103,9 +105,9 @@ Exit status: 0 every file accepted, 1 any file refused, 2 unusable arguments
 			case err != nil:
 				return err
 			case unreadable > 0:
-				return usageErr(fmt.Errorf("%d of %d files could not be read", unreadable, len(args)))
+				return fault.AsUnusable(fmt.Errorf("%d of %d files could not be read", unreadable, len(args)))
 			case refused > 0:
-				return refusedErr(fmt.Errorf("%d of %d files refused", refused, len(args)))
+				return fault.AsRefused(fmt.Errorf("%d of %d files refused", refused, len(args)))
 			}
 			return nil
 		},
@@ -150,20 +152,13 @@ every cleanroom identity hashes. With --json it prints the canonical text and
 its SHA-256 instead. A refused file exits 1 naming the rule and location.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := evidence.ReadFileBytes(args[0])
+			v, err := evidence.ReadFile(args[0])
 			if err != nil {
-				if evidence.IsRefusal(err) {
-					return refusedErr(err)
-				}
-				return usageErr(err)
-			}
-			v, err := evidence.Read(b)
-			if err != nil {
-				return refusedErr(fmt.Errorf("%s: %w", args[0], err))
+				return err
 			}
 			out, err := evidence.Canonical(v)
 			if err != nil {
-				return refusedErr(fmt.Errorf("%s: %w", args[0], err))
+				return fault.AsRefused(fmt.Errorf("%s: %w", args[0], err))
 			}
 			if jsonOutput(cmd) {
 				return printResult(cmd, map[string]any{"file": args[0], "canonical": string(out), "sha256": pkgwalk.SHA256Hex(out)}, nil)
@@ -193,7 +188,7 @@ It exits 1 if any vector disagrees.`,
 				return err
 			}
 			if testErr != nil {
-				return refusedErr(testErr)
+				return fault.AsRefused(testErr)
 			}
 			return nil
 		},

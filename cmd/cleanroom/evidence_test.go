@@ -60,7 +60,9 @@ func TestEvidenceCheckCLI(t *testing.T) {
 		{"fifo", []string{fifo}, 2, []string{"not a regular file"}},
 		{"no-arguments", nil, 2, []string{"requires at least 1 arg"}},
 		{"schema-does-not-compile", []string{"--schema", p("broken-schema.json"), p("good.json")}, 2, []string{"broken-schema.json"}},
-		{"schema-refused-by-reader", []string{"--schema", p("dup.json"), p("good.json")}, 2, []string{"duplicate-name"}},
+		// A schema the strict reader refuses is refused (1) like any file
+		// it refuses, whichever argument names it (docs/exit-codes.md).
+		{"schema-refused-by-reader", []string{"--schema", p("dup.json"), p("good.json")}, 1, []string{"duplicate-name"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,8 +7,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/fleet"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
@@ -24,13 +26,13 @@ func newFleetCmd() *cobra.Command {
 // readRuns reads and checks a run list (--runs, a required flag); a broken
 // rule is exit 1, an unreadable file exit 2.
 func readRuns(path string) ([]fleet.Run, []byte, error) {
-	b, err := readJSONInput(path)
+	b, err := evidence.ReadFileBytes(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	runs, err := fleet.ParseRuns(b, path)
 	if err != nil {
-		return nil, nil, refusedErr(err)
+		return nil, nil, fault.AsRefused(err)
 	}
 	return runs, b, nil
 }
@@ -61,7 +63,7 @@ cleanroom fleet bind, and collect with --runs DIR/runs.json.`,
 			}
 			plan, err := fleet.WritePlan(runs, raw, out)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			return printResult(cmd, plan, func(w io.Writer) {
 				fmt.Fprintf(w, "plan sha256 %s\n", plan.PlanSHA256)
@@ -97,14 +99,14 @@ record (rule "plan entry"). An existing entry is never replaced.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" || kind == "" || run == "" || runSHA == "" || planSHA == "" {
-				return usageErr(fmt.Errorf("bind needs --results, --kind, --run, --run-sha256 and --plan-sha256 (or the plan's Job environment)"))
+				return fault.AsUnusable(fmt.Errorf("bind needs --results, --kind, --run, --run-sha256 and --plan-sha256 (or the plan's Job environment)"))
 			}
 			e, err := fleet.Bind(dir, kind, run, runSHA, planSHA)
 			if errors.Is(err, fleet.ErrPlanEntry) || errors.Is(err, fleet.ErrName) {
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			return printResult(cmd, e, func(w io.Writer) {
 				fmt.Fprintf(w, "bound %s to run %s (run_sha256 %s, plan %s, record %s)\n",
@@ -148,17 +150,17 @@ refused before anything is written (exit 2).`,
 			opt := fleet.CollectOptions{Verify: experiment.VerifyOptions{}}
 			if pub != "" {
 				if opt.AmberPub, err = sign.LoadPublicKey(pub); err != nil {
-					return usageErr(err)
+					return err
 				}
 			}
 			if signer != "" {
 				if opt.Verify.SignerKey, err = sign.LoadPublicKey(signer); err != nil {
-					return usageErr(err)
+					return err
 				}
 			}
 			rep, err := fleet.Collect(cmd.Context(), runs, from, into, opt)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			if err := printResult(cmd, rep, func(w io.Writer) { printCollect(w, rep) }); err != nil {
 				return err
@@ -170,7 +172,7 @@ refused before anything is written (exit 2).`,
 						bad++
 					}
 				}
-				return refusedErr(fmt.Errorf("%d of %d run(s) did not verify", bad, len(rep.Runs)))
+				return fault.AsRefused(fmt.Errorf("%d of %d run(s) did not verify", bad, len(rep.Runs)))
 			}
 			return nil
 		},

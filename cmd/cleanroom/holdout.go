@@ -10,6 +10,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/spf13/cobra"
 )
 
@@ -28,63 +29,32 @@ than scoring it when it crosses a boundary rule.`,
 }
 
 // loadChallenges reads --challenges: a holdout directory or a JSON array
-// file (the fixture form). An argument that names nothing, or neither a
-// directory nor a regular file, is unusable (exit 2, an *exitError); what
-// is read and breaks a rule is returned as is, for refusedJSON.
+// file (the fixture form). Its errors carry their class from where they are
+// made (internal/fault): an argument that cannot be read is unusable, what
+// is read and breaks a rule is refused.
 func loadChallenges(arg string) ([]*holdout.Challenge, error) {
 	fi, err := os.Stat(arg)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, err
 	}
 	if fi.IsDir() {
 		h, err := holdout.LoadDir(arg)
-		if unreadableInput(err) {
-			return nil, usageErr(err)
-		}
 		if err != nil {
 			return nil, err
 		}
 		return h.Challenges, nil
 	}
-	b, err := readJSONInput(arg)
+	b, err := evidence.ReadFileBytes(arg)
 	if err != nil {
 		return nil, err
 	}
 	return holdout.ParseChallenges(b, arg)
 }
 
-// readJSONDocument reads an input document through the strict reader: a
-// file that cannot be read (missing, not a regular file) is unusable (exit
-// 2, an *exitError), while bytes the reader refuses are returned as is, for
-// refusedJSON.
-func readJSONDocument(path string) (any, error) {
-	b, err := evidence.ReadFileBytes(path)
-	if err != nil && !evidence.IsRefusal(err) {
-		return nil, usageErr(err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	v, err := evidence.Read(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return v, nil
-}
-
-// refusedJSON ends a holdout command refused (exit 1, with --json as
-// {refused}); an error that already carries its exit code (an input that
-// cannot be read: exit 2) passes through unchanged, so a missing file is not
-// reported as a refusal.
-func refusedJSON(cmd *cobra.Command, err error) error {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	if jsonOutput(cmd) {
-		_ = printResult(cmd, evidence.NewObject(evidence.Member{Name: "refused", Value: err.Error()}), nil)
-	}
-	return refusedErr(err)
+// refusedJSON gives a holdout command's failure the {refused} member of
+// the scorer's output form (TRVM scoreRun) in its --json failure document.
+func refusedJSON(err error) error {
+	return withDetail(err, evidence.Member{Name: "refused", Value: err.Error()})
 }
 
 func newHoldoutScoreCmd() *cobra.Command {
@@ -106,21 +76,21 @@ not the expected one, or when an observation's fixture_root is not the
 challenge's fixture.root. Both schemas come from --package.
 
 With --json the output is {results:[{id, op, path, pass, detail}], missing,
-total, pass, fail, unresolved, implementation, spec_release_id}, or
-{refused: "…"}.`,
+total, pass, fail, unresolved, implementation, spec_release_id}, or the
+failure document {error, exit_code, refused: "…"}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := holdout.LoadPackageSchemas(pkg)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			chs, err := loadChallenges(challenges)
 			if err != nil {
-				return refusedJSON(cmd, err)
+				return refusedJSON(err)
 			}
-			doc, err := readJSONDocument(observations)
+			doc, err := evidence.ReadFile(observations)
 			if err != nil {
-				return refusedJSON(cmd, err)
+				return refusedJSON(err)
 			}
 			rep, err := holdout.Score(s, chs, doc, holdout.Options{ExpectRelease: expRel, ExpectImplementation: expImpl})
 			if err != nil {
@@ -132,17 +102,17 @@ total, pass, fail, unresolved, implementation, spec_release_id}, or
 						for _, p := range re.Problems {
 							fmt.Fprintf(w, "  %s\n", p.Text)
 						}
-						return refusedErr(nil)
+						return fault.AsRefused(nil)
 					}
-					return refusedJSON(cmd, err)
+					return refusedJSON(err)
 				}
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			if err := printResult(cmd, rep.JSON(), func(w io.Writer) { printScore(w, rep) }); err != nil {
 				return err
 			}
 			if v := rep.Verdict(); v != "PASS" {
-				return refusedErr(fmt.Errorf("%s: verdict %s", observations, v))
+				return fault.AsRefused(fmt.Errorf("%s: verdict %s", observations, v))
 			}
 			return nil
 		},
@@ -193,18 +163,15 @@ too, "self-test fixture malformed", naming the file and the member.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := holdout.SelfTest(args[0])
 			if err != nil {
-				// A fixture that is there and malformed broke a rule; one
-				// that cannot be read at all is unusable input.
-				if errors.Is(err, holdout.ErrFixture) || errors.Is(err, holdout.ErrChallengeRead) || evidence.IsRefusal(err) {
-					return refusedErr(err)
-				}
-				return usageErr(err)
+				// Classed where made: a fixture that is there and
+				// malformed broke a rule; one that cannot be read is unusable.
+				return err
 			}
 			if err := printResult(cmd, fixtureJSON(r), func(w io.Writer) { printFixture(w, r) }); err != nil {
 				return err
 			}
 			if !r.OK() {
-				return refusedErr(fmt.Errorf("%w: %d problems", holdout.ErrSelfTest, len(r.Problems)))
+				return fault.AsRefused(fmt.Errorf("%w: %d problems", holdout.ErrSelfTest, len(r.Problems)))
 			}
 			return nil
 		},
@@ -301,18 +268,18 @@ documents naming different releases are refused.`,
 			if pkg != "" {
 				var err error
 				if s, err = holdout.LoadPackageSchemas(pkg); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 			}
 			docs := make([]holdout.Document, 0, len(args))
 			for _, a := range args {
-				v, err := readJSONDocument(a)
+				v, err := evidence.ReadFile(a)
 				if err != nil {
-					return refusedJSON(cmd, err)
+					return refusedJSON(err)
 				}
 				if s != nil {
 					if err := s.Observation.Validate(v); err != nil {
-						return refusedJSON(cmd, fmt.Errorf("%s: %w", a, err))
+						return refusedJSON(fmt.Errorf("%s: %w", a, err))
 					}
 				}
 				label := filepath.Base(a)
@@ -327,13 +294,13 @@ documents naming different releases are refused.`,
 			}
 			r, err := holdout.CompareAll(docs)
 			if err != nil {
-				return refusedJSON(cmd, err)
+				return refusedJSON(err)
 			}
 			if err := printResult(cmd, r.JSON(), func(w io.Writer) { printInterop(w, r) }); err != nil {
 				return err
 			}
 			if v := r.Verdict(); v != "PASS" {
-				return refusedErr(fmt.Errorf("interop %s: %d finding(s) between the documents", v, r.Findings))
+				return fault.AsRefused(fmt.Errorf("interop %s: %d finding(s) between the documents", v, r.Findings))
 			}
 			return nil
 		},
@@ -369,7 +336,7 @@ the committed set.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := holdout.LoadPackageSchemas(pkg)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			// A directory that is not there is unusable input, not a
 			// holdout set refused.
@@ -384,18 +351,18 @@ the committed set.`,
 			if _, statErr := os.Stat(relPath); statErr == nil {
 				rel, err := experiment.ReadRelease(relPath)
 				if err != nil {
-					return refusedErr(err)
+					return err
 				}
 				if h, err = holdout.LoadCommitted(pkg, args[0], rel.Committed(), s); err != nil {
-					return inputFailure(err)
+					return err
 				}
 				committed = fmt.Sprintf("matches the release's holdout_commitment %s", rel.HoldoutCommitment)
 			} else {
 				if h, err = holdout.LoadDir(args[0]); err != nil {
-					return inputFailure(err)
+					return err
 				}
 				if probs := holdout.ValidateChallenges(s, h.Challenges); len(probs) > 0 {
-					return refusedErr(&holdout.RefusedError{Problems: probs})
+					return fault.AsRefused(&holdout.RefusedError{Problems: probs})
 				}
 			}
 			preds := 0
@@ -437,7 +404,7 @@ The same digest is what release issue records and reveal checks.`,
 			}
 			c, n, err := experiment.HoldoutCommitment(pkg, args[0])
 			if err != nil {
-				return inputFailure(err)
+				return err
 			}
 			out := evidence.NewObject(
 				evidence.Member{Name: "holdout_commitment", Value: c},

@@ -43,7 +43,8 @@ func TestHoldoutScoreCLI(t *testing.T) {
 		t.Errorf("members %v", o.Names())
 	}
 
-	// A refused document: {refused: …}, exit 1, nothing scored.
+	// A refused document: the one failure document, {error, exit_code}
+	// with the scorer's {refused: …}, exit 1, nothing scored.
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	b, _ := os.ReadFile(filepath.Join(fx, "synthetic-observations.json"))
 	b = []byte(strings.Replace(string(b), `"type"`, `"smuggled": 1, "type"`, 1))
@@ -56,7 +57,10 @@ func TestHoldoutScoreCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("refusal output: %v\n%s", err, out)
 	}
-	if r, _ := o.Get("refused"); code != 1 || o.Len() != 1 || !strings.Contains(r.(string), "'smuggled' not allowed") {
+	r, _ := o.Get("refused")
+	msg, _ := o.Get("error")
+	ec, _ := o.Get("exit_code")
+	if code != 1 || o.Len() != 3 || ec != float64(1) || msg != r || !strings.Contains(r.(string), "'smuggled' not allowed") {
 		t.Errorf("exit %d output %s", code, out)
 	}
 	// --expect-implementation names another label: refused.

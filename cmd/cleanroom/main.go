@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/spf13/cobra"
 )
 
@@ -34,26 +35,22 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	code, msg := 2, err
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code, msg = ee.code, ee.err
-	}
-	// Anything cobra itself refuses (unknown flag, wrong argument count) is
-	// a usage error (2).
-	if msg != nil {
-		fmt.Fprintf(stderr, "cleanroom: %v\n", msg)
+	// The one mapping from an error to the exit code (internal/fault;
+	// docs/exit-codes.md). Anything cobra itself refuses (unknown flag,
+	// wrong argument count) is classed unusable where it is made.
+	code := fault.ExitCode(err)
+	msg := ""
+	if !fault.Shown(err) {
+		msg = err.Error()
+		fmt.Fprintf(stderr, "cleanroom: %s\n", msg)
 	}
 	// With --json, stdout carries one JSON document whatever happens: a
-	// command that failed before printing its result prints the error, so
-	// a script reading stdout never gets empty input. Not where stdout is
-	// another party's stream (the MCP session, the candidate's output).
+	// command that failed before printing its result prints the failure
+	// document, so a script reading stdout never gets empty input. Not
+	// where stdout is another party's stream (the MCP session, the
+	// candidate's output).
 	if out.n == 0 && jsonRequested(cmd, args, err) && cmd.Annotations[annotationStdout] != stdoutStream {
-		doc := map[string]any{"error": "", "exit_code": code}
-		if msg != nil {
-			doc["error"] = msg.Error()
-		}
-		if b, jerr := evidence.Stringify(doc, "  "); jerr == nil {
+		if b, jerr := evidence.Stringify(failureDocument(err, msg, code), "  "); jerr == nil {
 			stdout.Write(b)
 		}
 	}
@@ -117,4 +114,39 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// failureDocument is the one --json failure document of every command:
+// {"error": the message stderr shows, "exit_code": N}, followed by the
+// members the command attached to the error (withDetail: the problems
+// listed one by one, the subject refused).
+func failureDocument(err error, msg string, code int) *evidence.Object {
+	doc := evidence.NewObject(
+		evidence.Member{Name: "error", Value: msg},
+		evidence.Member{Name: "exit_code", Value: code},
+	)
+	var d *detailError
+	if errors.As(err, &d) {
+		for _, m := range d.members {
+			if _, taken := doc.Get(m.Name); !taken {
+				doc.Set(m.Name, m.Value)
+			}
+		}
+	}
+	return doc
+}
+
+// detailError attaches members to the --json failure document.
+type detailError struct {
+	err     error
+	members []evidence.Member
+}
+
+func (e *detailError) Error() string { return e.err.Error() }
+func (e *detailError) Unwrap() error { return e.err }
+
+// withDetail returns err with members added to its --json failure document
+// (after "error" and "exit_code", which no member replaces).
+func withDetail(err error, members ...evidence.Member) error {
+	return &detailError{err: err, members: members}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 )
@@ -45,10 +47,10 @@ stamped into the binary, or today.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			date, err := manDate()
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			root := cmd.Root()
 			root.DisableAutoGenTag = true // no generation time in the pages: they depend on the tree only
@@ -56,7 +58,7 @@ stamped into the binary, or today.`,
 			// (CLEANROOM-RUN-PIN), so man's header names the page read.
 			hdr := &doc.GenManHeader{Section: "1", Date: &date, Source: "cleanroom " + readBuildVersion().Version, Manual: "cleanroom manual"}
 			if err := doc.GenManTree(root, hdr, dir); err != nil {
-				return usageErr(fmt.Errorf("writing man pages into %s: %w", dir, err))
+				return fault.AsUnusable(fmt.Errorf("writing man pages into %s: %w", dir, err))
 			}
 			pages, _ := filepath.Glob(filepath.Join(dir, "*.1"))
 			return printResult(cmd, map[string]any{"dir": dir, "pages": len(pages)}, func(w io.Writer) {

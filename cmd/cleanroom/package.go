@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -48,7 +49,7 @@ func packageWalk(dir, holdoutDir string) (*pkgwalk.Tree, error) {
 func measurePackage(cmd *cobra.Command, dir, holdoutDir, rootLabel string) (*pkgwalk.Tree, *pkgwalk.Manifest, string, error) {
 	tree, err := packageWalk(dir, holdoutDir)
 	if err != nil {
-		return nil, nil, "", usageErr(err)
+		return nil, nil, "", fault.AsUnusable(err)
 	}
 	m, err := pkgwalk.NewManifest(tree, rootLabel)
 	if err != nil {
@@ -56,7 +57,7 @@ func measurePackage(cmd *cobra.Command, dir, holdoutDir, rootLabel string) (*pkg
 	}
 	id, err := m.ID()
 	if err != nil {
-		return nil, nil, "", usageErr(err)
+		return nil, nil, "", fault.AsUnusable(err)
 	}
 	return tree, m, id, nil
 }
@@ -109,49 +110,42 @@ func problemJSON(e *pkgwalk.RefusalError) *evidence.Object {
 	return o
 }
 
-// packageFailure ends a package command. Problems and refusals of a rule
-// are exit 1, listed on stdout with --json and on stderr otherwise; other
-// errors (a missing directory, a bad flag value) are exit 2.
+// packageFailure ends a package command: the error keeps the class it was
+// made with (internal/fault); a refusal's --json failure document also names
+// the subject and lists the problems one by one, which stderr lists too
+// without --json.
 func packageFailure(cmd *cobra.Command, subject string, err error) error {
 	var probs pkgwalk.Problems
 	var one *pkgwalk.RefusalError
-	var rule pkgwalk.Rule
-	var ev *evidence.Error
 	switch {
 	case errors.As(err, &probs):
 	case errors.As(err, &one):
 		probs = pkgwalk.Problems{one}
-	case errors.As(err, &rule), errors.As(err, &ev):
+	case fault.ClassOf(err) == fault.Refused:
 		// A malformed or mismatched manifest: refused, one message.
-		if jsonOutput(cmd) {
-			_ = printResult(cmd, evidence.NewObject(
-				evidence.Member{Name: "ok", Value: false},
-				evidence.Member{Name: "subject", Value: subject},
-				evidence.Member{Name: "refused", Value: err.Error()},
-			), nil)
-		}
-		return refusedErr(err)
+		return withDetail(err,
+			evidence.Member{Name: "ok", Value: false},
+			evidence.Member{Name: "subject", Value: subject},
+			evidence.Member{Name: "refused", Value: err.Error()})
 	default:
-		return usageErr(err)
+		return err
 	}
 	if jsonOutput(cmd) {
 		list := make([]any, len(probs))
 		for i, p := range probs {
 			list[i] = problemJSON(p)
 		}
-		_ = printResult(cmd, evidence.NewObject(
+		return withDetail(fault.As(probs.FaultClass(), fmt.Errorf("%s: refused, %d problem(s)", subject, len(probs))),
 			evidence.Member{Name: "ok", Value: false},
 			evidence.Member{Name: "subject", Value: subject},
-			evidence.Member{Name: "problems", Value: list},
-		), nil)
-		return refusedErr(fmt.Errorf("%s: refused, %d problem(s)", subject, len(probs)))
+			evidence.Member{Name: "problems", Value: list})
 	}
 	w := cmd.ErrOrStderr()
 	fmt.Fprintf(w, "cleanroom: %s: refused, %d problem(s):\n", subject, len(probs))
 	for _, p := range probs {
 		fmt.Fprintf(w, "  %s\n", p.Error())
 	}
-	return refusedErr(nil)
+	return fault.As(probs.FaultClass(), nil)
 }
 
 // manifestResult is the --json form of a manifest: the record's members.
@@ -191,7 +185,7 @@ device and inode, so no spelling of the path can place it inside). With
 			if out != "" {
 				// Refuse before the walk, so a bad --out costs nothing.
 				if inside, err := pkgwalk.IsInside(dir, out); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				} else if inside {
 					return packageFailure(cmd, dir, &pkgwalk.RefusalError{Path: out, Rule: pkgwalk.ErrOutputInside, Detail: "inside " + dir})
 				}
@@ -208,7 +202,7 @@ device and inode, so no spelling of the path can place it inside). With
 			if out == "" && !jsonOutput(cmd) {
 				rec, err := m.MarshalRecord(note)
 				if err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 				_, err = cmd.OutOrStdout().Write(rec)
 				return err
@@ -286,10 +280,10 @@ source, never inside either.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if from == "" || into == "" || expect == "" {
-				return usageErr(errors.New("emit needs --from, --into and --expect"))
+				return fault.AsUnusable(errors.New("emit needs --from, --into and --expect"))
 			}
 			if err := pkgwalk.CheckID(expect); err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			p := newWalkProgress("hashing the copy in " + into)
 			m, err := pkgwalk.EmitInto(cmd.Context(), from, into, expect, pkgwalk.EmitIntoOptions{
@@ -341,11 +335,11 @@ equal the pinned bpkg. Every difference is listed, exit 1.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			if expect == "" && manifestPath == "" {
-				return usageErr(errors.New("verify needs --expect bpkg-… or --manifest FILE"))
+				return fault.AsUnusable(errors.New("verify needs --expect bpkg-… or --manifest FILE"))
 			}
 			if expect != "" {
 				if err := pkgwalk.CheckID(expect); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 			}
 			var m *pkgwalk.Manifest
@@ -354,13 +348,13 @@ equal the pinned bpkg. Every difference is listed, exit 1.`,
 			if manifestPath != "" {
 				if m, err = pkgwalk.ReadManifestFile(manifestPath); err != nil {
 					if errors.Is(err, os.ErrNotExist) {
-						return usageErr(err)
+						return fault.AsUnusable(err)
 					}
 					return packageFailure(cmd, manifestPath, err)
 				}
 			} else {
 				if tree, err = packageWalk(dir, ""); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 				if m, err = pkgwalk.NewManifest(tree, rootLabel); err != nil {
 					return packageFailure(cmd, dir, err)
@@ -368,7 +362,7 @@ equal the pinned bpkg. Every difference is listed, exit 1.`,
 			}
 			id, err := m.ID()
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			if expect != "" && id != expect {
 				return packageFailure(cmd, dir, &pkgwalk.RefusalError{Path: ".", Rule: pkgwalk.ErrNotPinned, Detail: fmt.Sprintf("%s, pinned %s", id, expect)})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/spf13/cobra"
 )
 
@@ -48,7 +49,7 @@ rule, 2 unusable arguments.`,
 			}
 			rep, err := experiment.VerifyRelease(args[0], holdout)
 			if err != nil {
-				return ruleFailure(err)
+				return err
 			}
 			if allowMissing {
 				for i := range rep.Checks {
@@ -64,7 +65,7 @@ rule, 2 unusable arguments.`,
 				return err
 			}
 			if !rep.OK {
-				return refusedErr(fmt.Errorf("%s: release does not verify: %s", args[0], strings.Join(rep.Failed(), ", ")))
+				return fault.AsRefused(fmt.Errorf("%s: release does not verify: %s", args[0], strings.Join(rep.Failed(), ", ")))
 			}
 			return nil
 		},
@@ -148,11 +149,11 @@ does not or the record broke a rule, 2 unusable arguments.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := experiment.ReadRelease(args[0])
 			if err != nil {
-				return ruleFailure(err)
+				return err
 			}
 			id, err := r.ID()
 			if err != nil {
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			res := idResult{File: args[0], ID: id, Recorded: r.SpecReleaseID, Match: id == r.SpecReleaseID, ReleaseType: r.ReleaseType}
 			if b, err := r.Bytes(); err == nil {
@@ -161,7 +162,7 @@ does not or the record broke a rule, 2 unusable arguments.`,
 			if showPreimage {
 				pre, err := r.Preimage()
 				if err != nil {
-					return refusedErr(err)
+					return fault.AsRefused(err)
 				}
 				res.Preimage = string(pre)
 			}
@@ -177,7 +178,7 @@ does not or the record broke a rule, 2 unusable arguments.`,
 				return err
 			}
 			if !res.Match {
-				return refusedErr(fmt.Errorf("%s: recorded spec_release_id %s, computed %s", args[0], r.SpecReleaseID, id))
+				return fault.AsRefused(fmt.Errorf("%s: recorded spec_release_id %s, computed %s", args[0], r.SpecReleaseID, id))
 			}
 			return nil
 		},
@@ -215,23 +216,23 @@ Exit status: 0 issued, 1 refused (the package or an archive broke a rule),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, f := range []string{"spec-revision", "experiment-revision", "corpus-revision"} {
 				if !cmd.Flags().Changed(f) {
-					return usageErr(fmt.Errorf("--%s is required (a positive integer label)", f))
+					return fault.AsUnusable(fmt.Errorf("--%s is required (a positive integer label)", f))
 				}
 			}
 			for _, v := range []int{opts.SpecRevision, opts.ExperimentRevision, opts.PublicCorpusRevision} {
 				if v < 1 {
-					return usageErr(fmt.Errorf("revisions are positive integers, have %d", v))
+					return fault.AsUnusable(fmt.Errorf("revisions are positive integers, have %d", v))
 				}
 			}
 			if err := namedHoldout(opts.HoldoutDir); err != nil {
 				return err
 			}
 			if opts.NoHoldout && opts.HoldoutDir != "" {
-				return usageErr(errors.New("--holdout and --no-holdout contradict each other"))
+				return fault.AsUnusable(errors.New("--holdout and --no-holdout contradict each other"))
 			}
 			is, err := experiment.IssueRelease(args[0], opts)
 			if err != nil {
-				return ruleFailure(err)
+				return err
 			}
 			return printResult(cmd, is, func(w io.Writer) {
 				fmt.Fprintf(w, "issued  %s\n", is.ID)
@@ -279,18 +280,18 @@ arguments.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := experiment.ReadRelease(args[0])
 			if err != nil {
-				return ruleFailure(err)
+				return err
 			}
 			b, err := experiment.ReadRelease(args[1])
 			if err != nil {
-				return ruleFailure(err)
+				return err
 			}
 			res := diffResult{A: args[0], B: args[1], Changes: experiment.DiffReleases(a, b), Substantive: []string{}}
 			if res.SrelA, err = a.ID(); err != nil {
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			if res.SrelB, err = b.ID(); err != nil {
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			res.SrelMoved = res.SrelA != res.SrelB
 			if res.Changes == nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -51,14 +52,14 @@ file that exists.`,
 		}
 		rep, err := report.Gather(cmd.Context(), w, report.Options{Transcript: transcript, Run: sel})
 		if err != nil {
-			return ruleFailure(err)
+			return err
 		}
 		outs := []struct {
 			file   string
 			render func(io.Writer) error
 		}{{htmlFile, rep.HTML}, {mdFile, rep.Markdown}}
 		exists := func(err error) error {
-			return usageErr(fmt.Errorf("%w (give --replace to overwrite it)", err))
+			return fault.AsUnusable(fmt.Errorf("%w (give --replace to overwrite it)", err))
 		}
 		if !replace {
 			// Both files or neither: an existing second output is refused
@@ -85,7 +86,7 @@ file that exists.`,
 				if errors.Is(err, fs.ErrExist) {
 					return exists(err)
 				}
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			written = append(written, out.file)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/harness/roomstage"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/textsafe"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
@@ -65,14 +66,14 @@ func (f *roomFlags) options(ctx context.Context) (harness.ServeOptions, error) {
 		return o, err
 	}
 	if f.workspace == "" {
-		return o, usageErr(errors.New("give --workspace NEWDIR"))
+		return o, fault.AsUnusable(errors.New("give --workspace NEWDIR"))
 	}
 	if o.Workspace, err = filepath.Abs(f.workspace); err != nil {
-		return o, usageErr(err)
+		return o, fault.AsUnusable(err)
 	}
 	if f.transcript != "" {
 		if o.Transcript, err = filepath.Abs(f.transcript); err != nil {
-			return o, usageErr(err)
+			return o, fault.AsUnusable(err)
 		}
 	}
 	return o, nil
@@ -83,17 +84,17 @@ func (f *roomFlags) source(ctx context.Context) (harness.ServeOptions, error) {
 	o := harness.ServeOptions{RootLabel: f.rootLabel}
 	switch {
 	case f.world != "" && (f.pkg != "" || f.expect != ""):
-		return o, usageErr(errors.New("--world excludes --package and --expect"))
+		return o, fault.AsUnusable(errors.New("--world excludes --package and --expect"))
 	case f.world != "":
 		// As every command with --world: no world there is unusable (2);
 		// a world without a pinned run is refused (1).
 		w, err := experiment.OpenWorld(f.world)
 		if err != nil {
-			return o, usageErr(err)
+			return o, fault.AsUnusable(err)
 		}
 		pin, err := worldPin(ctx, w)
 		if err != nil {
-			return o, ruleFailure(err)
+			return o, err
 		}
 		o.PackageDir, o.Expect = w.PackageDir(), pin
 		// The world's package label is the root label its pin was
@@ -102,13 +103,21 @@ func (f *roomFlags) source(ctx context.Context) (harness.ServeOptions, error) {
 			o.RootLabel = w.PackageLabel()
 		}
 	case f.pkg != "" && f.expect != "":
+		// Arguments that cannot be used (2), checked before a room starts:
+		// a pin that is not an id, a package that is not a directory.
+		if err := pkgwalk.CheckID(f.expect); err != nil {
+			return o, fault.AsUnusable(err)
+		}
+		if err := inputDir("--package "+f.pkg, f.pkg); err != nil {
+			return o, err
+		}
 		o.PackageDir, o.Expect = f.pkg, f.expect
 	default:
-		return o, usageErr(errors.New("give --world DIR, or --package DIR with --expect bpkg-…"))
+		return o, fault.AsUnusable(errors.New("give --world DIR, or --package DIR with --expect bpkg-…"))
 	}
 	var err error
 	if o.PackageDir, err = filepath.Abs(o.PackageDir); err != nil {
-		return o, usageErr(err)
+		return o, fault.AsUnusable(err)
 	}
 	return o, nil
 }
@@ -160,13 +169,13 @@ anything else (a --world that does not exist, unusable arguments).`,
 			var session *roomSession
 			if sessions != "" {
 				if f.workspace != "" || f.transcript != "" {
-					return usageErr(errors.New("--sessions excludes --workspace and --transcript"))
+					return fault.AsUnusable(errors.New("--sessions excludes --workspace and --transcript"))
 				}
 				if o, err = f.source(cmd.Context()); err != nil {
 					return err
 				}
 				if session, err = newRoomSession(sessions); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 				o.Workspace, o.Transcript = session.workspace(), session.transcript()
 				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: room serve: session %s\n", session.dir)
@@ -198,19 +207,10 @@ anything else (a --world that does not exist, unusable arguments).`,
 			var ee *harness.ExitError
 			if errors.As(err, &ee) {
 				// The sealed server already said why on stderr.
-				return &exitError{code: ee.Code}
+				return fault.Status(ee.Code)
 			}
-			var re *pkgwalk.RefusalError
-			if errors.As(err, &re) {
-				return refusedErr(err)
-			}
-			if errors.Is(err, harness.ErrNoIsolation) {
-				return isolationErr(err)
-			}
-			if err != nil {
-				return usageErr(err)
-			}
-			return nil
+			// Every other error carries its class from where it was made.
+			return err
 		},
 	}
 	f.register(c)
@@ -273,20 +273,20 @@ on an error or was interrupted, or the room did not start.`,
 			var prior *harness.PriorSession
 			if resume != "" {
 				if f.workspace != "" || f.transcript != "" {
-					return usageErr(errors.New("--resume excludes --workspace and --transcript (both are the recorded session's)"))
+					return fault.AsUnusable(errors.New("--resume excludes --workspace and --transcript (both are the recorded session's)"))
 				}
 				if o, err = f.source(cmd.Context()); err != nil {
 					return err
 				}
 				path, err := filepath.Abs(resume)
 				if err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 				if prior, err = harness.ReadResumable(path); err != nil {
-					return refusedErr(err)
+					return fault.AsRefused(err)
 				}
 				if prior.BlindPackageID != o.Expect {
-					return refusedErr(fmt.Errorf("%w: the transcript records %s, the pin is %s", harness.ErrResumeMismatch, prior.BlindPackageID, o.Expect))
+					return fault.AsRefused(fmt.Errorf("%w: the transcript records %s, the pin is %s", harness.ErrResumeMismatch, prior.BlindPackageID, o.Expect))
 				}
 				o.Workspace, o.Transcript, o.Resume = prior.Workspace, path, true
 			} else if o, err = f.options(cmd.Context()); err != nil {
@@ -294,11 +294,11 @@ on an error or was interrupted, or the room did not start.`,
 			}
 			key := os.Getenv(keyEnv)
 			if key == "" {
-				return usageErr(fmt.Errorf("environment variable %s is empty", keyEnv))
+				return fault.AsUnusable(fmt.Errorf("environment variable %s is empty", keyEnv))
 			}
 			extra, err := requestFields(fields)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			serveArgs := []string{"room", "serve", "--package", o.PackageDir, "--expect", o.Expect, "--workspace", o.Workspace}
 			if o.Transcript != "" {
@@ -334,14 +334,14 @@ on an error or was interrupted, or the room did not start.`,
 			}
 			for _, named := range []error{harness.ErrMaxTurns, harness.ErrCutOff, harness.ErrTokenBudget, harness.ErrWallTime, harness.ErrToolErrors} {
 				if errors.Is(err, named) {
-					return refusedErr(err)
+					return fault.AsRefused(err)
 				}
 			}
 			if errors.Is(err, harness.ErrNotResumable) || errors.Is(err, harness.ErrResumeMismatch) {
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			return nil
 		},
@@ -399,11 +399,11 @@ output is a summary; --json prints the whole document.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := evidence.ReadRegularFile(args[0], harness.MaxTranscriptBytes)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			doc, err := harness.ReadTranscript(b)
 			if err != nil {
-				return refusedErr(fmt.Errorf("%s: %w", args[0], err))
+				return fault.AsRefused(fmt.Errorf("%s: %w", args[0], err))
 			}
 			return printResult(cmd, doc, func(w io.Writer) {
 				// Shown escaped: the transcript holds what the model (or the

@@ -13,7 +13,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/agentroom"
 	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/harness/roomstage"
-	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -66,14 +66,14 @@ non-zero or was killed (timeout, memory), or the room refused the package;
 				return err
 			}
 			if ro.Transcript == "" {
-				return usageErr(errors.New("--transcript is required: the record is the point of an agent session"))
+				return fault.AsUnusable(errors.New("--transcript is required: the record is the point of an agent session"))
 			}
 			o := agentroom.Options{Room: ro, Command: args, Timeout: timeout, Memory: memory, StateDir: stateRoot,
 				Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
 			for _, a := range allow {
 				hp, err := agentroom.ParseHostPort(a)
 				if err != nil {
-					return usageErr(fmt.Errorf("--allow-host %w", err))
+					return fault.AsUnusable(fmt.Errorf("--allow-host %w", err))
 				}
 				o.Allow = append(o.Allow, hp)
 			}
@@ -81,7 +81,7 @@ non-zero or was killed (timeout, memory), or the room refused the package;
 				h, a, ok := strings.Cut(r, "=")
 				addr, err := netip.ParseAddr(a)
 				if !ok || err != nil || h == "" {
-					return usageErr(fmt.Errorf("--resolve %q: want HOST=ADDR with a literal address", r))
+					return fault.AsUnusable(fmt.Errorf("--resolve %q: want HOST=ADDR with a literal address", r))
 				}
 				if o.Resolve == nil {
 					o.Resolve = map[string]netip.Addr{}
@@ -91,30 +91,30 @@ non-zero or was killed (timeout, memory), or the room refused the package;
 			for _, name := range envNames {
 				v, ok := os.LookupEnv(name)
 				if !ok || name == "" || strings.Contains(name, "=") {
-					return usageErr(fmt.Errorf("--env %s: not set in this environment", name))
+					return fault.AsUnusable(fmt.Errorf("--env %s: not set in this environment", name))
 				}
 				o.Env = append(o.Env, name+"="+v)
 			}
 			for _, b := range binds {
 				src, dst, ok := strings.Cut(b, ":")
 				if !ok {
-					return usageErr(fmt.Errorf("--bind-ro %q: want SRC:/opt/DEST", b))
+					return fault.AsUnusable(fmt.Errorf("--bind-ro %q: want SRC:/opt/DEST", b))
 				}
 				if src, err = filepath.Abs(src); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 				o.Binds = append(o.Binds, sandbox.Bind{Source: src, Destination: dst})
 			}
 			if home != "" {
 				if o.Home, err = filepath.Abs(home); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 			}
 			if o.Relay, err = os.Executable(); err != nil {
-				return usageErr(fmt.Errorf("the relay binary: %w", err))
+				return fault.AsUnusable(fmt.Errorf("the relay binary: %w", err))
 			}
 			if o.Relay, err = filepath.EvalSymlinks(o.Relay); err != nil {
-				return usageErr(fmt.Errorf("the relay binary: %w", err))
+				return fault.AsUnusable(fmt.Errorf("the relay binary: %w", err))
 			}
 			if o.Room.Stage, err = harness.OpenStage(); err == nil {
 				defer o.Room.Stage.Close()
@@ -122,7 +122,7 @@ non-zero or was killed (timeout, memory), or the room refused the package;
 				o.Room.StageArgs = roomstage.Args
 			}
 			if _, err := sandbox.CheckKernel(); err != nil {
-				return isolationErr(err)
+				return fault.AsNoIsolation(err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, unix.SIGTERM)
 			defer stop()
@@ -131,22 +131,17 @@ non-zero or was killed (timeout, memory), or the room refused the package;
 				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom room agent: agent %s (status %d), version %q, %d connections, transcript %s\n",
 					res.Sandbox.Status, res.Sandbox.ExitCode, res.Version, len(res.Connections), ro.Transcript)
 			}
+			// The room's own status passes through; every other error
+			// carries its class from where it was made.
 			var ee *harness.ExitError
-			var re *pkgwalk.RefusalError
-			switch {
-			case errors.As(err, &ee):
-				return &exitError{code: ee.Code}
-			case errors.As(err, &re), errors.Is(err, sandbox.ErrIsolation), errors.Is(err, sandbox.ErrSealProbe), errors.Is(err, sandbox.ErrNamespaceChanged):
-				return refusedErr(err)
-			case errors.Is(err, harness.ErrNoIsolation):
-				return isolationErr(err)
-			case errors.Is(err, sandbox.ErrConfig), errors.Is(err, agentroom.ErrAgentOptions):
-				return usageErr(err)
-			case err != nil:
-				return usageErr(err)
+			if errors.As(err, &ee) {
+				return fault.Status(ee.Code)
+			}
+			if err != nil {
+				return err
 			}
 			if res.Sandbox.Status != sandbox.StatusExited || res.Sandbox.ExitCode != 0 {
-				return refusedErr(fmt.Errorf("the agent ended %s with status %d", res.Sandbox.Status, res.Sandbox.ExitCode))
+				return fault.AsRefused(fmt.Errorf("the agent ended %s with status %d", res.Sandbox.Status, res.Sandbox.ExitCode))
 			}
 			return nil
 		},
@@ -179,7 +174,7 @@ to stdout. Outside such a sandbox there is no room to reach.`,
 			// (stdout is wrapped to count bytes): only descriptors can be
 			// handed to the room.
 			if err := agentroom.Relay(os.Stdin, os.Stdout); err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			return nil
 		},

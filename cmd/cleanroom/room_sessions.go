@@ -15,6 +15,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/harness"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/spf13/cobra"
 )
 
@@ -91,11 +92,11 @@ them. Entries of DIR that are not session directories are not listed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := filepath.Abs(args[0])
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			entries, err := os.ReadDir(dir)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			list := []sessionEntry{}
 			for _, e := range entries {

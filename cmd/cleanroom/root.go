@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -28,7 +29,7 @@ command needs (the missing piece is named).`,
 	}
 	root.PersistentFlags().Bool("json", false, "print results as JSON instead of text")
 	addCommands(root, commandTable)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(flagError{plainFlagError(err)}) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fault.AsUnusable(flagError{plainFlagError(err)}) })
 	// The completion group is added now, not when the command runs, so
 	// the conventions below apply to it as to every other group.
 	root.InitDefaultCompletionCmd()
@@ -59,7 +60,7 @@ func applyConventions(c *cobra.Command) {
 					// cobra.NoArgs calls an argument an unknown command.
 					msg = fmt.Sprintf("takes none, got %q", strings.Join(args, " "))
 				}
-				return usageErr(fmt.Errorf("wrong arguments: %s\nusage: %s", msg, cmd.UseLine()))
+				return fault.AsUnusable(fmt.Errorf("wrong arguments: %s\nusage: %s", msg, cmd.UseLine()))
 			}
 			return nil
 		}
@@ -79,7 +80,7 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 	if sugg := cmd.SuggestionsFor(args[0]); len(sugg) > 0 {
 		msg += fmt.Sprintf("; did you mean %q?", strings.Join(sugg, `" or "`))
 	}
-	return usageErr(fmt.Errorf("%s (%s --help lists its commands)", msg, cmd.CommandPath()))
+	return fault.AsUnusable(fmt.Errorf("%s (%s --help lists its commands)", msg, cmd.CommandPath()))
 }
 
 // strconvDetail is the Go parser's wording pflag passes through in a flag
@@ -108,35 +109,6 @@ func plainFlagError(err error) error {
 type flagError struct{ error }
 
 func (e flagError) Unwrap() error { return e.error }
-
-// exitError carries the exit code a command ends with.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitError) Unwrap() error { return e.err }
-
-// refusedErr ends a command with exit 1: the input broke a rule. A nil err
-// means the problems were already printed.
-func refusedErr(err error) error { return &exitError{code: 1, err: err} }
-
-// usageErr ends a command with exit 2: the arguments or the environment
-// cannot do the work.
-func usageErr(err error) error { return &exitError{code: 2, err: err} }
-
-// isolationErr ends a command with exit 3: this machine cannot establish
-// the isolation the command needs (namespaces, cgroups, nf_tables, root).
-// It is not a usage error — the same arguments work where the kernel
-// allows — and not a refusal of the input.
-func isolationErr(err error) error { return &exitError{code: 3, err: err} }
 
 // jsonOutput reports whether --json was given.
 func jsonOutput(cmd *cobra.Command) bool {

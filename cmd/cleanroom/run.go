@@ -11,7 +11,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
-	"github.com/cleanroom-dev/cleanroom/pkgwalk"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
@@ -61,13 +61,13 @@ func openWorld(cmd *cobra.Command) (*experiment.World, error) {
 	if cmd.Flags().Changed("world") {
 		w, err := experiment.OpenWorld(dir)
 		if err != nil {
-			return nil, usageErr(err)
+			return nil, fault.AsUnusable(err)
 		}
 		return w, nil
 	}
 	w, err := experiment.FindWorld(".")
 	if err != nil {
-		return nil, usageErr(fmt.Errorf("%w (run it inside a world, or pass --world DIR)", err))
+		return nil, fault.AsUnusable(fmt.Errorf("%w (run it inside a world, or pass --world DIR)", err))
 	}
 	if here, herr := experiment.OpenWorld("."); herr == nil && here.Root != w.Root {
 		fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: world %s (the nearest directory above the current one holding %s/, %s or %s/%s; --world selects another)\n",
@@ -82,28 +82,6 @@ func lockContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), d)
 }
 
-// ruleFailure maps an error of a release or run operation to an exit code:
-// a record, package or transition that broke a rule is refused (1); a file
-// or key that cannot be read is unusable (2).
-func ruleFailure(err error) error {
-	var (
-		re *experiment.ReleaseError
-		ve *experiment.VerifyError
-		te *experiment.TransitionError
-		rp *experiment.RunProblem
-		ee *evidence.Error
-		pr *pkgwalk.RefusalError
-		ps pkgwalk.Problems
-	)
-	if errors.As(err, &re) || errors.As(err, &ve) || errors.As(err, &te) || errors.As(err, &rp) ||
-		errors.As(err, &ee) || errors.As(err, &pr) || errors.As(err, &ps) {
-		return refusedErr(err)
-	}
-	// A file that is not a regular file, or a directory that is not one,
-	// is input that cannot be read, as a missing one is: not a refusal.
-	return inputFailure(err)
-}
-
 // signFlag adds --sign-key to a transition and returns a loader.
 func signFlag(c *cobra.Command) func() (experiment.TransitionOptions, error) {
 	var key string
@@ -114,7 +92,7 @@ func signFlag(c *cobra.Command) func() (experiment.TransitionOptions, error) {
 		}
 		s, err := sign.LoadSigner(key)
 		if err != nil {
-			return experiment.TransitionOptions{}, usageErr(err)
+			return experiment.TransitionOptions{}, err
 		}
 		return experiment.TransitionOptions{Signer: s}, nil
 	}
@@ -137,7 +115,7 @@ func doTransition(cmd *cobra.Command, loadSign func() (experiment.TransitionOpti
 	defer cancel()
 	t, err := step(ctx, w, opt)
 	if err != nil {
-		return ruleFailure(err)
+		return err
 	}
 	var ex func(io.Writer)
 	if extra != nil {
@@ -219,12 +197,12 @@ and --binary override or describe it.`,
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		opt := experiment.PinOptions{}
 		if refFile != "" {
-			b, err := readJSONInput(refFile)
+			b, err := evidence.ReadFileBytes(refFile)
 			if err != nil {
 				return err
 			}
 			if opt.Reference, err = experiment.ParseAdapterSpec(b, refFile); err != nil {
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 		}
 		if impl != "" {
@@ -334,7 +312,7 @@ abort when it is broken is a trap.`,
 	c.Flags().StringVar(&reason, "reason", "", "why the run ends (required)")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		if strings.TrimSpace(reason) == "" {
-			return usageErr(errors.New("--reason is required"))
+			return fault.AsUnusable(errors.New("--reason is required"))
 		}
 		return doTransition(cmd, loadSign, func(ctx context.Context, w *experiment.World, opt experiment.TransitionOptions) (*experiment.Transition, error) {
 			return experiment.Abort(ctx, w, reason, opt)
@@ -370,18 +348,18 @@ archived record is checked the same way, against the tree as it is now.`,
 		}
 		if signer != "" {
 			if opt.SignerKey, err = sign.LoadPublicKey(signer); err != nil {
-				return usageErr(err)
+				return err
 			}
 		}
 		rep, err := experiment.Verify(cmd.Context(), w, opt)
 		if err != nil {
-			return ruleFailure(err)
+			return err
 		}
 		if err := printResult(cmd, rep, func(out io.Writer) { printRunReport(out, rep) }); err != nil {
 			return err
 		}
 		if !rep.OK() {
-			return refusedErr(fmt.Errorf("the run does not verify: %d problem(s)", len(rep.Problems())))
+			return fault.AsRefused(fmt.Errorf("the run does not verify: %d problem(s)", len(rep.Problems())))
 		}
 		return nil
 	}
@@ -450,7 +428,7 @@ are shown; a problem with the run is printed below the timeline.`,
 		}
 		rep, entries, err := experiment.Timeline(cmd.Context(), w, opt)
 		if err != nil {
-			return ruleFailure(err)
+			return err
 		}
 		var out []timelineEntry
 		for _, e := range entries {
@@ -490,7 +468,7 @@ are shown; a problem with the run is printed below the timeline.`,
 			return err
 		}
 		if len(problems) > 0 {
-			return refusedErr(fmt.Errorf("the run does not verify: %d problem(s)", len(problems)))
+			return fault.AsRefused(fmt.Errorf("the run does not verify: %d problem(s)", len(problems)))
 		}
 		return nil
 	}
@@ -512,13 +490,13 @@ the record broke a rule, 2 unusable arguments.`,
 	}
 	c.Flags().BoolVar(&showPreimage, "preimage", false, "also print the exact preimage")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
-		b, err := readJSONInput(args[0])
+		b, err := evidence.ReadFileBytes(args[0])
 		if err != nil {
 			return err
 		}
 		r, err := experiment.ParseRecord(b, args[0])
 		if err != nil {
-			return refusedErr(err)
+			return fault.AsRefused(err)
 		}
 		id := r.ComputeRunID()
 		v := map[string]any{"file": args[0], "run_id": id, "recorded": r.RunID, "match": id == r.RunID}
@@ -537,7 +515,7 @@ the record broke a rule, 2 unusable arguments.`,
 			return err
 		}
 		if id != r.RunID {
-			return refusedErr(fmt.Errorf("%s: recorded run_id %s, computed %s", args[0], r.RunID, id))
+			return fault.AsRefused(fmt.Errorf("%s: recorded run_id %s, computed %s", args[0], r.RunID, id))
 		}
 		return nil
 	}
@@ -597,9 +575,9 @@ func selectRun(cmd *cobra.Command, opt experiment.VerifyOptions) (*experiment.Wo
 	if err != nil {
 		// A --run that names no run (or several) is an unusable argument.
 		if errors.Is(err, experiment.ErrRunUnknown) || errors.Is(err, experiment.ErrRunAmbiguous) {
-			return nil, opt, nil, usageErr(err)
+			return nil, opt, nil, fault.AsUnusable(err)
 		}
-		return nil, opt, nil, ruleFailure(err)
+		return nil, opt, nil, err
 	}
 	return w, sel.VerifyOptions(opt), sel, nil
 }
@@ -627,7 +605,7 @@ twice. Receipts are listed as they are; run verify --run checks a run.`,
 		}
 		runs, err := w.Runs()
 		if err != nil {
-			return ruleFailure(err)
+			return err
 		}
 		if runs == nil {
 			runs = []experiment.RunSummary{}

@@ -12,6 +12,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
 )
@@ -31,7 +32,7 @@ func runnerFlags(c *cobra.Command) func() (adapter.RunOptions, error) {
 			return o, nil
 		}
 		if _, err := sandbox.CheckKernel(); err != nil {
-			return o, isolationErr(fmt.Errorf("the adapters run in the candidate sandbox: %w (--no-sandbox runs them unisolated, recorded as such)", err))
+			return o, fault.AsNoIsolation(fmt.Errorf("the adapters run in the candidate sandbox: %w (--no-sandbox runs them unisolated, recorded as such)", err))
 		}
 		o.Runner = adapter.SandboxRunner{}
 		return o, nil
@@ -231,9 +232,8 @@ func runMeasurement(cmd *cobra.Command, runner func() (adapter.RunOptions, error
 	}
 	opt.Progress = progressLine(cmd)
 	m, t, res, err := do(w, opt)
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
+	if fault.ClassOf(err) == fault.NoIsolation {
+		return err // nothing was measured
 	}
 	out := measurementJSON(m)
 	if t != nil {
@@ -255,7 +255,7 @@ func runMeasurement(cmd *cobra.Command, runner func() (adapter.RunOptions, error
 		return perr
 	}
 	if err != nil {
-		return ruleFailure(err)
+		return err
 	}
 	return nil
 }
@@ -317,11 +317,11 @@ under a state on its history.`,
 			}
 			reg, err := w.FindingsRegister()
 			if err != nil {
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			all, err := reg.Findings()
 			if err != nil {
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			fs := all
 			if sel != nil && sel.Summary != nil {
@@ -378,16 +378,16 @@ func newRunFindingClassifyCmd() *cobra.Command {
 			}
 			reg, err := w.FindingsRegister()
 			if err != nil {
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			f, err := reg.Classify(args[0], class, ruling)
 			if err != nil {
 				// The id, the class and the ruling are all arguments: naming
 				// no finding is as unusable as naming no class.
 				if errors.Is(err, holdout.ErrClass) || errors.Is(err, holdout.ErrEntry) || errors.Is(err, holdout.ErrUnknownFinding) {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			return printResult(cmd, findingJSON(f), func(o io.Writer) {
 				fmt.Fprintf(o, "%s  %s → %s (%s)\n", f.ID, f.Path, f.Class, f.ClassifiedIn)
@@ -447,14 +447,14 @@ func newRunQuestionAddCmd() *cobra.Command {
 				q.SupersedingRevision = &sup
 			}
 			if q.Classes, err = w.FindingClasses(); err != nil {
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			e, err := holdout.AskQuestion(w.StateDir(), q)
 			if err != nil {
 				if errors.Is(err, holdout.ErrClass) || errors.Is(err, holdout.ErrEntry) {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			return printResult(cmd, e.Value, func(o io.Writer) { fmt.Fprintf(o, "recorded %s (sha256 %s)\n", e.File, e.SHA256) })
 		},
@@ -482,7 +482,7 @@ func newRunQuestionListCmd() *cobra.Command {
 			}
 			es, err := holdout.Questions(w.StateDir())
 			if err != nil {
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			arr := []any{}
 			for _, e := range es {

@@ -17,6 +17,7 @@ import (
 	// Its initialiser starts the cgroup attach priming early for
 	// `sandbox exec` (see the package).
 	_ "github.com/cleanroom-dev/cleanroom/cmd/cleanroom/internal/earlyprime"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	units "github.com/docker/go-units"
@@ -54,7 +55,7 @@ It exits 3 and names every missing piece when it cannot.`,
 				return perr
 			}
 			if err != nil {
-				return isolationErr(err)
+				return fault.AsNoIsolation(err)
 			}
 			return nil
 		},
@@ -232,7 +233,7 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			}
 			cfg, err := f.config(args)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			cfg.StateDir = f.stateRoot
 			// The candidate gets write access to --workspace: only an empty
@@ -240,18 +241,18 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			// and the state root.
 			if f.workspace != "" {
 				if err := sandbox.CheckNewWorkspace(f.workspace, f.stateRoot); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 			}
 			if f.pkgID != "" {
 				// The emit's source is read on the host: the same rules as a
 				// plain --package bind.
 				if _, err := sandbox.CheckHostDir("package", f.pkg, f.stateRoot); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 			}
 			if _, err := sandbox.CheckKernel(); err != nil {
-				return isolationErr(err)
+				return fault.AsNoIsolation(err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, unix.SIGTERM)
 			defer stop()
@@ -269,16 +270,10 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 				printExecRecord(cmd, res)
 			}
 			switch {
-			case errors.Is(err, sandbox.ErrConfig):
-				return usageErr(err)
-			case errors.Is(err, sandbox.ErrUnsupported):
-				return isolationErr(err)
 			case refused:
-				return refusedErr(fmt.Errorf("%w (terminal state %s)", err, sandbox.TerminalInvalidInfrastructure))
-			case errors.Is(err, sandbox.ErrPackage):
-				return refusedErr(err)
+				return fmt.Errorf("%w (terminal state %s)", err, sandbox.TerminalInvalidInfrastructure)
 			case err != nil:
-				return usageErr(err)
+				return err
 			}
 			if res.Status != sandbox.StatusExited {
 				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: sandbox %s: %s\n", res.ID, res.Status)
@@ -293,10 +288,10 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 				// Whoever reads the workspace next would block on a FIFO or
 				// read through a device: the run is refused, whatever the
 				// command's own status.
-				return refusedErr(fmt.Errorf("sandbox %s: the workspace holds a FIFO, socket or device, or could not be walked whole (rules %s, %s; command status %d)", res.ID, sandbox.RuleSpecialFile, sandbox.RuleUnwalked, res.ExitCode))
+				return fault.AsRefused(fmt.Errorf("sandbox %s: the workspace holds a FIFO, socket or device, or could not be walked whole (rules %s, %s; command status %d)", res.ID, sandbox.RuleSpecialFile, sandbox.RuleUnwalked, res.ExitCode))
 			}
 			if res.ExitCode != 0 {
-				return &exitError{code: res.ExitCode}
+				return fault.Status(res.ExitCode)
 			}
 			return nil
 		},
@@ -313,10 +308,10 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 func runRootless(cmd *cobra.Command) error {
 	code, err := sandbox.EnterRootless(os.Args[1:])
 	if err != nil {
-		return isolationErr(err)
+		return fault.AsNoIsolation(err)
 	}
 	if code != 0 {
-		return &exitError{code: code}
+		return fault.Status(code)
 	}
 	return nil
 }
@@ -386,16 +381,16 @@ the check fails.`,
 			}
 			allow, err := parseNetMode(netMode)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			s, err := addrPortFlag("--sealed", sealed)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			var ctl *netip.AddrPort
 			if control != "" {
 				if ctl, err = addrPortFlag("--control", control); err != nil {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
 			}
 			rep, err := sandbox.ProbeVantage(cmd.Context(), allow, *s, ctl)
@@ -416,17 +411,7 @@ the check fails.`,
 					return perr
 				}
 			}
-			switch {
-			case errors.Is(err, sandbox.ErrUnsupported):
-				return isolationErr(err)
-			case errors.Is(err, sandbox.ErrConfig):
-				return usageErr(err)
-			case errors.Is(err, sandbox.ErrIsolation), errors.Is(err, sandbox.ErrSealProbe):
-				return refusedErr(err)
-			case err != nil:
-				return usageErr(err)
-			}
-			return nil
+			return err
 		},
 	}
 	c.Flags().StringVar(&netMode, "net", "none", "the vantage's network: none, or allow:IP:PORT[,IP:PORT…]")
@@ -466,23 +451,23 @@ binary and to the host paths by absolute path.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := f.config(args)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			exe, err := os.Executable()
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			dir, err := filepath.Abs(out)
 			if err != nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			if _, err := sandbox.WriteBundle(cfg, dir, exe); err != nil {
 				// An existing --out is unusable, as every command's existing
 				// output is (2).
 				if errors.Is(err, sandbox.ErrConfig) || errors.Is(err, fs.ErrExist) {
-					return usageErr(err)
+					return fault.AsUnusable(err)
 				}
-				return refusedErr(err)
+				return fault.AsRefused(err)
 			}
 			return printResult(cmd, map[string]any{"bundle": dir, "config": filepath.Join(dir, "config.json")}, func(w io.Writer) {
 				fmt.Fprintf(w, "bundle written: %s (run with: runc run --bundle %s ID)\n", dir, dir)
@@ -508,13 +493,7 @@ func newSandboxHookCmd() *cobra.Command {
 			if rec != nil {
 				printIsolation(cmd.ErrOrStderr(), rec)
 			}
-			switch {
-			case errors.Is(err, sandbox.ErrIsolation):
-				return refusedErr(err)
-			case err != nil:
-				return usageErr(err)
-			}
-			return nil
+			return err
 		},
 	}
 	c.Flags().StringVar(&record, "record", "", "write the isolation record here (create-exclusive)")

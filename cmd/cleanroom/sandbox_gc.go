@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 
-	"errors"
 	"fmt"
 	"github.com/cleanroom-dev/cleanroom/adapter"
 	"io"
@@ -31,6 +30,15 @@ that one is listed and left alone. With --dry-run it prints what it would remove
 was removed, 1 when one could not be (each named with the reason).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A directory given that is not one (a file, a FIFO, a dangling
+			// link) is unusable, not "nothing stale there".
+			for _, f := range []struct{ flag, dir string }{{"state-root", stateRoot}, {"scratch", scratch}} {
+				if cmd.Flags().Changed(f.flag) {
+					if err := inputDir("--"+f.flag+" "+f.dir, f.dir); err != nil {
+						return err
+					}
+				}
+			}
 			rep, err := sandbox.GC(stateRoot, dryRun)
 			staging, serr := adapter.GCStaging(scratch, dryRun)
 			if rep != nil {
@@ -39,13 +47,11 @@ was removed, 1 when one could not be (each named with the reason).`,
 					return perr
 				}
 			}
-			switch {
-			case errors.Is(err, sandbox.ErrGCIncomplete):
-				return refusedErr(err)
-			case err != nil:
-				return usageErr(err)
-			case serr != nil:
-				return refusedErr(fmt.Errorf("%w: adapter staging directories: %w", sandbox.ErrGCIncomplete, serr))
+			if err != nil {
+				return err
+			}
+			if serr != nil {
+				return fmt.Errorf("%w: adapter staging directories: %w", sandbox.ErrGCIncomplete, serr)
 			}
 			return nil
 		},

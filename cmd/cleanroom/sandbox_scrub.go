@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
 )
@@ -28,11 +29,11 @@ same path rules as --workspace (no system tree, not the state root).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := sandbox.ScrubWorkspace(args[0], stateRoot)
 			if rep == nil {
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			if record != "" {
 				if werr := sandbox.WriteScrubRecord(record, rep); werr != nil {
-					return usageErr(werr)
+					return fault.AsUnusable(werr)
 				}
 			}
 			if perr := printResult(cmd, rep, func(w io.Writer) {
@@ -46,7 +47,7 @@ same path rules as --workspace (no system tree, not the state root).`,
 				return perr
 			}
 			if rep.Refused {
-				return refusedErr(fmt.Errorf("workspace %s holds a FIFO, socket or device, or could not be walked whole (rules %s, %s): do not read it", rep.Workspace, sandbox.RuleSpecialFile, sandbox.RuleUnwalked))
+				return fault.AsRefused(fmt.Errorf("workspace %s holds a FIFO, socket or device, or could not be walked whole (rules %s, %s): do not read it", rep.Workspace, sandbox.RuleSpecialFile, sandbox.RuleUnwalked))
 			}
 			return nil
 		},

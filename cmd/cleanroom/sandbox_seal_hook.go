@@ -1,10 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
 )
@@ -22,12 +22,12 @@ func newSandboxSealHookCmd() *cobra.Command {
 			cfg := sandbox.ProbeConfig{}
 			var err error
 			if cfg.Sealed, err = netip.ParseAddrPort(sealed); err != nil {
-				return usageErr(fmt.Errorf("--sealed %q: want IP:PORT: %w", sealed, err))
+				return fault.AsUnusable(fmt.Errorf("--sealed %q: want IP:PORT: %w", sealed, err))
 			}
 			if control != "" {
 				ap, err := netip.ParseAddrPort(control)
 				if err != nil {
-					return usageErr(fmt.Errorf("--control %q: want IP:PORT: %w", control, err))
+					return fault.AsUnusable(fmt.Errorf("--control %q: want IP:PORT: %w", control, err))
 				}
 				cfg.Control = &ap
 			}
@@ -35,13 +35,7 @@ func newSandboxSealHookCmd() *cobra.Command {
 			if res != nil {
 				printProbe(cmd.ErrOrStderr(), res)
 			}
-			switch {
-			case errors.Is(err, sandbox.ErrSealProbe):
-				return refusedErr(err)
-			case err != nil:
-				return usageErr(err)
-			}
-			return nil
+			return err
 		},
 	}
 	c.Flags().StringVar(&sealed, "sealed", "", "the sealed IP:PORT that must not answer")

@@ -9,23 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/spf13/cobra"
 )
-
-// unreadableInput reports whether err means an input could not be read at
-// all — missing (a dangling link included), not a regular file (a FIFO, a
-// device, a directory given as a file), not a directory, not permitted, a
-// symbolic link where a reader that follows none opened it (ELOOP) — as
-// opposed to input that was read and broke a rule. Every command maps
-// the first to exit 2 through this one test, so the same fault gets the
-// same exit code whichever command meets it.
-func unreadableInput(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
-		errors.Is(err, evidence.ErrNotRegular) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP)
-}
 
 // plainValue renders a decoded JSON value for people: no Go spellings
 // ("<nil>", "map[…]", "1e+06") in human output. nil and an absent member are
@@ -83,21 +71,12 @@ func inputDir(what, dir string) error {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return usageErr(fmt.Errorf("%s: %w", what, err))
+		return fault.AsUnusable(fmt.Errorf("%s: %w", what, err))
 	}
 	if !fi.IsDir() {
-		return usageErr(fmt.Errorf("%s: not a directory", what))
+		return fault.AsUnusable(fmt.Errorf("%s: not a directory", what))
 	}
 	return nil
-}
-
-// inputFailure ends a command whose input could not be used: unreadable
-// input exits 2, input read and refused exits 1.
-func inputFailure(err error) error {
-	if unreadableInput(err) {
-		return usageErr(err)
-	}
-	return refusedErr(err)
 }
 
 // shortHex abbreviates a digest for one-line output.
@@ -106,19 +85,4 @@ func shortHex(h string) string {
 		return h[:16] + "…"
 	}
 	return h
-}
-
-// readJSONInput reads an input file that holds one JSON document: a regular
-// file of at most evidence.MaxSize bytes (evidence.ReadFileBytes). A file
-// too large for the strict reader is refused (exit 1, its class named);
-// anything else that stops the reading is unusable input (exit 2).
-func readJSONInput(path string) ([]byte, error) {
-	b, err := evidence.ReadFileBytes(path)
-	if err != nil {
-		if evidence.IsRefusal(err) {
-			return nil, refusedErr(err)
-		}
-		return nil, usageErr(err)
-	}
-	return b, nil
 }

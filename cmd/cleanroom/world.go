@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/worldinit"
 	"github.com/spf13/cobra"
 )
@@ -61,7 +62,7 @@ root label, pinned in the run's bpkg id.`,
 			if err != nil {
 				// An occupied target or an unsupported label: the
 				// arguments cannot do the work (nothing was written).
-				return usageErr(err)
+				return fault.AsUnusable(err)
 			}
 			return printResult(cmd, res, func(w io.Writer) {
 				fmt.Fprintf(w, "world   %s\npackage %s\nfiles   %d\n", res.Dir, filepath.Join(res.Dir, filepath.FromSlash(res.Package)), len(res.Files))
