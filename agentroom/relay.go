@@ -44,12 +44,12 @@ const (
 	helloCopy = 'C'
 )
 
-// ErrNotRelay: a relay connection's first message is neither hello.
-var ErrNotRelay = errors.New("not a relay's first message")
+// errNotRelay: a relay connection's first message is neither hello.
+var errNotRelay = errors.New("not a relay's first message")
 
-// ErrNotByteStream: a descriptor offered to the room is not a pipe or one
+// errNotByteStream: a descriptor offered to the room is not a pipe or one
 // end of an anonymous unix stream socket pair.
-var ErrNotByteStream = errors.New("not a pipe or an anonymous unix socket pair")
+var errNotByteStream = errors.New("not a pipe or an anonymous unix socket pair")
 
 // byteStream checks that fd is a pipe or one end of an anonymous AF_UNIX
 // stream socket pair. The room, outside the sandbox, reads and writes
@@ -80,7 +80,7 @@ func byteStream(fd int) error {
 			return nil
 		}
 	}
-	return ErrNotByteStream
+	return errNotByteStream
 }
 
 // unnamed reports whether getsockname or getpeername (trap) of the unix
@@ -209,7 +209,7 @@ func relayHandshake(c *net.UnixConn, start func(stdin, stdout *os.File, conn net
 	case err != nil:
 		return refuse(fmt.Errorf("no first message: %w", err))
 	case flags&unix.MSG_CTRUNC != 0:
-		return refuse(fmt.Errorf("%w: descriptors cut short (too many)", ErrNotRelay))
+		return refuse(fmt.Errorf("%w: descriptors cut short (too many)", errNotRelay))
 	case n == 1 && b[0] == helloPass && len(fds) == 2:
 		for _, fd := range fds {
 			// The room, outside the sandbox, reads and writes these: only
@@ -239,7 +239,7 @@ func relayHandshake(c *net.UnixConn, start func(stdin, stdout *os.File, conn net
 		}
 		return nil
 	}
-	return refuse(fmt.Errorf("%w: %q with %d descriptors", ErrNotRelay, b[:n], len(fds)))
+	return refuse(fmt.Errorf("%w: %q with %d descriptors", errNotRelay, b[:n], len(fds)))
 }
 
 // roomStopGrace is how long the room may outlive the agent's sandbox

@@ -114,16 +114,16 @@ func TestRelayHandshake(t *testing.T) {
 			return helloPass, []int{fds[0], fds[0]}, nil
 		}, nil, false},
 		{"copy", func(*testing.T) (byte, []int, *probePipe) { return helloCopy, nil, nil }, nil, true},
-		{"garbage", func(*testing.T) (byte, []int, *probePipe) { return '{', nil, nil }, ErrNotRelay, false},
-		{"pass without descriptors", func(*testing.T) (byte, []int, *probePipe) { return helloPass, nil, nil }, ErrNotRelay, false},
+		{"garbage", func(*testing.T) (byte, []int, *probePipe) { return '{', nil, nil }, errNotRelay, false},
+		{"pass without descriptors", func(*testing.T) (byte, []int, *probePipe) { return helloPass, nil, nil }, errNotRelay, false},
 		{"copy with descriptors", func(t *testing.T) (byte, []int, *probePipe) {
 			p := newProbe(t)
 			return helloCopy, []int{p.fd()}, p
-		}, ErrNotRelay, false},
+		}, errNotRelay, false},
 		{"three descriptors", func(t *testing.T) (byte, []int, *probePipe) {
 			p := newProbe(t)
 			return helloPass, []int{p.fd(), p.fd(), p.fd()}, p
-		}, ErrNotRelay, false},
+		}, errNotRelay, false},
 		{"a regular file", func(t *testing.T) (byte, []int, *probePipe) {
 			f, err := os.Open("relay.go")
 			if err != nil {
@@ -132,7 +132,7 @@ func TestRelayHandshake(t *testing.T) {
 			t.Cleanup(func() { f.Close() })
 			p := newProbe(t)
 			return helloPass, []int{int(f.Fd()), p.fd()}, p
-		}, ErrNotByteStream, false},
+		}, errNotByteStream, false},
 		{"a device", func(t *testing.T) (byte, []int, *probePipe) {
 			f, err := os.OpenFile("/dev/null", os.O_RDWR, 0)
 			if err != nil {
@@ -141,7 +141,7 @@ func TestRelayHandshake(t *testing.T) {
 			t.Cleanup(func() { f.Close() })
 			p := newProbe(t)
 			return helloPass, []int{p.fd(), int(f.Fd())}, p
-		}, ErrNotByteStream, false},
+		}, errNotByteStream, false},
 		{"a datagram socket", func(t *testing.T) (byte, []int, *probePipe) {
 			fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 			if err != nil {
@@ -149,7 +149,7 @@ func TestRelayHandshake(t *testing.T) {
 			}
 			t.Cleanup(func() { unix.Close(fd) })
 			return helloPass, []int{fd, fd}, nil
-		}, ErrNotByteStream, false},
+		}, errNotByteStream, false},
 		{"a TCP socket", func(t *testing.T) (byte, []int, *probePipe) {
 			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 			if err != nil {
@@ -157,15 +157,15 @@ func TestRelayHandshake(t *testing.T) {
 			}
 			t.Cleanup(func() { unix.Close(fd) })
 			return helloPass, []int{fd, fd}, nil
-		}, ErrNotByteStream, false},
+		}, errNotByteStream, false},
 		{"a unix socket connected to a listener", func(t *testing.T) (byte, []int, *probePipe) {
 			f := listenerPair(t, false)
 			return helloPass, []int{int(f.Fd()), int(f.Fd())}, nil
-		}, ErrNotByteStream, false},
+		}, errNotByteStream, false},
 		{"a unix socket accepted by a listener", func(t *testing.T) (byte, []int, *probePipe) {
 			f := listenerPair(t, true)
 			return helloPass, []int{int(f.Fd()), int(f.Fd())}, nil
-		}, ErrNotByteStream, false},
+		}, errNotByteStream, false},
 		{"a listening unix socket", func(t *testing.T) (byte, []int, *probePipe) {
 			l, err := net.Listen("unix", "@cleanroom-test-"+strings.ReplaceAll(t.Name(), "/", "-"))
 			if err != nil {
@@ -178,7 +178,7 @@ func TestRelayHandshake(t *testing.T) {
 			}
 			t.Cleanup(func() { f.Close() })
 			return helloPass, []int{int(f.Fd()), int(f.Fd())}, nil
-		}, ErrNotByteStream, false},
+		}, errNotByteStream, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -422,7 +422,7 @@ func TestRelayTricks(t *testing.T) {
 	if res.RelayConnections != 3 || res.RelayRefused != 2 || res.RoomEnded != "stopped" || res.RelayMode != relayHanded {
 		t.Errorf("relay connections %d, refused %d, room ended %q; want 3, 2, stopped\n%s", res.RelayConnections, res.RelayRefused, res.RoomEnded, stderr)
 	}
-	for _, want := range []string{ErrNotByteStream.Error(), ErrNotRelay.Error()} {
+	for _, want := range []string{errNotByteStream.Error(), errNotRelay.Error()} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr does not name %q:\n%s", want, stderr)
 		}
