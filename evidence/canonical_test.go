@@ -154,7 +154,9 @@ func TestESNumberMillion(t *testing.T) {
 		line = append(line, ',')
 		line = evidence.AppendNumber(line, f)
 		line = append(line, '\n')
-		w.Write(line)
+		if _, err := w.Write(line); err != nil {
+			t.Fatal(err)
+		}
 		if want, ok := published[i]; ok {
 			w.Flush()
 			if got := hex.EncodeToString(h.Sum(nil)); got != want {

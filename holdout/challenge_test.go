@@ -43,7 +43,11 @@ func TestLoadDirRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, ErrIndexMismatch, ""},
-		{"subdirectory", func(t *testing.T, dir string) { os.Mkdir(filepath.Join(dir, "sub"), 0o755) }, ErrIndexMismatch, ""},
+		{"subdirectory", func(t *testing.T, dir string) {
+			if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrIndexMismatch, ""},
 		{"symlinked challenge", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "H3-shared-child-structure.json")
 			if err := os.Rename(p, filepath.Join(t.TempDir(), "moved.json")); err != nil {

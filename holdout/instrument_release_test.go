@@ -47,7 +47,11 @@ func TestLoadInstrumentAuthenticatesTheSchemas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { os.WriteFile(p, b, 0o644) })
+			t.Cleanup(func() {
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					t.Errorf("restoring %s: %v", p, err)
+				}
+			})
 			opened := strings.Replace(string(b), `"additionalProperties": false`, `"additionalProperties": true`, 1)
 			if opened == string(b) {
 				t.Fatal("the edit changed nothing")

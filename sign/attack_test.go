@@ -57,7 +57,9 @@ func TestTamperedSignatureRefusedByBoth(t *testing.T) {
 	}
 	sshVerify := func(sig []byte) bool {
 		sp := filepath.Join(dir, "x.sig")
-		os.WriteFile(sp, sig, 0o644)
+		if err := os.WriteFile(sp, sig, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		cmd := exec.Command("ssh-keygen", "-Y", "verify", "-f", allowed, "-I", "p@example", "-n", NamespaceCaseManifest, "-s", sp)
 		cmd.Stdin = bytes.NewReader(msg)
 		return cmd.Run() == nil

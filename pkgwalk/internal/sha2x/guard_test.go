@@ -1,6 +1,7 @@
 package sha2x_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -61,7 +62,7 @@ func TestAssemblyPassesSelfCheck(t *testing.T) {
 // off there (the test binary re-runs itself with it).
 func TestEnvironmentSwitch(t *testing.T) {
 	if os.Getenv("SHA2X_TEST_CHILD") == "1" {
-		os.Stdout.WriteString("implementation: " + sha2x.Implementation() + "\n")
+		fmt.Println("implementation: " + sha2x.Implementation())
 		return
 	}
 	for _, c := range []struct{ env, want string }{
