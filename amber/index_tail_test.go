@@ -217,8 +217,12 @@ func TestIndexAppendAfterKilledWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Write(append(line, '\n'))
-	f.Close()
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	cp, _ := os.ReadFile(filepath.Join(dir, IndexCheckpointFile))
 	temp := filepath.Join(dir, durable.TempPrefix+IndexCheckpointFile+".0123456789abcdef")
 	if err := os.WriteFile(temp, cp[:len(cp)/2], 0o644); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -68,12 +69,14 @@ func sealedStore(t *testing.T) netip.AddrPort {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, "sealed store\n")
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+		w.Write([]byte("sealed store\n"))
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
@@ -163,14 +166,18 @@ func TestRunFullIsolation(t *testing.T) {
 				Outcome, Errno, SealedTarget string `json:"-"`
 			}
 			var probeRaw map[string]any
-			json.Unmarshal(r.SealProbe, &probeRaw)
+			if err := json.Unmarshal(r.SealProbe, &probeRaw); err != nil {
+				t.Fatal(err)
+			}
 			probe.Outcome, _ = probeRaw["outcome"].(string)
 			probe.Errno, _ = probeRaw["errno"].(string)
 			if probe.Outcome != "sealed" || probe.Errno != "ENETUNREACH" || probeRaw["sealed_target"] != sealed.String() {
 				t.Errorf("seal probe %s", r.SealProbe)
 			}
 			var isoRaw map[string]any
-			json.Unmarshal(r.IsolationCheck, &isoRaw)
+			if err := json.Unmarshal(r.IsolationCheck, &isoRaw); err != nil {
+				t.Fatal(err)
+			}
 			if isoRaw["enforced"] != true || isoRaw["isolation_class"] != FullIsolation || isoRaw["default_route"] != false {
 				t.Errorf("isolation check %s", r.IsolationCheck)
 			}
@@ -260,9 +267,16 @@ func TestRunRefusesBeforeRunning(t *testing.T) {
 			f.opts.IndexDir = dir
 		}, ErrNotIndexed, CheckIndexState},
 		{"swapped oracle", func(t *testing.T, f *runFixture) {
-			w, _ := os.Create(filepath.Join(f.c.Dir, OracleFile))
-			WritePack(newOracle(t), w)
-			w.Close()
+			w, err := os.Create(filepath.Join(f.c.Dir, OracleFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := WritePack(newOracle(t), w); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}, ErrMismatch, CheckOracleSHA256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -358,8 +372,12 @@ func TestCheckEvaluatorInputs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := t.TempDir()
-			os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
-			os.MkdirAll(filepath.Join(ws, ".git"), 0o755)
+			if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := tc.make(ws); err != nil {
 				t.Skip(err)
 			}
