@@ -219,7 +219,7 @@ func init() {
 		if err != nil {
 			return fmt.Errorf("the room measured the path's new mount, not the asserted one: %w", err)
 		}
-		defer room.Close()
+		defer func() { _ = room.Close() }() // only its view is asserted
 		if room.View.ID != id {
 			return fmt.Errorf("view %s, want %s", room.View.ID, id)
 		}
@@ -244,7 +244,11 @@ func TestWorkspaceBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer room.Close()
+	t.Cleanup(func() {
+		if err := room.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	cs := memSession(t, room)
 	cases := []struct {
 		path, content string
@@ -320,7 +324,7 @@ func memSession(t *testing.T, r *Room) *mcp.ClientSession {
 	st, ct := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go NewServer(r).Run(ctx, st)
+	go func() { _ = NewServer(r).Run(ctx, st) }() // ends with the cancelled ctx
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)

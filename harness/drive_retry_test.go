@@ -81,7 +81,9 @@ func TestRequestProfiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		var m map[string]any
-		json.Unmarshal(b, &m)
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
 		return m
 	}
 	names := func(m map[string]any) string {
@@ -164,7 +166,7 @@ func TestDriveBudgets(t *testing.T) {
 func TestDriveWallTimeInRequest(t *testing.T) {
 	needSeal(t)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body) // drained; the request's end is what is awaited
 		<-r.Context().Done()
 	})
 	r := driveWith(t, testFiles(), h, func(o *DriveOptions) { o.MaxWall = 300 * time.Millisecond })
@@ -195,8 +197,8 @@ func TestDriveInterruptedResumed(t *testing.T) {
 		n := len(fm.requests)
 		fm.mu.Unlock()
 		if n == 1 && ctx.Err() == nil {
-			cancel()                    // the operator's Ctrl-C while the model thinks
-			io.Copy(io.Discard, r.Body) // so that the server sees the client go
+			cancel()                           // the operator's Ctrl-C while the model thinks
+			_, _ = io.Copy(io.Discard, r.Body) // so that the server sees the client go
 			<-r.Context().Done()
 			return
 		}
@@ -214,7 +216,9 @@ func TestDriveInterruptedResumed(t *testing.T) {
 		t.Errorf("prior session %+v", prior)
 	}
 	// A file planted in the workspace between the sessions.
-	os.WriteFile(filepath.Join(ws, "planted.go"), []byte("package x\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(ws, "planted.go"), []byte("package x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ReadResumable(tpath); !errors.Is(err, ErrResumeMismatch) {
 		t.Errorf("planted file: %v, want %v", err, ErrResumeMismatch)
 	}
@@ -277,7 +281,9 @@ func TestReopenWorkspace(t *testing.T) {
 	if err := w.Write("a/b.go", []byte("package a\n")); err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	w, err = ReopenWorkspace(dir, lim)
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +298,9 @@ func TestReopenWorkspace(t *testing.T) {
 	if err := w.Write("d.go", nil); err == nil || !strings.Contains(err.Error(), string(ErrWorkspaceFull)) {
 		t.Errorf("a third file: %v, want %q", err, ErrWorkspaceFull)
 	}
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink("/etc", filepath.Join(dir, "a", "out")); err != nil {
 		t.Fatal(err)
 	}
@@ -366,5 +374,7 @@ func TestResumeAfterRoomDied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t2.Close()
+	if err := t2.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -115,7 +115,9 @@ func memRoom(t testing.TB, files map[string][]byte) (c *frameConn, ws, transcrip
 		case <-time.After(10 * time.Second):
 			t.Error("Serve did not return after its input closed")
 		}
-		room.Close()
+		if err := room.Close(); err != nil {
+			t.Error(err)
+		}
 	})
 	return newFrameConn(inW, outR), ws, transcript, ch
 }
@@ -156,7 +158,7 @@ func sealedRoom(t *testing.T, files map[string][]byte) (c *frameConn, ws, transc
 			return nil
 		}
 	}
-	t.Cleanup(func() { wait() })
+	t.Cleanup(func() { _ = wait() }) // a test that asserts the exit calls wait itself
 	return newFrameConn(in, out), ws, transcript, stderr, wait
 }
 

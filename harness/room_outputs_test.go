@@ -80,7 +80,11 @@ func TestRoomTranscriptInWorkspace(t *testing.T) {
 			}
 			room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: ws, Transcript: tr, Limits: DefaultLimits})
 			if err == nil {
-				defer room.Close()
+				defer func() {
+					if err := room.Close(); err != nil {
+						t.Error(err)
+					}
+				}()
 				// What the refusal prevents: the record replaced by the
 				// implementer.
 				forged := `{"event":"start"}`

@@ -172,7 +172,7 @@ func TestSDKResultMarshalError(t *testing.T) {
 	st, ct := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go srv.Run(ctx, st)
+	go func() { _ = srv.Run(ctx, st) }() // ends with the cancelled ctx
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "0"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,9 @@ func TestSDKResultMarshalError(t *testing.T) {
 		t.Fatalf("the call returned (%v) before the marshal error was logged", err)
 	}
 	stop()
-	<-called
+	if err := <-called; err == nil {
+		t.Error("the cancelled call returned no error")
+	}
 	_, reason := json.Marshal(res)
 	var me *json.MarshalerError
 	if !errors.As(reason, &me) {

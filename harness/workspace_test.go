@@ -35,7 +35,11 @@ func TestWorkspaceNameClashes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer w.Close()
+			defer func() {
+				if err := w.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
 			for _, p := range c.before {
 				if err := w.Write(p, []byte("x")); err != nil {
 					t.Fatalf("write %q: %v", p, err)
