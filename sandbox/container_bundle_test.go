@@ -253,9 +253,11 @@ func TestExecInvisibleToPeers(t *testing.T) {
 	}
 	during := mountsBeneath(t, state)
 	seen := mountsBeneath(t, filepath.Join(peer, "state"))
-	stdinW.Write([]byte("go\n"))
+	if _, err := stdinW.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
 	stdinW.Close()
-	go io.Copy(io.Discard, outR)
+	go func() { _, _ = io.Copy(io.Discard, outR) }() // drained until the run ends
 	if err := <-done; err != nil {
 		t.Fatalf("Exec: %v", err)
 	}

@@ -67,7 +67,7 @@ func testGC(t *testing.T, state string) {
 	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("the live run never said ready: %q %v", line, err)
 	}
-	go io.Copy(io.Discard, outR)
+	go func() { _, _ = io.Copy(io.Discard, outR) }() // drained until the run ends
 	if err := helper.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,9 @@ func testGC(t *testing.T, state string) {
 	if _, ok := mountAt(t, live); !ok {
 		t.Errorf("the live run's tmpfs %s is gone", live)
 	}
-	stdinW.Write([]byte("go\n"))
+	if _, err := stdinW.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
 	stdinW.Close()
 	if err := <-done; err != nil {
 		t.Errorf("the live run: %v", err)

@@ -185,7 +185,9 @@ func TestHostPathRefusals(t *testing.T) {
 	}
 	// `sandbox exec --workspace` also wants it empty, or a run's own.
 	full := t.TempDir()
-	os.WriteFile(filepath.Join(full, "f"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(full, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var pr *PathRefusal
 	if err := CheckNewWorkspace(full, state); !errors.As(err, &pr) || pr.Rule != RuleNotEmpty {
 		t.Errorf("a non-empty directory: %v, want rule %s", err, RuleNotEmpty)
