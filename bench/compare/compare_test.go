@@ -228,7 +228,11 @@ func TestClientAgainstRoom(t *testing.T) {
 	if err != nil {
 		t.Skipf("room serve could not start here (no seal?): %v", err)
 	}
-	defer cl.Close(10 * time.Second)
+	defer func() {
+		if err := cl.Close(10 * time.Second); err != nil {
+			t.Errorf("room serve at the end of its input: %v", err)
+		}
+	}()
 	list, err := cl.CallTool(ctx, "list_files", map[string]any{})
 	if err != nil {
 		t.Fatal(err)

@@ -126,7 +126,9 @@ func TestCompletion(t *testing.T) {
 		if err != nil || len(out) == 0 {
 			t.Fatalf("completion %s: %v", shell, err)
 		}
-		os.WriteFile(p, out, 0o644)
+		if err := os.WriteFile(p, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		return p
 	}
 	cases := []struct {

@@ -291,7 +291,9 @@ func testPackageEmitKilledRetry(t *testing.T, existing bool) {
 	// Enough files that the copy is still running when it is stopped.
 	for i := range 3000 {
 		d := filepath.Join(pkg, "requirements", fmt.Sprintf("r%02d", i/100))
-		os.MkdirAll(d, 0o755)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("n%04d.md", i)), []byte(fmt.Sprintf("# note %d\n", i)), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +342,9 @@ func testPackageEmitKilledRetry(t *testing.T, existing bool) {
 			t.Fatal("the emit never staged anything")
 		}
 	}
-	cmd.Process.Signal(syscall.SIGSTOP)
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	if asFound() != nil {
 		t.Skip("the emit published before it could be stopped")
 	}

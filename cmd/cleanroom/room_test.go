@@ -194,7 +194,9 @@ func TestRoomServeWorldPin(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}
+			// The room may refuse and exit before reading: its exit code is
+			// what is asserted, not this write.
+			_, _ = io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
 {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"TOY-TALLY-v1.md"}}}
 `)
@@ -210,7 +212,7 @@ func TestRoomServeWorldPin(t *testing.T) {
 				}
 			}
 			stdin.Close()
-			io.Copy(io.Discard, out)
+			_, _ = io.Copy(io.Discard, out) // drained so that Wait returns; its status is asserted
 			err := cmd.Wait()
 			code := 0
 			var ee *exec.ExitError
@@ -261,8 +263,7 @@ func servingExe(t *testing.T, bin string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := cl.Initialize(ctx); err != nil {
-		cl.Close(0)
-		t.Fatalf("initialize: %v (stderr %q)", err, stderr.String())
+		t.Fatalf("initialize: %v (stderr %q; close: %v)", err, stderr.String(), cl.Close(0))
 	}
 	// The command's one child is the sealed server: the seal stage that
 	// became the serve stage by exec. It was forked by one of the
@@ -274,13 +275,11 @@ func servingExe(t *testing.T, bin string) string {
 		children = append(children, strings.Fields(string(b))...)
 	}
 	if len(children) != 1 {
-		cl.Close(0)
-		t.Fatalf("children of room serve: %q", children)
+		t.Fatalf("children of room serve: %q (close: %v)", children, cl.Close(0))
 	}
 	exe, err := os.Readlink("/proc/" + children[0] + "/exe")
 	if err != nil {
-		cl.Close(0)
-		t.Fatal(err)
+		t.Fatalf("%v (close: %v)", err, cl.Close(0))
 	}
 	if got, err := cl.CallTool(ctx, "list_files", map[string]any{}); err != nil || !strings.Contains(got, "spec/SORTED.md") {
 		t.Errorf("list_files answered %q, %v", got, err)

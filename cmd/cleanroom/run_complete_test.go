@@ -88,7 +88,9 @@ func TestRunCompleteCLI(t *testing.T) {
 	// verifies.
 	p := filepath.Join(w, "governance/findings/000001.json")
 	eb, _ := os.ReadFile(p)
-	os.WriteFile(p, []byte(strings.Replace(string(eb), "H4.candidate", "H4.candidatX", 1)), 0o644)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(eb), "H4.candidate", "H4.candidatX", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	must(1, "run", "verify", "--world", w)
 }
 
