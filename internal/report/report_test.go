@@ -487,7 +487,12 @@ func TestReportDoesNotFollowLinksInReceipts(t *testing.T) {
 		if err := os.Symlink(moved, p); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.Remove(p); os.Rename(moved, p) })
+		t.Cleanup(func() {
+			os.Remove(p)
+			if err := os.Rename(moved, p); err != nil {
+				t.Errorf("restoring %s: %v", p, err)
+			}
+		})
 	}
 	t.Run("RESULT", func(t *testing.T) {
 		file := experiment.ResultFile(rec.RunID)
@@ -587,8 +592,12 @@ func TestReportUnverifiedRunSaysSo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString("\n# changed after the freeze\n")
-	f.Close()
+	if _, err := f.WriteString("\n# changed after the freeze\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	r, err := Gather(context.Background(), w, Options{})
 	if err != nil {
 		t.Fatal(err)
