@@ -17,6 +17,7 @@ import (
 // opened up after verification (here: the envelope no longer closed) must
 // not decide what is scored.
 func TestLoadInstrumentAuthenticatesTheSchemas(t *testing.T) {
+	t.Parallel()
 	world := filepath.Join(testshared.RepoRoot(t), "testdata", "world")
 	root := t.TempDir()
 	pkg := filepath.Join(root, "docs", "spec", "proof-wire")

@@ -28,6 +28,7 @@ func pairsWithFindings(t *testing.T) []PairFindings {
 const srel0 = "srel-0000000000000000000000000000000000000000000000000000000000000000"
 
 func TestRegisterOpenClassify(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	reg := OpenRegister(state)
 	pairs := pairsWithFindings(t)
@@ -81,6 +82,7 @@ func TestRegisterOpenClassify(t *testing.T) {
 }
 
 func TestRegisterTamper(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		edit func(t *testing.T, dir string) error
@@ -127,6 +129,7 @@ func TestRegisterTamper(t *testing.T) {
 }
 
 func TestQuestions(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	two := 2
 	one := 1
@@ -172,6 +175,7 @@ func TestQuestions(t *testing.T) {
 // in the log directory; it is not an entry and must not shift the sequence
 // of the entries around it.
 func TestLogSkipsInterruptedAppend(t *testing.T) {
+	t.Parallel()
 	l := Log{Dir: filepath.Join(t.TempDir(), "log")}
 	if _, err := l.Append(TypeQuestion, nil); err != nil {
 		t.Fatal(err)

@@ -36,6 +36,7 @@ func rebuildSigField(t *testing.T, blob []byte, f func([]byte) []byte) []byte {
 // ssh-keygen -Y verify refuses is refused here too, under the rule named,
 // and the honest one verifies in both.
 func TestTamperedSignatureRefusedByBoth(t *testing.T) {
+	t.Parallel()
 	needSSHKeygen(t)
 	path, s := newKey(t)
 	dir := filepath.Dir(path)

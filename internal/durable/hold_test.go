@@ -13,6 +13,7 @@ import (
 // removed. Nothing else beside the target is touched: another name's
 // stage, a plain StageDir, a link named like a held stage.
 func TestRemoveStaleStages(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	dest := filepath.Join(base, "out")
 	live, releaseLive, err := StageDirHeld(dest)
@@ -60,6 +61,7 @@ func TestRemoveStaleStages(t *testing.T) {
 // RemoveTemps removes the temporary files of interrupted writes and
 // nothing else (a directory with the prefix, other files).
 func TestRemoveTemps(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tmp := filepath.Join(dir, TempPrefix+"checkpoint.0011")
 	if err := os.WriteFile(tmp, []byte("half"), 0o644); err != nil {
