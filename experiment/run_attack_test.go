@@ -90,6 +90,7 @@ func revealErr(w *World) error { _, err := Reveal(bg, w, RevealOptions{}); retur
 // targets is refused by the named rule and the state root is byte-for-byte
 // what it was before the operation.
 func TestLifecycleAttacks(t *testing.T) {
+	t.Parallel()
 	pinned := func(t *testing.T, w *World) { mustPin(t, w) }
 	frozen := func(t *testing.T, w *World) { mustPin(t, w); mustFreeze(t, w) }
 	split := func(t *testing.T, w *World) { mustPin(t, w); freezeSplit(t, w) }
