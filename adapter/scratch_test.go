@@ -12,6 +12,7 @@ import (
 // (lock held) is listed and kept; a link named like one is not followed,
 // and nothing else in the scratch directory is touched.
 func TestGCStaging(t *testing.T) {
+	t.Parallel()
 	scratch := t.TempDir()
 	live, releaseLive, err := newStagingDir(scratch, "reference")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // cutoff (a hand-made bundle: the header of one, the pack of another) would
 // hand that history to the candidate, since a fetch keeps the whole pack.
 func TestVerifyBundleRefusesUnreachableObjects(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	repo := newTestRepo(t, 2)
 	gitT(t, repo.Dir, "update-ref", BundleRef, repo.Cutoff)

@@ -13,6 +13,7 @@ import (
 // each document's signature moved onto another kind of document, is
 // refused under the check that reads it.
 func TestSignedDocumentsEveryByte(t *testing.T) {
+	t.Parallel()
 	f, rec, sum, _ := signedRecord(t)
 	pub := f.s.PublicKey()
 	type doc struct {

@@ -58,6 +58,7 @@ func sparsePack(t *testing.T) []byte {
 // TestReadPackSparseBomb: a sparse entry is not a form WritePack writes; it
 // is refused before its logical size is read into memory.
 func TestReadPackSparseBomb(t *testing.T) {
+	// Not parallel: it measures the process's heap.
 	p := sparsePack(t)
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -75,6 +76,7 @@ func TestReadPackSparseBomb(t *testing.T) {
 // TestPackLongNameRoundTrip: the one PAX record WritePack writes (a path
 // over 100 bytes or not ASCII) still reads back.
 func TestPackLongNameRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	long := strings.Repeat("d", 120) + "/é" + strings.Repeat("f", 100)
 	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(long)), 0o755); err != nil {

@@ -15,6 +15,7 @@ import (
 // the files' times, owners and non-executable permission bits, and GNU tar
 // reads the pack.
 func TestPackDeterministic(t *testing.T) {
+	t.Parallel()
 	a := newOracle(t)
 	b := filepath.Join(t.TempDir(), "copy")
 	if out, err := exec.Command("cp", "-r", a, b).CombinedOutput(); err != nil {
@@ -70,6 +71,7 @@ func TestPackDeterministic(t *testing.T) {
 }
 
 func TestReadPackRefusals(t *testing.T) {
+	t.Parallel()
 	epoch := time.Unix(0, 0)
 	mk := func(hdrs ...*tar.Header) []byte {
 		var b bytes.Buffer

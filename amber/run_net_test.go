@@ -144,6 +144,7 @@ func (th *testHost) serve(t *testing.T, port uint16, status int) netip.AddrPort 
 // layer, the candidate never starts, and the signed record says
 // invalid_infrastructure.
 func TestRunSealedStoreAnswers(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	if c, err := nftables.New(); err != nil {
 		t.Skipf("nf_tables is not usable here: %v", err)

@@ -137,6 +137,7 @@ func newRunFixture(t *testing.T) runFixture {
 // the oracle scores, and the signed record verifies by value and with
 // ssh-keygen.
 func TestRunFullIsolation(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	f := newRunFixture(t)
 	sealed := sealedStore(t)
@@ -249,6 +250,7 @@ func (n neverIsolation) Run(context.Context, ContainerSpec, io.Writer, io.Writer
 }
 
 func TestRunRefusesBeforeRunning(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	for _, tc := range []struct {
 		name  string
@@ -302,6 +304,7 @@ func TestRunRefusesBeforeRunning(t *testing.T) {
 // run is not signed as the infrastructure's failure, and the evaluator is
 // never started on it (the class is asserted, not a time).
 func TestRunEvaluatorInputFIFO(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	f := newRunFixture(t)
 	sealed := sealedStore(t)
@@ -332,6 +335,7 @@ func TestRunEvaluatorInputFIFO(t *testing.T) {
 }
 
 func TestCheckEvaluatorInputs(t *testing.T) {
+	t.Parallel()
 	caseLink := pkgwalk.SHA256Hex([]byte("symlink:/usr/share/doc"))
 	for _, tc := range []struct {
 		name string

@@ -14,6 +14,7 @@ import (
 // made it. Two directories equal after case-folding are one directory on
 // a case-insensitive filesystem (and the package walk refuses them).
 func TestWorkspaceNameClashes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		before []string

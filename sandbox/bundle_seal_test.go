@@ -39,6 +39,7 @@ func sealHookMain(args []string) int {
 // A bundle with a seal renders the probe as a second createRuntime hook,
 // after the mechanism check, naming the sealed target and the control.
 func TestSealedBundleHooks(t *testing.T) {
+	t.Parallel()
 	sealed := netip.MustParseAddrPort("192.0.2.1:443")
 	control := netip.MustParseAddrPort("192.0.2.2:80")
 	dir := filepath.Join(t.TempDir(), "b")
@@ -80,6 +81,7 @@ func TestSealedBundleHooks(t *testing.T) {
 // both hooks write their records; a bundle whose positive control is
 // unreachable (the probe does not pass) does not start.
 func TestSealedBundleOnRuntimes(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	for _, rt := range ociRuntimes {
 		t.Run(rt.name, func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 // removes exactly those (a dry run names them and removes nothing), and a
 // live run in the same state root is untouched and still ends normally.
 func TestGC(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	t.Run("private state root", func(t *testing.T) { testGC(t, testStateDir(t)) })
 	// Where the state root lies on a shared mount (systemd's /), runs bind
@@ -154,6 +155,7 @@ func mustLive(t *testing.T, state string) string {
 // A stale run whose cgroup still has a process is left whole and named:
 // nothing is killed, nothing removed, and GC reports ErrGCIncomplete.
 func TestGCLeavesBusyRun(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	const id = "cr0000000000aa"
 	state := testStateDir(t)
@@ -199,6 +201,7 @@ func TestGCLeavesBusyRun(t *testing.T) {
 // with the run (reported by a dry run first); a table of the same form
 // whose run is not under this state root is not gc's to touch.
 func TestGCRemovesAKilledRunsFilter(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	c, err := nftables.New()
 	if err != nil {

@@ -153,6 +153,7 @@ func transcriptEvents(t *testing.T, path, event string) []map[string]any {
 // stop: the session completes (exit 0), every retry and tool error is in
 // the transcript, and the transcript reads.
 func TestRoomDriveSurvives(t *testing.T) {
+	t.Parallel()
 	needRoom(t)
 	bin := roomBinary(t)
 	m := &scriptedModel{steps: []func(http.ResponseWriter, *http.Request){
@@ -247,6 +248,7 @@ func TestRoomDriveSurvives(t *testing.T) {
 // conversation, the session completes, and the transcript (two sessions,
 // one resumption) verifies.
 func TestRoomDriveResume(t *testing.T) {
+	t.Parallel()
 	needRoom(t)
 	bin := roomBinary(t)
 	thinking := make(chan struct{}, 1)
@@ -355,6 +357,7 @@ func TestRoomDriveResume(t *testing.T) {
 // sessions, each with its own workspace and transcript; `room sessions`
 // lists them, and ignores what is not a session.
 func TestRoomServeSessions(t *testing.T) {
+	t.Parallel()
 	needRoom(t)
 	bin := roomBinary(t)
 	dir := filepath.Join(t.TempDir(), "sessions")

@@ -35,6 +35,7 @@ func roomBinary(t *testing.T) string {
 }
 
 func TestRoomServeCLI(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
@@ -76,6 +77,7 @@ func TestRoomServeCLI(t *testing.T) {
 // so its run does not verify (its tree is not the pinned bpkg of its run
 // record), and the room must refuse to serve it (exit 1, naming the rules).
 func TestRoomServeWorld(t *testing.T) {
+	t.Parallel()
 	world := testshared.World(t, "world")
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
@@ -96,6 +98,7 @@ func TestRoomServeWorld(t *testing.T) {
 // TestRoomDriveCLI runs `room drive` end to end against a scripted
 // chat-completions server on 127.0.0.1, on the synthetic room package.
 func TestRoomDriveCLI(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
@@ -147,6 +150,7 @@ func TestRoomDriveCLI(t *testing.T) {
 // to name another package (run verify: NOT VERIFIED) is refused, exit 1,
 // naming the rule, before anything is served.
 func TestRoomServeWorldPin(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
@@ -295,6 +299,7 @@ func servingExe(t *testing.T, bin string) string {
 // room binary beside it is from another build; the session is served
 // either way, and `version` says which.
 func TestRoomStageBinary(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
@@ -346,6 +351,7 @@ func TestRoomStageBinary(t *testing.T) {
 // TestRoomAgentCLI: room agent's usage errors (exit 2, naming the flag)
 // and a session whose agent exits non-zero (exit 1, the record written).
 func TestRoomAgentCLI(t *testing.T) {
+	t.Parallel()
 	bin := roomBinary(t)
 	pkg, _ := filepath.Abs(filepath.Join("..", "..", "harness", "testdata", "room-package"))
 	run := func(args ...string) (int, string) {
@@ -420,6 +426,7 @@ func TestRoomAgentCLI(t *testing.T) {
 // in any of its strings) spelled out in its text output, and as recorded
 // with --json.
 func TestRoomTranscriptShowsInvisibleEscaped(t *testing.T) {
+	t.Parallel()
 	sum := strings.Repeat("ab", 32)
 	id := "bpkg-\u202eevil\u200b\x1b]0;title\x07"
 	q, _ := json.Marshal(id)
@@ -449,6 +456,7 @@ func TestRoomTranscriptShowsInvisibleEscaped(t *testing.T) {
 // measured from another directory) does not verify, and the room refuses
 // it, exit 1, naming the rule, before anything is served.
 func TestRoomServeWorldRootLabel(t *testing.T) {
+	t.Parallel()
 	needRoom(t)
 	bin := roomBinary(t)
 	world := filepath.Join(t.TempDir(), "world")

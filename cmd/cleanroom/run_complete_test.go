@@ -16,6 +16,7 @@ import (
 // run without the sandbox (--no-sandbox; the sandboxed path is tested in
 // package adapter).
 func TestRunCompleteCLI(t *testing.T) {
+	t.Parallel()
 	if _, err := adapter.ResolveInterpreter("node"); err != nil {
 		t.Skipf("node is not installed: %v", err)
 	}
@@ -99,6 +100,7 @@ func TestRunCompleteCLI(t *testing.T) {
 // archived; after the abort the measurement is not repeated, and run
 // verify re-digests the archive.
 func TestRunMeasureNamesFailingPredicate(t *testing.T) {
+	t.Parallel()
 	if _, err := adapter.ResolveInterpreter("node"); err != nil {
 		t.Skipf("node is not installed: %v", err)
 	}

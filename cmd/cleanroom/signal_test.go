@@ -96,6 +96,7 @@ func runID(t *testing.T, state string) string {
 // TestSignalSandboxExec: SIGINT, SIGTERM or SIGHUP to `sandbox exec` kills
 // the container and tears down its tmpfs, cgroups and run directory.
 func TestSignalSandboxExec(t *testing.T) {
+	t.Parallel()
 	needSandboxCLI(t)
 	bin, _ := cliBinary(t)
 	for _, sig := range stopSignals {
@@ -132,6 +133,7 @@ func TestSignalSandboxExec(t *testing.T) {
 // session cleanly: the transcript complete (its end line written, read
 // back by `room transcript`), the view's mount point and its mount gone.
 func TestSignalRoomServe(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
@@ -180,6 +182,7 @@ func TestSignalRoomServe(t *testing.T) {
 // temporary directories; the run directory is whole: a signed record
 // saying the run was interrupted (invalid_infrastructure), nothing scored.
 func TestSignalAmberRun(t *testing.T) {
+	t.Parallel()
 	needSandboxCLI(t)
 	bin, _ := cliBinary(t)
 	d := amberFixture(t)

@@ -80,6 +80,7 @@ func distinctColours(t *testing.T, file string, limit int) int {
 // violation or a script would each log one). A control page with a
 // forbidden image and an inline script proves the scan sees them.
 func TestReportInChromium(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	control := filepath.Join(dir, "control.html")
 	if err := os.WriteFile(control, []byte(`<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="`+CSP+`"></head>`+
