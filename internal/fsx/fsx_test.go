@@ -84,6 +84,7 @@ func TestOpen(t *testing.T) {
 // FollowInside follows links, each resolved beneath the directory: the
 // chain uplink -> .. climbs out (EXDEV), links that stay inside resolve.
 func TestOpenFollowInside(t *testing.T) {
+	t.Parallel()
 	_, dirfd := tree(t)
 	for _, tc := range []struct {
 		name string
