@@ -49,10 +49,13 @@ man: build
 bench: build
 	GO=$(GO) bench/compare.sh
 
-# staticcheck is pinned (.ci/run installs it). Absent on a developer's
-# machine it is skipped with a notice; LINT_STRICT=1 (set by .ci/run) makes
-# its absence a failure. One process for all packages: it shares the type
-# checking between them, so it costs less CPU than one run per package.
+# staticcheck and errcheck are pinned (.ci/run installs them). Absent on a
+# developer's machine each is skipped with a notice; LINT_STRICT=1 (set by
+# .ci/run) makes its absence a failure. One process for all packages: it
+# shares the type checking between them, so it costs less CPU than one run
+# per package. errcheck asks for every unchecked error beyond the well-known
+# cases of .ci/errcheck-excludes.txt (output to a writer, Close, best-effort
+# cleanup); a deliberate drop is `_ =` with a comment saying why.
 STATICCHECK_VERSION := v0.8.2
 ERRCHECK_VERSION    := v1.30.0
 
@@ -60,6 +63,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags purego ./pkgwalk/...
 	@if command -v staticcheck >/dev/null; then \
 	  echo "staticcheck $(PKGS)"; staticcheck $(PKGS); \
 	elif [ -n "$(LINT_STRICT)" ]; then \
@@ -67,15 +71,13 @@ lint:
 	else \
 	  echo "lint: staticcheck not installed, skipped (go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION))"; \
 	fi
-
-# Not yet part of lint: the unchecked errors errcheck finds beyond the
-# well-known cases of .ci/errcheck-excludes.txt (output to a writer, Close,
-# best-effort cleanup) are still being fixed (issue 21).
-.PHONY: errcheck
-errcheck:
-	@command -v errcheck >/dev/null || { echo "errcheck: go install github.com/kisielk/errcheck@$(ERRCHECK_VERSION)"; exit 1; }
-	errcheck -exclude .ci/errcheck-excludes.txt $(PKGS)
-	$(GO) vet -tags purego ./pkgwalk/...
+	@if command -v errcheck >/dev/null; then \
+	  echo "errcheck $(PKGS)"; errcheck -exclude .ci/errcheck-excludes.txt $(PKGS); \
+	elif [ -n "$(LINT_STRICT)" ]; then \
+	  echo "lint: errcheck not found (go install github.com/kisielk/errcheck@$(ERRCHECK_VERSION))"; exit 1; \
+	else \
+	  echo "lint: errcheck not installed, skipped (go install github.com/kisielk/errcheck@$(ERRCHECK_VERSION))"; \
+	fi
 
 # third_party/go-sdk is upstream v1.8.0 plus exactly its patches/ (PATCHES.md).
 check-forks:

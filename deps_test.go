@@ -207,6 +207,7 @@ func checkGraph(module string, pkgs []listedPackage, allowed map[string]map[stri
 }
 
 func TestDependencies(t *testing.T) {
+	t.Parallel()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command on PATH to list the packages with")
@@ -250,6 +251,7 @@ func TestDependencies(t *testing.T) {
 // refuse, on a made-up module, so that TestDependencies passing means
 // something.
 func TestDependencyCheck(t *testing.T) {
+	t.Parallel()
 	const mod = "example.com/m"
 	allowed, err := parseRules(`NONE < a, sandbox/seal; a < b; b < c < cmd/cleanroom-room; NONE < unused;`)
 	if err != nil {

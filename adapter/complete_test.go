@@ -72,6 +72,7 @@ func freezeCandidate(t *testing.T, w *experiment.World) {
 // findings that block completion until classified; then the run completes
 // and re-verifies from its archive.
 func TestCompleteRunLifecycle(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	ctx := context.Background()
 	w := pinnedWorld(t)
@@ -188,6 +189,7 @@ func TestCompleteRunLifecycle(t *testing.T) {
 // link or re-pointed by its log entry without run verify naming the
 // measurements' evidence rule.
 func TestEvidenceTamperRefused(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	ctx := context.Background()
 	cases := []struct {

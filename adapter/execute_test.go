@@ -105,6 +105,7 @@ func run(t *testing.T, w *experiment.World, s *holdout.Schemas, chs []*holdout.C
 }
 
 func TestExecuteHonestAdapters(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	w, s, chs := world(t)
 	cand, err := os.ReadFile(filepath.Join(w.Root, "implementer/tally-candidate"))
@@ -128,6 +129,7 @@ func TestExecuteHonestAdapters(t *testing.T) {
 }
 
 func TestExecuteRefusals(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no /bin/sh")
@@ -237,6 +239,7 @@ func TestExecuteRefusals(t *testing.T) {
 }
 
 func TestCommandProblem(t *testing.T) {
+	t.Parallel()
 	bp := "bin/c"
 	d := strings.Repeat("0", 64)
 	ok := []experiment.Adapter{
@@ -275,6 +278,7 @@ func TestCommandProblem(t *testing.T) {
 // measurement recorded as the adapter's timeout: before the run (nothing is
 // staged) and while the adapter runs.
 func TestExecuteCancelled(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	w, s, chs := world(t)
 	marker := filepath.Join(t.TempDir(), "started")
@@ -316,6 +320,7 @@ func TestExecuteCancelled(t *testing.T) {
 // stages as verified (here: a symlink planted in it) makes the measurement
 // ABSENT under its own rule, not under the command's.
 func TestExecuteReleasePackageRefused(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	w, s, chs := world(t)
 	a := reference(t, w)
@@ -333,6 +338,7 @@ func TestExecuteReleasePackageRefused(t *testing.T) {
 // adapter in a world that declares nothing (node only) is refused by rule
 // before anything runs.
 func TestExecuteDeclaredInterpreter(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	if _, err := ResolveInterpreter("python3"); err != nil {
 		t.Skipf("python3 is not installed: %v", err)

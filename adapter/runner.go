@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -146,11 +147,24 @@ func (UnsandboxedRunner) Run(ctx context.Context, inv Invocation) (Outcome, erro
 	cmd.Stderr = &stderr
 	// Its own process group, so the timeout kills everything it started.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// PDEATHSIG fires when the thread that forked the adapter exits, not
+	// the process: another goroutine that locks that thread and ends
+	// (netns and sandbox code does) would kill the adapter mid-run. The
+	// thread stays this goroutine's until the adapter is reaped.
+	started, done := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		done <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		return Outcome{}, fmt.Errorf("starting adapter: %w", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	var err error
 	timedOut := false
 	select {

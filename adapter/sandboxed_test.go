@@ -18,6 +18,7 @@ func init() { sandboxinit.Run() }
 // same 20/20 as unsandboxed. Needs root and the kernel features the sandbox
 // uses; skipped (with the reason) otherwise.
 func TestSandboxRunnerReference(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	if os.Geteuid() != 0 {
 		t.Skip("the candidate sandbox needs root")

@@ -12,6 +12,7 @@ import (
 // (lock held) is listed and kept; a link named like one is not followed,
 // and nothing else in the scratch directory is touched.
 func TestGCStaging(t *testing.T) {
+	t.Parallel()
 	scratch := t.TempDir()
 	live, releaseLive, err := newStagingDir(scratch, "reference")
 	if err != nil {
@@ -25,16 +26,22 @@ func TestGCStaging(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(orphan, "cleanroom-io"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(orphan, "cleanroom-io", "challenges.json"), []byte("[]"), 0o444)
+	if err := os.WriteFile(filepath.Join(orphan, "cleanroom-io", "challenges.json"), []byte("[]"), 0o444); err != nil {
+		t.Fatal(err)
+	}
 	releaseOrphan() // the process died: its descriptor, and the lock, are gone
 	target := filepath.Join(t.TempDir(), "kept")
-	os.Mkdir(target, 0o755)
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	link := filepath.Join(scratch, StagingPrefix+"link")
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
 	other := filepath.Join(scratch, "other-dir")
-	os.Mkdir(other, 0o755)
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, dry := range []bool{true, false} {
 		rep, err := GCStaging(scratch, dry)

@@ -15,6 +15,7 @@ import (
 // rule — never an error that stops the whole measurement (and with it the
 // log entry of every subject already measured).
 func TestExecuteFrozenFilesInTheIODirectory(t *testing.T) {
+	t.Parallel()
 	w, s, chs := world(t)
 	for _, c := range []struct{ name, file string }{
 		{"a file where the directory goes", "cleanroom-io"},

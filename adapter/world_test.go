@@ -19,6 +19,7 @@ import (
 // (TOY-TALLY-v1 §3), and every JCS vector's outhex is evidence.Canonical of
 // its input.
 func TestWorldCorpusRestated(t *testing.T) {
+	t.Parallel()
 	pub := filepath.Join(testshared.RepoRoot(t), "testdata", "world", "docs", "spec", "proof-wire", "vectors")
 	cas, err := os.ReadDir(filepath.Join(pub, "public", "cas"))
 	if err != nil {
@@ -78,6 +79,7 @@ func TestWorldCorpusRestated(t *testing.T) {
 // The world's package walks clean: nothing leaks the holdout into what the
 // implementer is given.
 func TestWorldPackageWalksClean(t *testing.T) {
+	t.Parallel()
 	w := filepath.Join(testshared.RepoRoot(t), "testdata", "world")
 	tree, err := pkgwalk.Walk(filepath.Join(w, "docs", "spec", "proof-wire"), pkgwalk.WalkOptions{HoldoutDir: filepath.Join(w, "governance", "holdout")})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 )
 
 func TestOptionsRefused(t *testing.T) {
+	t.Parallel()
 	// says is what the refusal must name, so a case cannot pass on
 	// another option's refusal.
 	cases := []struct {
@@ -52,6 +53,7 @@ func TestOptionsRefused(t *testing.T) {
 // TestRefusedPackage: the preflight finds a package the room refuses
 // before the agent runs; nothing is created.
 func TestRefusedPackage(t *testing.T) {
+	t.Parallel()
 	needAgentRoom(t)
 	o, _, stderr := testOptions(t, "/bin/sh", "-c", "exit 0")
 	o.Room.Expect = "bpkg-" + "0000000000000000000000000000000000000000000000000000000000000000"
@@ -73,6 +75,7 @@ func TestRefusedPackage(t *testing.T) {
 // TestAgentNeverConnects: an agent that never reaches the room still
 // leaves a record — a session with no call, and the agent line.
 func TestAgentNeverConnects(t *testing.T) {
+	t.Parallel()
 	needAgentRoom(t)
 	o, _, _ := testOptions(t, "/bin/sh", "-c", "exit 3")
 	res := runSession(t, o)
@@ -144,6 +147,7 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 // TestAgentInterrupted: cancelling a session (room agent's SIGINT) kills
 // the agent; the room's record is whole and the agent line appended.
 func TestAgentInterrupted(t *testing.T) {
+	t.Parallel()
 	needAgentRoom(t)
 	o, _, stderr := testOptions(t, RelayPath, "list-and-wait")
 	seen := &signalWriter{want: "read", seen: make(chan struct{})}

@@ -27,12 +27,17 @@ const benchFile = "spec/SORTED.md"
 
 // readLatencies starts an MCP server with cmd, initializes, reads
 // benchFile n times and returns each call's latency in nanoseconds.
-func readLatencies(cmd *exec.Cmd, n int) ([]int64, error) {
+func readLatencies(cmd *exec.Cmd, n int) (_ []int64, err error) {
 	c, err := mcpclient.Start(cmd)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close(10 * time.Second)
+	defer func() {
+		// A server that fails at end of input is not one to measure.
+		if cerr := c.Close(10 * time.Second); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := c.Initialize(ctx); err != nil {

@@ -209,6 +209,7 @@ const geminiSettings = `{
 // same sandbox refuses from the agent's vantage (host files, other hosts
 // and ports, the sealed store, the host's loopback) is TestHostileAgent's.
 func TestGeminiCLI(t *testing.T) {
+	t.Parallel()
 	needAgentRoom(t)
 	dir := geminiCLI(t)
 	const name = "model.cleanroom.test"

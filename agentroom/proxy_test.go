@@ -14,6 +14,7 @@ import (
 )
 
 func TestParseHostPort(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		want HostPort
@@ -48,6 +49,7 @@ func TestParseHostPort(t *testing.T) {
 // each refusal is answered with its status and recorded with its rule,
 // and a name off the allowlist is never looked up.
 func TestProxyRefusals(t *testing.T) {
+	t.Parallel()
 	up := serveLoopback(t, func(c net.Conn) {
 		defer c.Close()
 		line, _ := bufio.NewReader(c).ReadString('\n')
@@ -136,6 +138,7 @@ func mustPort(t *testing.T, s string) uint16 {
 // TestProxyTooMany: past maxActive open connections, the next one is
 // closed unread and recorded as ErrTooMany.
 func TestProxyTooMany(t *testing.T) {
+	t.Parallel()
 	p := &Proxy{}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

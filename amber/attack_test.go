@@ -14,6 +14,7 @@ import (
 // key (LoadIndex with an empty vkey trusts index.pub) claiming an enormous
 // tree must be refused as a count mismatch, not panic or allocate for it.
 func TestIndexHugeCheckpointSize(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int64{1 << 62, 1<<63 - 1, maxIndexEntries + 1} {
 		dir := t.TempDir()
 		skey, vkey, err := note.GenerateKey(nil, "hostile.example/index")
@@ -47,6 +48,7 @@ func TestIndexHugeCheckpointSize(t *testing.T) {
 // and every leaf's inclusion proof verifies at every size while an index
 // at or past the size, or a proof with a hash added or removed, does not.
 func TestIndexConsistencyAndInclusionEdges(t *testing.T) {
+	t.Parallel()
 	const n = 9
 	dir, key := newTestIndex(t, 0)
 	skey, _ := os.ReadFile(key)
@@ -151,6 +153,7 @@ func TestIndexConsistencyAndInclusionEdges(t *testing.T) {
 // byte string for the same signed note: refused, so one checkpoint has one
 // spelling (a trusted checkpoint is compared and embedded byte for byte).
 func TestCheckpointSignatureEncodingIsStrict(t *testing.T) {
+	t.Parallel()
 	dir, _ := newTestIndex(t, 3)
 	p := filepath.Join(dir, IndexCheckpointFile)
 	orig, _ := os.ReadFile(p)

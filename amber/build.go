@@ -249,8 +249,8 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 	go func() { vendored <- checkVendored(ctx, o.Repo, commit) }()
 	bundlePath := filepath.Join(stage, BundleFile)
 	if err := createBundle(ctx, o.Repo, commit, bundlePath); err != nil {
-		<-vendored
-		return nil, err
+		// The bundle's failure first; the scan's refusal, if any, too.
+		return nil, errors.Join(err, <-vendored)
 	}
 	hdr, err := readBundleHeaderFile(bundlePath)
 	if err != nil {
@@ -529,11 +529,14 @@ func catBlobs(ctx context.Context, repo string, oids []string) ([][]byte, error)
 			return nil, fmt.Errorf("git cat-file --batch: short output")
 		}
 		f := strings.Fields(line)
-		var size int
 		if len(f) != 3 {
 			return nil, fmt.Errorf("git cat-file --batch: %q", line)
 		}
-		fmt.Sscan(f[2], &size)
+		// An unparsed or negative size would read nothing, or panic in make.
+		size, err := strconv.Atoi(f[2])
+		if err != nil || size < 0 {
+			return nil, fmt.Errorf("git cat-file --batch: size in %q", line)
+		}
 		b := make([]byte, size+1)
 		if _, err := io.ReadFull(r, b); err != nil {
 			return nil, fmt.Errorf("git cat-file --batch: short object")
@@ -546,13 +549,19 @@ func catBlobs(ctx context.Context, repo string, oids []string) ([][]byte, error)
 // createBundle writes the bundle of commit's history from one temporary
 // ref (AMBER-FORMATS): never --all, so no tag, note or other branch leaks
 // in; the ref is created only if absent and always deleted.
-func createBundle(ctx context.Context, repo, commit, out string) error {
+func createBundle(ctx context.Context, repo, commit, out string) (err error) {
 	// The empty old value makes update-ref fail if the ref exists: a stale
 	// or concurrent build's ref must not be silently repointed.
 	if _, err := git(ctx, repo, false, "update-ref", BundleRef, commit, ""); err != nil {
 		return fmt.Errorf("%w: %w", ErrCutoffRef, err)
 	}
-	defer git(context.WithoutCancel(ctx), repo, false, "update-ref", "-d", BundleRef, commit)
-	_, err := git(ctx, repo, false, "-c", "pack.threads=1", "bundle", "create", "--version=3", "--quiet", out, BundleRef)
+	defer func() {
+		// A ref left behind refuses the next build (ErrCutoffRef above):
+		// failing to delete it fails this one, which says why.
+		if _, derr := git(context.WithoutCancel(ctx), repo, false, "update-ref", "-d", BundleRef, commit); derr != nil {
+			err = errors.Join(err, fmt.Errorf("deleting the temporary ref %s: %w", BundleRef, derr))
+		}
+	}()
+	_, err = git(ctx, repo, false, "-c", "pack.threads=1", "bundle", "create", "--version=3", "--quiet", out, BundleRef)
 	return err
 }

@@ -15,6 +15,7 @@ import (
 // cutoff (a hand-made bundle: the header of one, the pack of another) would
 // hand that history to the candidate, since a fetch keeps the whole pack.
 func TestVerifyBundleRefusesUnreachableObjects(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	repo := newTestRepo(t, 2)
 	gitT(t, repo.Dir, "update-ref", BundleRef, repo.Cutoff)
@@ -35,9 +36,9 @@ func TestVerifyBundleRefusesUnreachableObjects(t *testing.T) {
 	if CheckOf(err) == "" {
 		// Show what a receiver's checkout would hold.
 		ws := filepath.Join(dir, "ws")
-		checkoutBundle(context.Background(), p, m.Artifacts.BaseBundleSHA256, repo.Cutoff, ws)
-		has := exec.Command("git", "-C", ws, "cat-file", "-e", repo.After).Run() == nil
-		t.Fatalf("accepted a bundle carrying objects its ref does not reach (workspace holds post-cutoff commit: %v)", has)
+		cerr := checkoutBundle(context.Background(), p, m.Artifacts.BaseBundleSHA256, repo.Cutoff, ws)
+		has := cerr == nil && exec.Command("git", "-C", ws, "cat-file", "-e", repo.After).Run() == nil
+		t.Fatalf("accepted a bundle carrying objects its ref does not reach (workspace holds post-cutoff commit: %v; checkout: %v)", has, cerr)
 	}
 	if CheckOf(err) != CheckGitFetchFsck || !errors.Is(err, ErrBundleUnreachable) {
 		t.Fatalf("got %v (check %q), want %v at %s", err, CheckOf(err), ErrBundleUnreachable, CheckGitFetchFsck)

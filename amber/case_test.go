@@ -39,6 +39,7 @@ var allChecks = []string{
 }
 
 func TestBuildThenVerify(t *testing.T) {
+	t.Parallel()
 	o, c, s := buildCase(t)
 	rep, err := VerifyCase(context.Background(), c.Dir, s.PublicKey(), VerifyOptions{})
 	if err != nil {
@@ -94,6 +95,7 @@ func sha256sumTool(t *testing.T, p string) string {
 // accepts the manifest signature; the manifest validates against the
 // upstream schema.
 func TestCaseInteropWithStockTools(t *testing.T) {
+	t.Parallel()
 	o, c, s := buildCase(t)
 	bundle := filepath.Join(c.Dir, BundleFile)
 	scratch := t.TempDir()
@@ -140,6 +142,7 @@ func TestCaseInteropWithStockTools(t *testing.T) {
 // TestBuildDeterministic: the same inputs give byte-identical manifests and
 // oracle packs (and, same git and source, the same bundle).
 func TestBuildDeterministic(t *testing.T) {
+	t.Parallel()
 	o, c1, _ := buildCase(t)
 	o.Out = filepath.Join(t.TempDir(), "case2")
 	c2, err := Build(context.Background(), o)
@@ -156,6 +159,7 @@ func TestBuildDeterministic(t *testing.T) {
 }
 
 func TestBuildRefusals(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	_, s := newSigner(t)
 	for _, tc := range []struct {
@@ -247,6 +251,7 @@ func TestBuildRefusals(t *testing.T) {
 // committer date in the manifest's provenance; a cutoff at the committer
 // date itself needs none.
 func TestBuildCutoffOverrideRecorded(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	_, s := newSigner(t)
 	o := buildOpts(t, newTestRepo(t, 2), s)
@@ -290,6 +295,7 @@ func dirExists(p string) bool {
 // TestManifestSignedBySSHKeygen: a producer who signs manifest.yaml by hand
 // with stock `ssh-keygen -Y sign` gets a case cleanroom verifies.
 func TestManifestSignedBySSHKeygen(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("ssh-keygen"); err != nil {
 		t.Skip("ssh-keygen not installed")
 	}

@@ -75,6 +75,7 @@ func sigLines(t *testing.T, b []byte) (text string, lines []string) {
 // accepted (in either order, and sixteen of them: the spec's minimum), the
 // index itself loads with it and its proofs verify.
 func TestCheckpointWitnessCosignature(t *testing.T) {
+	t.Parallel()
 	dir, vkey, orig := testCheckpoint(t)
 	cosigned := cosign(t, orig, vkey, "witness.example/w1")
 	want, err := OpenCheckpoint(orig, vkey)
@@ -120,6 +121,7 @@ func TestCheckpointWitnessCosignature(t *testing.T) {
 // are other keys' (C2SP: ignored), so the checkpoint stands on the index
 // key's line.
 func TestCheckpointLookalikeKeysIgnored(t *testing.T) {
+	t.Parallel()
 	_, vkey, orig := testCheckpoint(t)
 	v := mustVerifier(t, vkey)
 	// Another key under the index key's name: a different key ID.
@@ -156,6 +158,7 @@ func TestCheckpointLookalikeKeysIgnored(t *testing.T) {
 // lines claiming the index key and malformed lines (any key's) are refused
 // by name.
 func TestCheckpointSignatureRules(t *testing.T) {
+	t.Parallel()
 	_, vkey, orig := testCheckpoint(t)
 	cosigned := cosign(t, orig, vkey, "witness.example/w1")
 	text, lines := sigLines(t, cosigned)

@@ -13,6 +13,7 @@ import (
 // each document's signature moved onto another kind of document, is
 // refused under the check that reads it.
 func TestSignedDocumentsEveryByte(t *testing.T) {
+	t.Parallel()
 	f, rec, sum, _ := signedRecord(t)
 	pub := f.s.PublicKey()
 	type doc struct {
@@ -33,7 +34,11 @@ func TestSignedDocumentsEveryByte(t *testing.T) {
 			if err := d.verify(); err != nil {
 				t.Fatalf("honest %s: %v", d.name, err)
 			}
-			defer os.WriteFile(d.path, orig, 0o644)
+			t.Cleanup(func() {
+				if err := os.WriteFile(d.path, orig, 0o644); err != nil {
+					t.Errorf("restoring %s: %v", d.path, err)
+				}
+			})
 			for i := range orig {
 				b := append([]byte(nil), orig...)
 				b[i] ^= 0x01
@@ -55,8 +60,15 @@ func TestSignedDocumentsEveryByte(t *testing.T) {
 			}
 			// The same key's signature over the same bytes in every other
 			// namespace.
-			sigOrig, _ := os.ReadFile(d.path + ".sig")
-			defer os.WriteFile(d.path+".sig", sigOrig, 0o644)
+			sigOrig, err := os.ReadFile(d.path + ".sig")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := os.WriteFile(d.path+".sig", sigOrig, 0o644); err != nil {
+					t.Errorf("restoring %s.sig: %v", d.path, err)
+				}
+			})
 			for _, ns := range []string{sign.NamespaceCaseManifest, sign.NamespaceSummary, sign.NamespaceRunRecord, sign.NamespaceReceipt} {
 				sig, _ := f.s.Sign(ns, orig)
 				if err := os.WriteFile(d.path+".sig", sig, 0o644); err != nil {

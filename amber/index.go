@@ -848,7 +848,14 @@ func lockIndex(dir string) (func(), error) {
 		}
 		return nil, err
 	}
-	return func() { unix.Flock(int(d.Fd()), unix.LOCK_UN); d.Close() }, nil
+	return func() {
+		// Unlocked explicitly: a child forked meanwhile holds a copy of the
+		// descriptor until its exec, and closing ours alone would release
+		// the lock only then. Should the unlock fail, the close (with the
+		// last copy) still releases it.
+		_ = unix.Flock(int(d.Fd()), unix.LOCK_UN)
+		d.Close()
+	}, nil
 }
 
 // AppendCaseFile appends an active entry to the index at dir, signing the

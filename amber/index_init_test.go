@@ -15,6 +15,7 @@ import (
 // retry), and once there is room the same call succeeds. An existing empty
 // directory is taken; one with anything in it is refused.
 func TestInitIndexAllOrNothing(t *testing.T) {
+	t.Parallel()
 	fsDir := testshared.FullFS(t)
 	fill := filepath.Join(fsDir, testshared.FillName)
 

@@ -17,6 +17,7 @@ import (
 // leaves bytes the checkpoint does not sign. A reader refuses them by name;
 // the key holder's next write discards them and the index is whole again.
 func TestIndexUncommittedTail(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		tail func(t *testing.T) []byte
@@ -94,6 +95,7 @@ func TestIndexUncommittedTail(t *testing.T) {
 // A committed line must end with its newline: the last signed line torn
 // short (the file cut inside it) is an entry-form refusal, not a tail.
 func TestIndexTornCommittedLine(t *testing.T) {
+	t.Parallel()
 	dir, _ := newTestIndex(t, 3)
 	p := filepath.Join(dir, IndexEntriesFile)
 	b, err := os.ReadFile(p)
@@ -114,6 +116,7 @@ func TestIndexTornCommittedLine(t *testing.T) {
 // changes: the uncommitted tail is discarded only by the key holder (so a
 // refused append or retirement leaves the entries file byte for byte).
 func TestIndexTailKeptOnWrongKey(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		write func(dir, key string) error
@@ -169,6 +172,7 @@ func TestIndexTailKeptOnWrongKey(t *testing.T) {
 // swapped in at its path after the verification is refused and left as
 // it is, FIFO or regular.
 func TestTruncateEntriesOnlyTheVerifiedFile(t *testing.T) {
+	t.Parallel()
 	dir, _ := newTestIndex(t, 3)
 	p := filepath.Join(dir, IndexEntriesFile)
 	verified, err := os.Stat(p)
@@ -208,6 +212,7 @@ func TestTruncateEntriesOnlyTheVerifiedFile(t *testing.T) {
 // index. The retry (the key holder's next append) works, and leaves no
 // temporary file behind: only the index's own files remain.
 func TestIndexAppendAfterKilledWrite(t *testing.T) {
+	t.Parallel()
 	dir, key := newTestIndex(t, 3)
 	line, err := testEntry(3).Canonical()
 	if err != nil {
@@ -217,8 +222,12 @@ func TestIndexAppendAfterKilledWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Write(append(line, '\n'))
-	f.Close()
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	cp, _ := os.ReadFile(filepath.Join(dir, IndexCheckpointFile))
 	temp := filepath.Join(dir, durable.TempPrefix+IndexCheckpointFile+".0123456789abcdef")
 	if err := os.WriteFile(temp, cp[:len(cp)/2], 0o644); err != nil {

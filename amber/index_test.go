@@ -59,6 +59,7 @@ func newTestIndex(t testing.TB, n int) (dir, keyPath string) {
 }
 
 func TestIndexLifecycle(t *testing.T) {
+	t.Parallel()
 	dir, key := newTestIndex(t, 0)
 	ix, err := LoadIndex(dir, "")
 	if err != nil {
@@ -156,6 +157,7 @@ func TestIndexLifecycle(t *testing.T) {
 // TestIndexTampering: each change to a published index is caught by the
 // named check.
 func TestIndexTampering(t *testing.T) {
+	t.Parallel()
 	dir, key := newTestIndex(t, 7)
 	trusted, _ := os.ReadFile(filepath.Join(dir, IndexCheckpointFile))
 	for _, tc := range []struct {
@@ -258,6 +260,7 @@ func TestIndexTampering(t *testing.T) {
 }
 
 func TestIndexProof(t *testing.T) {
+	t.Parallel()
 	dir, _ := newTestIndex(t, 13)
 	ix, err := LoadIndex(dir, "")
 	if err != nil {
@@ -302,6 +305,7 @@ func TestIndexProof(t *testing.T) {
 
 // TestIndexWriterLock: a second writer is refused while one holds the index.
 func TestIndexWriterLock(t *testing.T) {
+	t.Parallel()
 	dir, key := newTestIndex(t, 1)
 	unlock, err := lockIndex(dir)
 	if err != nil {

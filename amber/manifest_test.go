@@ -29,6 +29,7 @@ func pointersOf(err error) []string {
 // rules and the upstream schema; each invalid one is refused, by both, at
 // the fields its header names.
 func TestUpstreamManifestExamples(t *testing.T) {
+	t.Parallel()
 	schema := upstreamSchema(t)
 	for _, tc := range []struct {
 		file string
@@ -100,6 +101,7 @@ func TestUpstreamManifestExamples(t *testing.T) {
 // TestReadYAMLStrict: the refusals of the strict YAML reading, each by its
 // rule.
 func TestReadYAMLStrict(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, in string
 		want     error

@@ -207,9 +207,13 @@ func ReadPack(r io.Reader) ([]PackEntry, error) {
 		if err := tw.WriteHeader(packHeader(name, mode, int64(len(e.Data)))); err != nil {
 			return nil, &PackError{Path: e.Name, Err: err}
 		}
-		tw.Write(e.Data)
+		if _, err := tw.Write(e.Data); err != nil {
+			return nil, &PackError{Path: e.Name, Err: err}
+		}
 	}
-	tw.Close()
+	if err := tw.Close(); err != nil {
+		return nil, &PackError{Path: "", Err: err}
+	}
 	if !bytes.Equal(in.Sum(nil), out.Sum(nil)) {
 		return nil, &PackError{Path: "", Err: fmt.Errorf("%w: the bytes are not the canonical encoding of their entries", ErrPackEntry)}
 	}

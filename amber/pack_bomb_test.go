@@ -27,13 +27,23 @@ func sparsePack(t *testing.T) []byte {
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
 	// The PAX header block, written as a file and retyped to 'x' below.
-	tw.WriteHeader(&tar.Header{Name: "PaxHeaders/evaluate", Mode: 0o644, Size: int64(len(pax)), ModTime: packEpoch, Typeflag: tar.TypeReg, Format: tar.FormatUSTAR})
-	tw.Write([]byte(pax))
+	if err := tw.WriteHeader(&tar.Header{Name: "PaxHeaders/evaluate", Mode: 0o644, Size: int64(len(pax)), ModTime: packEpoch, Typeflag: tar.TypeReg, Format: tar.FormatUSTAR}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(pax)); err != nil {
+		t.Fatal(err)
+	}
 	mapBlock := make([]byte, 512)
 	copy(mapBlock, "1\n0\n0\n")
-	tw.WriteHeader(&tar.Header{Name: "evaluate", Mode: 0o644, Size: 512, ModTime: packEpoch, Typeflag: tar.TypeReg, Format: tar.FormatUSTAR})
-	tw.Write(mapBlock)
-	tw.Close()
+	if err := tw.WriteHeader(&tar.Header{Name: "evaluate", Mode: 0o644, Size: 512, ModTime: packEpoch, Typeflag: tar.TypeReg, Format: tar.FormatUSTAR}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(mapBlock); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	out := b.Bytes()
 	out[156] = tar.TypeXHeader
 	copy(out[148:156], "        ")
@@ -48,6 +58,7 @@ func sparsePack(t *testing.T) []byte {
 // TestReadPackSparseBomb: a sparse entry is not a form WritePack writes; it
 // is refused before its logical size is read into memory.
 func TestReadPackSparseBomb(t *testing.T) {
+	// Not parallel: it measures the process's heap.
 	p := sparsePack(t)
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -65,6 +76,7 @@ func TestReadPackSparseBomb(t *testing.T) {
 // TestPackLongNameRoundTrip: the one PAX record WritePack writes (a path
 // over 100 bytes or not ASCII) still reads back.
 func TestPackLongNameRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	long := strings.Repeat("d", 120) + "/é" + strings.Repeat("f", 100)
 	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(long)), 0o755); err != nil {

@@ -15,20 +15,25 @@ import (
 // the files' times, owners and non-executable permission bits, and GNU tar
 // reads the pack.
 func TestPackDeterministic(t *testing.T) {
+	t.Parallel()
 	a := newOracle(t)
 	b := filepath.Join(t.TempDir(), "copy")
 	if out, err := exec.Command("cp", "-r", a, b).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
 	}
 	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
-	os.Chtimes(filepath.Join(b, "rubric.md"), old, old)
+	if err := os.Chtimes(filepath.Join(b, "rubric.md"), old, old); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Chmod(filepath.Join(b, "rubric.md"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(filepath.Join(b, "evaluate"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	os.Chown(filepath.Join(b, "rubric.md"), 1234, 1234)
+	if err := os.Chown(filepath.Join(b, "rubric.md"), 1234, 1234); err != nil {
+		t.Fatal(err)
+	}
 	var pa, pb bytes.Buffer
 	if err := WritePack(a, &pa); err != nil {
 		t.Fatal(err)
@@ -66,6 +71,7 @@ func TestPackDeterministic(t *testing.T) {
 }
 
 func TestReadPackRefusals(t *testing.T) {
+	t.Parallel()
 	epoch := time.Unix(0, 0)
 	mk := func(hdrs ...*tar.Header) []byte {
 		var b bytes.Buffer
@@ -74,12 +80,18 @@ func TestReadPackRefusals(t *testing.T) {
 			if h.ModTime.IsZero() {
 				h.ModTime = epoch
 			}
-			tw.WriteHeader(h)
+			if err := tw.WriteHeader(h); err != nil {
+				t.Fatal(err)
+			}
 			if h.Size > 0 {
-				tw.Write(bytes.Repeat([]byte("x"), int(h.Size)))
+				if _, err := tw.Write(bytes.Repeat([]byte("x"), int(h.Size))); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-		tw.Close()
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
 		return b.Bytes()
 	}
 	file := func(name string) *tar.Header {

@@ -68,6 +68,7 @@ func resignRecord(t *testing.T, path string, s *sign.Signer, edit func(*RunRecor
 }
 
 func TestRecordByValue(t *testing.T) {
+	t.Parallel()
 	f, rec, sum, vkey := signedRecord(t)
 	rep, err := VerifyRecordByValue(rec, f.s.PublicKey(), vkey, sum, f.specDir)
 	if err != nil {

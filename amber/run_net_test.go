@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -72,7 +72,9 @@ func newTestHost(t *testing.T) *testHost {
 	}
 	t.Cleanup(func() {
 		if l, err := netlink.LinkByName(name); err == nil {
-			netlink.LinkDel(l)
+			if err := netlink.LinkDel(l); err != nil {
+				t.Errorf("removing the veth %s: %v", name, err)
+			}
 		}
 	})
 	l, err := netlink.LinkByName(name)
@@ -120,12 +122,14 @@ func (th *testHost) serve(t *testing.T, port uint16, status int) netip.AddrPort 
 	if err := inNS(th.ns, func() (err error) { ln, err = net.Listen("tcp", ap.String()); return err }); err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(status)
-		io.WriteString(w, "test host\n")
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+		w.Write([]byte("test host\n"))
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
 	// Not vacuous: the host reaches it.
 	c, err := net.Dial("tcp", ap.String())
 	if err != nil {
@@ -140,6 +144,7 @@ func (th *testHost) serve(t *testing.T, port uint16, status int) netip.AddrPort 
 // layer, the candidate never starts, and the signed record says
 // invalid_infrastructure.
 func TestRunSealedStoreAnswers(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	if c, err := nftables.New(); err != nil {
 		t.Skipf("nf_tables is not usable here: %v", err)
@@ -180,7 +185,9 @@ func TestRunSealedStoreAnswers(t *testing.T) {
 		t.Fatalf("terminal state %s (%s)", r.TerminalState, r.Reason)
 	}
 	var probe map[string]any
-	json.Unmarshal(r.SealProbe, &probe)
+	if err := json.Unmarshal(r.SealProbe, &probe); err != nil {
+		t.Fatal(err)
+	}
 	if probe["outcome"] != "answered" || probe["sealed_target"] != sealed.String() {
 		t.Errorf("seal probe %s", r.SealProbe)
 	}

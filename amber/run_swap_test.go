@@ -32,6 +32,7 @@ func (h historyIsolation) Run(_ context.Context, spec ContainerSpec, _, _ io.Wri
 // after the cutoff must not reach the candidate's workspace: the runner
 // checks out only bytes whose sha256 is the manifest's.
 func TestRunChecksOutTheVerifiedBundle(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	repo := newTestRepo(t, 3)
 	_, s := newSigner(t)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -68,12 +69,14 @@ func sealedStore(t *testing.T) netip.AddrPort {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, "sealed store\n")
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+		w.Write([]byte("sealed store\n"))
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
@@ -134,6 +137,7 @@ func newRunFixture(t *testing.T) runFixture {
 // the oracle scores, and the signed record verifies by value and with
 // ssh-keygen.
 func TestRunFullIsolation(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	f := newRunFixture(t)
 	sealed := sealedStore(t)
@@ -163,14 +167,18 @@ func TestRunFullIsolation(t *testing.T) {
 				Outcome, Errno, SealedTarget string `json:"-"`
 			}
 			var probeRaw map[string]any
-			json.Unmarshal(r.SealProbe, &probeRaw)
+			if err := json.Unmarshal(r.SealProbe, &probeRaw); err != nil {
+				t.Fatal(err)
+			}
 			probe.Outcome, _ = probeRaw["outcome"].(string)
 			probe.Errno, _ = probeRaw["errno"].(string)
 			if probe.Outcome != "sealed" || probe.Errno != "ENETUNREACH" || probeRaw["sealed_target"] != sealed.String() {
 				t.Errorf("seal probe %s", r.SealProbe)
 			}
 			var isoRaw map[string]any
-			json.Unmarshal(r.IsolationCheck, &isoRaw)
+			if err := json.Unmarshal(r.IsolationCheck, &isoRaw); err != nil {
+				t.Fatal(err)
+			}
 			if isoRaw["enforced"] != true || isoRaw["isolation_class"] != FullIsolation || isoRaw["default_route"] != false {
 				t.Errorf("isolation check %s", r.IsolationCheck)
 			}
@@ -242,6 +250,7 @@ func (n neverIsolation) Run(context.Context, ContainerSpec, io.Writer, io.Writer
 }
 
 func TestRunRefusesBeforeRunning(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	for _, tc := range []struct {
 		name  string
@@ -260,9 +269,16 @@ func TestRunRefusesBeforeRunning(t *testing.T) {
 			f.opts.IndexDir = dir
 		}, ErrNotIndexed, CheckIndexState},
 		{"swapped oracle", func(t *testing.T, f *runFixture) {
-			w, _ := os.Create(filepath.Join(f.c.Dir, OracleFile))
-			WritePack(newOracle(t), w)
-			w.Close()
+			w, err := os.Create(filepath.Join(f.c.Dir, OracleFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := WritePack(newOracle(t), w); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}, ErrMismatch, CheckOracleSHA256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -288,6 +304,7 @@ func TestRunRefusesBeforeRunning(t *testing.T) {
 // run is not signed as the infrastructure's failure, and the evaluator is
 // never started on it (the class is asserted, not a time).
 func TestRunEvaluatorInputFIFO(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	f := newRunFixture(t)
 	sealed := sealedStore(t)
@@ -318,6 +335,7 @@ func TestRunEvaluatorInputFIFO(t *testing.T) {
 }
 
 func TestCheckEvaluatorInputs(t *testing.T) {
+	t.Parallel()
 	caseLink := pkgwalk.SHA256Hex([]byte("symlink:/usr/share/doc"))
 	for _, tc := range []struct {
 		name string
@@ -358,8 +376,12 @@ func TestCheckEvaluatorInputs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := t.TempDir()
-			os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
-			os.MkdirAll(filepath.Join(ws, ".git"), 0o755)
+			if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			if err := tc.make(ws); err != nil {
 				t.Skip(err)
 			}

@@ -29,6 +29,7 @@ func indexedCase(t *testing.T) (BuildOptions, *Case, *sign.Signer, *Index, strin
 }
 
 func TestSummary(t *testing.T) {
+	t.Parallel()
 	_, c, s, ix, _ := indexedCase(t)
 	m, msha, err := VerifySignedManifest(c.Dir, s.PublicKey())
 	if err != nil {
@@ -81,6 +82,7 @@ func TestSummary(t *testing.T) {
 // TestUpstreamSummaryFixture: the upstream invalid summary is refused at
 // the two fields its header names.
 func TestUpstreamSummaryFixture(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(testshared.Path(t, "amber", "schemas", "examples", "summary.invalid-fieldset.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +103,7 @@ func TestUpstreamSummaryFixture(t *testing.T) {
 }
 
 func TestSummaryRefusesUnindexedOrMismatched(t *testing.T) {
+	t.Parallel()
 	_, c, s := buildCase(t)
 	dir, _ := newTestIndex(t, 1)
 	ix, err := LoadIndex(dir, "")
@@ -117,6 +120,7 @@ func TestSummaryRefusesUnindexedOrMismatched(t *testing.T) {
 }
 
 func TestCompare(t *testing.T) {
+	t.Parallel()
 	base := Comparability{SpecSHA256: strings.Repeat("a", 64), CutoffUTC: "2026-01-15T00:00:00Z", BaseBundleSHA256: strings.Repeat("b", 64),
 		OraclePackSHA256: strings.Repeat("c", 64), GitVersion: "2.39.5", BundleFormatVersion: "3", HashAlgorithm: "sha1"}
 	for _, tc := range []struct {
@@ -153,6 +157,7 @@ func TestCompare(t *testing.T) {
 }
 
 func TestAdjudicate(t *testing.T) {
+	t.Parallel()
 	rec := func(state, fin string) *RunRecord {
 		return &RunRecord{CaseID: "A-1", TerminalState: state, FinishedUTC: fin}
 	}
@@ -202,6 +207,7 @@ func TestAdjudicate(t *testing.T) {
 
 // TestDemo runs the demo flow; with the sandbox available, the run too.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	var iso Isolation
 	if os.Geteuid() == 0 {
@@ -224,6 +230,7 @@ func TestDemo(t *testing.T) {
 // TestSummaryAfterRetirement: the summary takes the retirement from the
 // index (the latest entry), with its date, and cites the newer version.
 func TestSummaryAfterRetirement(t *testing.T) {
+	t.Parallel()
 	_, c, s, _, key := indexedCase(t)
 	m, msha, err := VerifySignedManifest(c.Dir, s.PublicKey())
 	if err != nil {

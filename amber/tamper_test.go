@@ -45,6 +45,7 @@ func shallowBundle(t *testing.T, src, out string) string {
 // TestVerifyCatchesTampering: each tampering is caught, and by the check
 // named for it.
 func TestVerifyCatchesTampering(t *testing.T) {
+	t.Parallel()
 	o, c, s := buildCase(t)
 	_, other := newSigner(t)
 	for _, tc := range []struct {
@@ -167,6 +168,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 }
 
 func TestParseBundleHeader(t *testing.T) {
+	t.Parallel()
 	oid := "0123456789abcdef0123456789abcdef01234567"
 	for _, tc := range []struct {
 		name, in string
@@ -195,6 +197,7 @@ func TestParseBundleHeader(t *testing.T) {
 // TestVerifyAcceptsHandMadeBundle: a bundle made by plain git commands, by
 // hand, in a sha256 repository, passes the bundle checks.
 func TestVerifyAcceptsHandMadeBundle(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := filepath.Join(t.TempDir(), "s256")
 	if out, err := exec.Command("git", "init", "--quiet", "--object-format=sha256", dir).CombinedOutput(); err != nil {

@@ -134,6 +134,7 @@ func executable(p string) bool {
 var guides = []string{"own-experiment", "operator", "implementer", "scorer", "amber-producer", "evaluation-host"}
 
 func TestGuides(t *testing.T) {
+	t.Parallel()
 	src, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +152,9 @@ func TestGuides(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".md"), func(t *testing.T) {
+			// Each guide runs in its own directory and HOME; the sandbox
+			// state root holds one directory per run.
+			t.Parallel()
 			b, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
@@ -200,6 +204,7 @@ func TestGuides(t *testing.T) {
 // their needs, and refuses an unclosed fence, an unknown attribute or an
 // unknown need.
 func TestParseGuide(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		md      string

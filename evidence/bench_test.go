@@ -132,6 +132,7 @@ func BenchmarkCanonical(b *testing.B) {
 }
 
 func TestObservationDocSize(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds an 8 MiB document")
 	}

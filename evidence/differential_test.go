@@ -332,6 +332,7 @@ func runOracle(t *testing.T, docs [][]byte) []string {
 }
 
 func TestDifferentialJSONParse(t *testing.T) {
+	t.Parallel()
 	docs := diffCorpus()
 	answers := runOracle(t, docs)
 	var accepted, refused int

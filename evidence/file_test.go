@@ -14,6 +14,7 @@ import (
 )
 
 func TestReadFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -78,6 +79,7 @@ func TestReadFile(t *testing.T) {
 // rule and naming the file, a longer one and anything not a regular file,
 // without waiting on a FIFO.
 func TestReadRegularFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok := filepath.Join(dir, "ok")
 	if err := os.WriteFile(ok, []byte("12345"), 0o644); err != nil {

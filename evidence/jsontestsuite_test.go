@@ -94,6 +94,7 @@ var jtsImplementationDefined = map[string]struct {
 }
 
 func TestJSONTestSuite(t *testing.T) {
+	t.Parallel()
 	dir := testshared.Path(t, "conformance", "JSONTestSuite", "test_parsing")
 	entries, err := os.ReadDir(dir)
 	if err != nil {

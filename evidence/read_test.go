@@ -176,6 +176,7 @@ func refusalRows() []refusal {
 }
 
 func TestReadRefusals(t *testing.T) {
+	t.Parallel()
 	for _, r := range refusalRows() {
 		t.Run(r.name, func(t *testing.T) {
 			checkRefusal(t, []byte(r.in), r.class, r.off, r.ptr)
@@ -222,6 +223,7 @@ func clipped(b []byte) []byte {
 // TestReadSizeLimit reads exactly MaxSize bytes (accepted) and one byte
 // more (refused before anything else is looked at).
 func TestReadSizeLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 8 * 1024 * 1024
 	if evidence.MaxSize != limit {
 		t.Fatalf("MaxSize = %d, want 8 MiB", evidence.MaxSize)
@@ -304,6 +306,7 @@ func nested(depth int, inner any) any {
 }
 
 func TestReadAcceptedEdges(t *testing.T) {
+	t.Parallel()
 	negZero := math.Copysign(0, -1)
 	tests := []struct {
 		name string
@@ -366,6 +369,7 @@ func TestReadAcceptedEdges(t *testing.T) {
 // TestReadMinusZeroSignBit checks the sign bit directly, not through a
 // helper.
 func TestReadMinusZeroSignBit(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		in       string
 		negative bool
@@ -383,6 +387,7 @@ func TestReadMinusZeroSignBit(t *testing.T) {
 
 // TestReadObjectRefusesNonObject checks ReadObject's extra rule.
 func TestReadObject(t *testing.T) {
+	t.Parallel()
 	o, err := evidence.ReadObject([]byte(`{"b":1,"a":2}`))
 	if err != nil || strings.Join(o.Names(), ",") != "b,a" {
 		t.Fatalf("ReadObject = %v, %v", o, err)
@@ -399,6 +404,7 @@ func TestReadObject(t *testing.T) {
 
 // TestEveryClassHasARefusalRow keeps the table honest as classes are added.
 func TestEveryClassHasARefusalRow(t *testing.T) {
+	t.Parallel()
 	seen := map[evidence.Class]bool{evidence.ClassTooLarge: true} // TestReadSizeLimit
 	for _, r := range refusalRows() {
 		seen[r.class] = true
@@ -417,6 +423,7 @@ func TestEveryClassHasARefusalRow(t *testing.T) {
 // many goroutines (run with -race), and members appended directly are
 // found.
 func TestObjectReadOnlyGet(t *testing.T) {
+	t.Parallel()
 	v, err := evidence.Read([]byte(`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10}`))
 	if err != nil {
 		t.Fatal(err)
@@ -456,6 +463,7 @@ func TestObjectReadOnlyGet(t *testing.T) {
 // index is published without a data race), and stays correct after more
 // direct appends, Set and Delete.
 func TestObjectAppendedDirectly(t *testing.T) {
+	t.Parallel()
 	o := &evidence.Object{}
 	for i := range 2000 {
 		o.Members = append(o.Members, evidence.Member{Name: fmt.Sprintf("n%d", i), Value: float64(i)})
@@ -499,6 +507,7 @@ func TestObjectAppendedDirectly(t *testing.T) {
 // 1 — a document whose value differs between cleanroom and the reference.
 // Every want is what node 20's JSON.parse returned for the same bytes.
 func TestReadNumbersWithLongExponents(t *testing.T) {
+	t.Parallel()
 	z := func(n int) string { return strings.Repeat("0", n) }
 	negZero := math.Copysign(0, -1)
 	tests := []struct {
@@ -555,6 +564,7 @@ func TestReadNumbersWithLongExponents(t *testing.T) {
 // literal, escapes decoded, and never fails: it serves scans of bytes the
 // strict reader refused.
 func TestDecodeStringLenient(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, want string
 		end      int // index of the closing quote in in

@@ -7,6 +7,7 @@ import (
 )
 
 func TestJSString(t *testing.T) {
+	t.Parallel()
 	// Expected values are what node prints for String(JSON.parse(doc)).
 	tests := []struct{ doc, want string }{
 		{`null`, "null"},

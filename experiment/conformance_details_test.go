@@ -26,6 +26,7 @@ func frozenRecord(t *testing.T) (*World, []byte) {
 // the adapters by label): its receipts still witness it, as the reference
 // accepts them.
 func TestReorderedAdaptersVerify(t *testing.T) {
+	t.Parallel()
 	w, b := frozenRecord(t)
 	r, err := ParseRecord(b, "blind-run.json")
 	if err != nil {
@@ -60,6 +61,7 @@ func TestReorderedAdaptersVerify(t *testing.T) {
 // same run_id as null; an environment with some members null is refused by
 // rule.
 func TestEnvironmentNulls(t *testing.T) {
+	t.Parallel()
 	w, b := frozenRecord(t)
 	const refEnv = `"role": "reference",`
 	if !strings.Contains(string(b), `"environment": null`) || !strings.Contains(string(b), refEnv) {

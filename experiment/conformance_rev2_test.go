@@ -14,6 +14,7 @@ import (
 // else. Values read off the two SPEC-RELEASE.json files and recomputed with
 // sha256sum/python over world-rev2's spec files, never with this code.
 func TestConformanceRev2Diff(t *testing.T) {
+	t.Parallel()
 	a, err := ReadRelease(filepath.Join(worldPkg(t, "world"), ReleaseFile))
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +53,7 @@ func TestConformanceRev2Diff(t *testing.T) {
 // spec digest moved to a2337b7f…, every other surface (and the holdout,
 // committed relative to this package) is the world's.
 func TestConformanceRev2Digests(t *testing.T) {
+	t.Parallel()
 	w := testshared.World(t, "world-rev2")
 	pkg := worldPkg(t, "world-rev2")
 	rec, err := ReadRelease(filepath.Join(pkg, ReleaseFile))

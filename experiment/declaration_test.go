@@ -18,6 +18,7 @@ const goodDeclaration = `{
 }`
 
 func TestParseDeclaration(t *testing.T) {
+	t.Parallel()
 	d, err := ParseDeclaration([]byte(goodDeclaration), "w.json")
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +83,7 @@ func TestParseDeclaration(t *testing.T) {
 // A world without world.json is the reference protocol's, member for
 // member (spelled out here, not read from the code's defaults).
 func TestNoDeclarationIsTheReferenceProtocol(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	d, err := w.Declaration()
 	if err != nil {
@@ -152,6 +154,7 @@ func declaredWorld(t testing.TB) *World {
 // --reference, digests its declared instrument (computed here on its own),
 // and verifies with no reference-protocol member reported missing.
 func TestDeclaredWorldPinsAndVerifies(t *testing.T) {
+	t.Parallel()
 	w := declaredWorld(t)
 	tr, err := Pin(bg, w, PinOptions{})
 	if err != nil {
@@ -184,6 +187,7 @@ func TestDeclaredWorldPinsAndVerifies(t *testing.T) {
 // The declared interpreters are the only ones: a node command in a
 // python3 world is a command that executes something not frozen.
 func TestDeclaredInterpretersOnly(t *testing.T) {
+	t.Parallel()
 	w := declaredWorld(t)
 	if err := os.WriteFile(filepath.Join(w.Root, "governance", "a.mjs"), []byte("//\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -207,6 +211,7 @@ func TestDeclaredInterpretersOnly(t *testing.T) {
 // named refusal when it does not, and a named refusal in a world with
 // neither a declaration nor the reference protocol's adapter.
 func TestPinWithoutReference(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	if _, err := Pin(bg, w, PinOptions{}); !errors.Is(err, ErrNoReference) || !strings.Contains(err.Error(), "--reference") {
 		t.Errorf("no declaration, no TRVM adapter: %v, want %q naming --reference", err, ErrNoReference)
@@ -225,6 +230,7 @@ func TestPinWithoutReference(t *testing.T) {
 
 // A malformed declaration stops pin and shows in verify, by rule.
 func TestMalformedDeclarationRefused(t *testing.T) {
+	t.Parallel()
 	w := declaredWorld(t)
 	if _, err := Pin(bg, w, PinOptions{}); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ const lockHolderEnv = "CLEANROOM_LOCK_HOLDER_WORLD"
 // TestLockAcrossProcesses, it takes the state lock, says so, and sleeps
 // until it is killed.
 func TestLockHolderChild(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(lockHolderEnv)
 	if dir == "" {
 		t.Skip("helper process for TestLockAcrossProcesses")
@@ -41,6 +42,7 @@ func TestLockHolderChild(t *testing.T) {
 // nothing written); when that process is killed the kernel releases the
 // lock, so a crashed operator never wedges the world.
 func TestLockAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	mustPin(t, w)
 	exe, err := os.Executable()
@@ -85,6 +87,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 // A receipts/ replaced by a symlink cannot make a transition's clean-up
 // delete (or verify list) temporary-named files of another directory.
 func TestLeftoversNotFollowedThroughSymlink(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	elsewhere := t.TempDir()
 	victim := filepath.Join(elsewhere, tempPrefix+"victim")
@@ -116,6 +119,7 @@ func TestLeftoversNotFollowedThroughSymlink(t *testing.T) {
 // A transition of a world with no state root refuses (no run is pinned)
 // and leaves none behind: only a pin starts one.
 func TestTransitionWithoutStateRootLeavesNone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := OpenWorld(dir)
 	if err != nil {

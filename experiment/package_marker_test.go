@@ -12,6 +12,7 @@ import (
 // the world, in the state root, or behind a symbolic link is refused by
 // OpenWorld as ErrPackageMarker, before any command reads a package.
 func TestPackageMarker(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		setup func(t *testing.T, root string)
@@ -90,6 +91,7 @@ func write(t *testing.T, root, body string) {
 // there is no docs/spec/proof-wire/ and, before a pin, no run record),
 // finds the world by its cleanroom-package.
 func TestFindWorldByPackageMarker(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	mkdir(t, root, "spec/checksum/experiment")
 	write(t, root, "spec/checksum\n")

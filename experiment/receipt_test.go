@@ -14,6 +14,7 @@ import (
 )
 
 func TestSignedReceipts(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	key := filepath.Join(t.TempDir(), "operator")
 	if err := sign.GenerateKey(key); err != nil {
@@ -99,6 +100,7 @@ func TestSignedReceipts(t *testing.T) {
 // installed into governance/holdout and must match the commitment there; a
 // set that does not match is not left behind.
 func TestRevealInstallsAnOutsideHoldout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		tamper bool
@@ -143,6 +145,7 @@ func TestRevealInstallsAnOutsideHoldout(t *testing.T) {
 // bytes (a crash between receipt and record) completes; the receipt is not
 // rewritten.
 func TestRetriedTransitionReusesItsReceipt(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	mustPin(t, w)
 	r, _ := w.ReadRecord()
@@ -165,6 +168,7 @@ func TestRetriedTransitionReusesItsReceipt(t *testing.T) {
 // never published under a receipt name, and removed by the next
 // transition (which holds the lock, so no live writer owns it).
 func TestInterruptedTransitionLeftovers(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	mustPin(t, w)
 	stray := filepath.Join(w.ReceiptsDir(), tempPrefix+"brun-x.ABORTED.json.0123")
@@ -184,6 +188,7 @@ func TestInterruptedTransitionLeftovers(t *testing.T) {
 // the retried reveal installs the whole set, and the staging directory is
 // removed by it.
 func TestRevealAfterAnInterruptedInstall(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	outside := filepath.Join(t.TempDir(), "sealed-holdout")
 	if err := os.Rename(w.HoldoutDir(), outside); err != nil {

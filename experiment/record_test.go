@@ -23,6 +23,7 @@ const (
 )
 
 func TestConformanceRunID(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		world, want string
 	}{
@@ -61,6 +62,7 @@ func TestConformanceRunID(t *testing.T) {
 }
 
 func TestConformancePinnedReceiptBytes(t *testing.T) {
+	t.Parallel()
 	world := testshared.World(t, "world")
 	b, err := os.ReadFile(filepath.Join(world, "governance", "blind-run.json"))
 	if err != nil {
@@ -94,6 +96,7 @@ func TestConformancePinnedReceiptBytes(t *testing.T) {
 // experiment_files: the .mjs members are absent from ../shared, but their
 // sha256 values are recorded, so the list stands in for them.
 func TestConformanceInstrumentDigestFromRecordedList(t *testing.T) {
+	t.Parallel()
 	pkg := filepath.Join(testshared.World(t, "world"), "docs", "spec", "proof-wire")
 	rel, err := ReadRelease(filepath.Join(pkg, "SPEC-RELEASE.json"))
 	if err != nil {
@@ -118,6 +121,7 @@ func TestConformanceInstrumentDigestFromRecordedList(t *testing.T) {
 // The preimage of the real record, checked line by line against §5.2's
 // stated form.
 func TestPreimageForm(t *testing.T) {
+	t.Parallel()
 	r := &Record{Type: RecordType, Status: StatusPinned, SpecReleaseID: "srel-x", BlindPackageID: "bpkg-y",
 		InstrumentDigest: "i", BlindContractRevision: 12, Adapters: []Adapter{
 			{Implementation: "zz", Role: RoleCandidate, Command: []string{"bin/zz", "a\tb"}, PackageFiles: []string{"b", "a"},
@@ -181,6 +185,7 @@ func TestPreimageForm(t *testing.T) {
 // Bad records, each refused by the rule it breaks (AA1, AA5, AA6, AA7,
 // AA9, AA10, X).
 func TestParseRecordRefusals(t *testing.T) {
+	t.Parallel()
 	base, err := os.ReadFile(filepath.Join(testshared.RepoRoot(t), "testdata", "run", "record-pinned.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +273,7 @@ func FuzzParseRecord(f *testing.F) {
 // quoted pointer (release errors), the rule, the detail and the cause, each
 // only when present.
 func TestProblemText(t *testing.T) {
+	t.Parallel()
 	cause := errors.New("cause")
 	cases := []struct {
 		err  error

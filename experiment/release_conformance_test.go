@@ -38,6 +38,7 @@ func worldPkg(t testing.TB, world string) string {
 }
 
 func TestConformanceSrel(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		world, want string
 	}{
@@ -74,6 +75,7 @@ func TestConformanceSrel(t *testing.T) {
 }
 
 func TestConformancePreimage(t *testing.T) {
+	t.Parallel()
 	r, err := ReadRelease(filepath.Join(worldPkg(t, "world"), ReleaseFile))
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +95,7 @@ func TestConformancePreimage(t *testing.T) {
 // Each archived release has the identity its file name says, and its
 // recorded lists digest to its recorded digests.
 func TestConformanceArchivedReleases(t *testing.T) {
+	t.Parallel()
 	for _, world := range []string{"world", "world-rev2"} {
 		dir := filepath.Join(worldPkg(t, world), ReleasesDir)
 		ents, err := os.ReadDir(dir)
@@ -134,6 +137,7 @@ func TestConformanceArchivedReleases(t *testing.T) {
 }
 
 func TestConformanceDigests(t *testing.T) {
+	t.Parallel()
 	world := testshared.World(t, "world")
 	pkg := worldPkg(t, "world")
 	rec, err := ReadRelease(filepath.Join(pkg, ReleaseFile))
@@ -182,6 +186,7 @@ func TestConformanceDigests(t *testing.T) {
 }
 
 func TestConformanceHoldoutCommitment(t *testing.T) {
+	t.Parallel()
 	for _, world := range []string{"world", "world-rev2"} {
 		w := testshared.World(t, world)
 		got, n, err := HoldoutCommitment(filepath.Join(w, "docs", "spec", "proof-wire"), filepath.Join(w, "governance", "holdout"))
@@ -195,6 +200,7 @@ func TestConformanceHoldoutCommitment(t *testing.T) {
 }
 
 func TestConformanceVerify(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		world, srel string
 	}{{"world", wantSrel}, {"world-rev2", wantSrelRev2}}
@@ -230,6 +236,7 @@ func TestConformanceVerify(t *testing.T) {
 // recorded sha256 stands in for them, the digest still recomputes, and
 // verify names exactly those two files.
 func TestConformanceMissingCASLeaves(t *testing.T) {
+	t.Parallel()
 	w := testshared.World(t, "world")
 	dst := t.TempDir()
 	copyTree(t, filepath.Join(w, "docs", "spec", "proof-wire"), dst)
@@ -275,6 +282,7 @@ func copyTree(t testing.TB, src, dst string) {
 // absent .mjs files must differ: the experiment surface (measured from the
 // bytes present) and so srel.
 func TestConformanceIssueReproducesReference(t *testing.T) {
+	t.Parallel()
 	w := testshared.World(t, "world")
 	ref, err := ReadRelease(filepath.Join(worldPkg(t, "world"), ReleaseFile))
 	if err != nil {

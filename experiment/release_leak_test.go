@@ -14,6 +14,7 @@ import (
 // IssueRelease with a holdout refuses a package carrying one of its
 // challenges before anything is written; both rules are errors.Is-testable.
 func TestIssueRefusesCommittedChallenge(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "world")
 	runCopyTree(t, filepath.Join(testshared.RepoRoot(t), "testdata", "world"), dir)
 	w, err := OpenWorld(dir)

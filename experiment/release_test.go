@@ -84,6 +84,7 @@ func indepDigest(files [][2]string) string {
 }
 
 func TestIssueSyntheticIndependently(t *testing.T) {
+	t.Parallel()
 	pkg, holdout, is := issueSynthetic(t)
 	all := func(string) bool { return true }
 	spec := indepDigest(indepFiles(t, pkg, "", func(p string) bool {
@@ -163,6 +164,7 @@ func TestIssueSyntheticIndependently(t *testing.T) {
 // The JCS fixture vectors say what they claim: input canonicalises to the
 // outhex octets (which were written by an independent encoder).
 func TestSyntheticJCSVectors(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(testshared.RepoRoot(t), "testdata", "release", "world", "docs", "spec", "proof-wire", "vectors", "jcs-upstream")
 	for _, n := range []string{"order", "escapes", "empty"} {
 		in, err := os.ReadFile(filepath.Join(dir, "input", n+".json"))
@@ -222,6 +224,7 @@ func memberSpans(rec []byte) (owner []string, inNote []bool) {
 // catches it), is caught — unless it is inside the NON_AUTHORITATIVE note,
 // which is outside every identity and must not be.
 func TestRecordPerturbationEveryByte(t *testing.T) {
+	t.Parallel()
 	pkg, holdout, is := issueSynthetic(t)
 	rec, err := os.ReadFile(is.RecordPath)
 	if err != nil {
@@ -324,6 +327,7 @@ func failedOf(rep *ReleaseReport) []string {
 // requirements/open/ is outside every surface by design (it moves bpkg, not
 // srel) and a change there verifies.
 func TestPackagePerturbation(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		edit   func(t *testing.T, pkg, holdout string)
@@ -416,6 +420,7 @@ func replace(rel, old, new string) func(*testing.T, string, string) {
 
 // Bad records: each refused by its rule, by ReadRelease and by verify.
 func TestBadRecords(t *testing.T) {
+	t.Parallel()
 	pkg, holdout, is := issueSynthetic(t)
 	good, err := os.ReadFile(is.RecordPath)
 	if err != nil {
@@ -513,6 +518,7 @@ func maps2Equal(a, b map[string]string) bool {
 // An archive that exists with different bytes is never overwritten; nothing
 // is written, SPEC-RELEASE.json included.
 func TestIssueArchiveConflict(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name        string
 		issueFirst  bool // an earlier issue wrote SPEC-RELEASE.json
@@ -566,6 +572,7 @@ func TestIssueArchiveConflict(t *testing.T) {
 // A package with a symbolic link (even one pointing inside) or an
 // incomplete public corpus is refused, nothing written.
 func TestIssueRefusesPackage(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		edit func(t *testing.T, pkg string)
@@ -605,6 +612,7 @@ func TestIssueRefusesPackage(t *testing.T) {
 }
 
 func TestHoldoutCommitmentRules(t *testing.T) {
+	t.Parallel()
 	t.Run("absent directory", func(t *testing.T) {
 		pkg, holdout := synthetic(t)
 		c, n, err := HoldoutCommitment(pkg, filepath.Join(holdout, "nope"))
@@ -670,6 +678,7 @@ func TestHoldoutCommitmentRules(t *testing.T) {
 
 // The formula audit, checked against this test's own reading of §3.7.
 func TestAuditFormula(t *testing.T) {
+	t.Parallel()
 	r, err := ReadRelease(filepath.Join(worldPkg(t, "world"), ReleaseFile))
 	if err != nil {
 		t.Fatal(err)
@@ -705,6 +714,7 @@ func TestAuditFormula(t *testing.T) {
 }
 
 func TestDiffReleases(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(worldPkg(t, "world"), ReleasesDir)
 	a, err := ReadRelease(filepath.Join(dir, "srel-a5f032c7e3cd93a98098cdf67d353349dafe2bacd7bc0ae7e8d6e9a9e9c9f091.json"))
 	if err != nil {
@@ -751,6 +761,7 @@ func BenchmarkVerifyRelease(b *testing.B) {
 // what differs: a changed digest, a path only in the first list, a path
 // only in the second, in that list order; an unchanged path is not named.
 func TestFileListDifferences(t *testing.T) {
+	t.Parallel()
 	fd := func(p, s string) pkgwalk.FileDigest { return pkgwalk.FileDigest{Path: p, SHA256: s} }
 	a := []pkgwalk.FileDigest{fd("x", "1"), fd("y", "2"), fd("z", "3")}
 	b := []pkgwalk.FileDigest{fd("w", "4"), fd("x", "1"), fd("y", "9")}

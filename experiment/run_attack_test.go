@@ -90,6 +90,7 @@ func revealErr(w *World) error { _, err := Reveal(bg, w, RevealOptions{}); retur
 // targets is refused by the named rule and the state root is byte-for-byte
 // what it was before the operation.
 func TestLifecycleAttacks(t *testing.T) {
+	t.Parallel()
 	pinned := func(t *testing.T, w *World) { mustPin(t, w) }
 	frozen := func(t *testing.T, w *World) { mustPin(t, w); mustFreeze(t, w) }
 	split := func(t *testing.T, w *World) { mustPin(t, w); freezeSplit(t, w) }
@@ -123,8 +124,12 @@ func TestLifecycleAttacks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.WriteString("\n// mutated\n")
-			f.Close()
+			if _, err := f.WriteString("\n// mutated\n"); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}, revealErr, ErrBinaryDigest},
 		{"C command altered after freeze", func(t *testing.T, w *World) {
 			frozen(t, w)
@@ -238,7 +243,9 @@ func TestLifecycleAttacks(t *testing.T) {
 			if err := json.Indent(&buf, bytes.TrimSpace(b), "", "    "); err != nil {
 				t.Fatal(err)
 			}
-			os.WriteFile(p, append(buf.Bytes(), '\n'), 0o644)
+			if err := os.WriteFile(p, append(buf.Bytes(), '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, verifyErr, ErrReceiptForm},
 		{"predecessor receipt without its final line feed", func(t *testing.T, w *World) {
 			frozen(t, w)
@@ -247,7 +254,9 @@ func TestLifecycleAttacks(t *testing.T) {
 				if strings.HasSuffix(e.Name(), ".PINNED.json") {
 					p := filepath.Join(w.ReceiptsDir(), e.Name())
 					b, _ := os.ReadFile(p)
-					os.WriteFile(p, bytes.TrimSuffix(b, []byte("\n")), 0o644)
+					if err := os.WriteFile(p, bytes.TrimSuffix(b, []byte("\n")), 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 		}, revealErr, ErrReceiptForm},

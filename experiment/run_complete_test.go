@@ -71,6 +71,7 @@ func completed(t *testing.T) (*World, *Transition) {
 }
 
 func TestCompleteHonest(t *testing.T) {
+	t.Parallel()
 	w, tr := completed(t)
 	rep := mustVerify(t, w, VerifyOptions{replay: honestReplay})
 	if rep.Status != StatusComplete || len(rep.Chain) != 4 {
@@ -101,6 +102,7 @@ func TestCompleteHonest(t *testing.T) {
 }
 
 func TestCompleteRefusals(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		m      func() Measurement
@@ -142,6 +144,7 @@ func TestCompleteRefusals(t *testing.T) {
 // T, U, V, Z, AA3: evidence of a completed run lost or tampered with after
 // the fact; every one fails verification by name.
 func TestCompletedEvidenceTampering(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		tamper func(t *testing.T, w *World, tr *Transition)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ const crashWorldEnv = "CLEANROOM_CRASH_CHILD_WORLD"
 // (an ACK is printed only once the transition returned: receipt and record
 // durable), until it is killed.
 func TestCrashChild(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(crashWorldEnv)
 	if dir == "" {
 		t.Skip("helper process for TestCrashConsistency")
@@ -82,25 +84,50 @@ func TestCrashChild(t *testing.T) {
 type ack struct{ runID, status, sha string }
 
 // TestCrashConsistency kills a real transition process (this test binary,
-// re-executed) with SIGKILL at a random instant, hundreds of times, on one
-// world. After every kill the world must verify (temporary files of the
-// interrupted transition are only ever explained, never published), every
-// acknowledged receipt must be on disk with the bytes acknowledged, and the
-// record must be the last acknowledged transition or the one that was in
-// flight — never an earlier state.
+// re-executed) with SIGKILL at a random instant, hundreds of times, on
+// four worlds (each its own chain of kills; the chains run in parallel so
+// that their waits overlap). After every kill the world must verify
+// (temporary files of the interrupted transition are only ever explained,
+// never published), every acknowledged receipt must be on disk with the
+// bytes acknowledged, and the record must be the last acknowledged
+// transition or the one that was in flight — never an earlier state.
 func TestCrashConsistency(t *testing.T) {
+	t.Parallel()
 	iterations := 200
 	if testing.Short() {
 		iterations = 40
 	}
+	const worlds = 4
+	var totalAcks, midFlight atomic.Int64
+	t.Run("worlds", func(t *testing.T) {
+		for k := range worlds {
+			t.Run(fmt.Sprint(k), func(t *testing.T) {
+				t.Parallel()
+				acks, mid := crashChain(t, uint64(k), iterations/worlds)
+				totalAcks.Add(int64(acks))
+				midFlight.Add(int64(mid))
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	if int(totalAcks.Load()) < iterations/2 || int(midFlight.Load()) < iterations/4 {
+		t.Errorf("the kills did not exercise the transitions: %d acknowledged, %d killed mid-transition over %d runs", totalAcks.Load(), midFlight.Load(), iterations)
+	}
+	t.Logf("%d iterations, %d acknowledged transitions, %d kills mid-transition", iterations, totalAcks.Load(), midFlight.Load())
+}
+
+// crashChain kills the transitions of one new world iterations times and
+// returns the acknowledged transitions and the kills mid-transition.
+func crashChain(t *testing.T, seed uint64, iterations int) (totalAcks, midFlight int) {
 	w := newWorld(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
+	rng := rand.New(rand.NewPCG(1, 2+seed))
 	var last *ack
-	var totalAcks, midFlight int
 	// est is how long one transition takes on this machine, learned from
 	// the acknowledged ones: the kill instant is drawn from [0, 3*est) so
 	// the kills land inside transitions and some transitions complete
@@ -205,10 +232,7 @@ func TestCrashConsistency(t *testing.T) {
 		// against it (a transition that completed without its ACK counts).
 		last = &ack{rep.RunID, string(rep.Status), rep.Chain[0].SHA256}
 	}
-	if totalAcks < iterations/2 || midFlight < iterations/4 {
-		t.Errorf("the kills did not exercise the transitions: %d acknowledged, %d killed mid-transition over %d runs", totalAcks, midFlight, iterations)
-	}
-	t.Logf("%d iterations, %d acknowledged transitions, %d kills mid-transition", iterations, totalAcks, midFlight)
+	return totalAcks, midFlight
 }
 
 func sha256hex(b []byte) string { return pkgwalk.SHA256Hex(b) }

@@ -12,6 +12,7 @@ import (
 // binary's digest — a COMPLETE that verifies (replay re-scores the archive,
 // it does not re-execute) for a candidate that never ran.
 func TestCompleteRefusesAMeasurementOfAnotherRun(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	mustPin(t, w)
 	mustFreeze(t, w)

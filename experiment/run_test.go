@@ -165,6 +165,7 @@ func sameStateSnapshot(t testing.TB, before, after map[string]string) {
 }
 
 func TestLifecycleHonest(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	p := mustPin(t, w)
 	if p.Status != StatusPinned || p.PreviousRunID != "" {
@@ -259,6 +260,7 @@ func TestLifecycleHonest(t *testing.T) {
 // every file-naming problem names one of them, and every other problem is a
 // digest mismatch those absences explain.
 func TestConformanceVerifySharedWorld(t *testing.T) {
+	t.Parallel()
 	w, err := OpenWorld(testshared.World(t, "world"))
 	if err != nil {
 		t.Fatal(err)
@@ -306,6 +308,7 @@ func TestConformanceVerifySharedWorld(t *testing.T) {
 }
 
 func TestLockExcludesASecondTransition(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	mustPin(t, w)
 	lk, err := w.lockState(bg, true)
@@ -326,6 +329,7 @@ func TestLockExcludesASecondTransition(t *testing.T) {
 }
 
 func TestLockWaitsForTheHolder(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	mustPin(t, w)
 	lk, err := w.lockState(bg, true)
@@ -353,6 +357,7 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 // Two concurrent freezes of different candidates: exactly one wins, the
 // other is refused by the state machine, and the chain verifies.
 func TestConcurrentTransitionsSerialise(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	mustPin(t, w)
 	errs := make(chan error, 2)

@@ -93,6 +93,7 @@ func copyTree(t *testing.T, src, dst string) {
 // Collect on a synthetic results tree: the honest runs verify, every other
 // one is refused by the rule it breaks, and nothing is collected twice.
 func TestCollect(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	from := filepath.Join(tmp, "from")
 	world := filepath.Join(from, "blind-good")
@@ -265,6 +266,7 @@ func errorsAny(errs []error, rule error) bool {
 // result-tree problem; the open must not wait for a writer that never
 // comes.
 func TestCopyOneRefusesSwappedFIFO(t *testing.T) {
+	t.Parallel()
 	src, tmp := t.TempDir(), t.TempDir()
 	if err := unix.Mkfifo(filepath.Join(src, "run.json"), 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
@@ -288,6 +290,7 @@ func TestCopyOneRefusesSwappedFIFO(t *testing.T) {
 // second name, possibly outside the tree, for the same bytes) is refused
 // like a symbolic link, and a refused tree leaves nothing under into.
 func TestCopyResultRefusesHardLink(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	outside := filepath.Join(tmp, "outside.json")
 	if err := os.WriteFile(outside, []byte(`{"secret":1}`), 0o644); err != nil {
@@ -319,6 +322,7 @@ func TestCopyResultRefusesHardLink(t *testing.T) {
 // copyOne streams: the bytes of a large result file are not held in
 // memory (a Job can leave a file as large as its volume).
 func TestCopyOneStreams(t *testing.T) {
+	// Not parallel: it measures the process's heap.
 	src, tmp := t.TempDir(), t.TempDir()
 	const size = 64 << 20
 	p := filepath.Join(src, "big.bin")
@@ -359,6 +363,7 @@ func TestCopyOneStreams(t *testing.T) {
 // slash: a record of another provider whose name and model join to the same
 // string ("acme/model" + "7" for "acme/model/7") is another candidate.
 func TestCollectAmberCandidateIsProviderThenModel(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	signer, _ := keyPair(t, tmp, "producer")
 	from := filepath.Join(tmp, "from")
@@ -388,6 +393,7 @@ func TestCollectAmberCandidateIsProviderThenModel(t *testing.T) {
 // another plan and one whose record was exchanged are all refused by
 // ErrPlanEntry — the identity checks alone pass them.
 func TestCollectRefusesAnotherPlanEntry(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	world := filepath.Join(tmp, "world")
 	srel, bpkg := revealedWorld(t, world)
@@ -488,6 +494,7 @@ func TestCollectRefusesAnotherPlanEntry(t *testing.T) {
 // Bind refuses to write an entry that is not a plan entry, and never
 // replaces one.
 func TestBindRefusals(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "world")
 	revealedWorld(t, dir)
 	for _, tc := range []struct {
@@ -514,6 +521,7 @@ func TestBindRefusals(t *testing.T) {
 // /proc, /, or a link to one, is refused by its rule before anything is
 // created or read.
 func TestCollectRefusesSystemTrees(t *testing.T) {
+	t.Parallel()
 	link := filepath.Join(t.TempDir(), "to-etc")
 	if err := os.Symlink("/etc", link); err != nil {
 		t.Fatal(err)

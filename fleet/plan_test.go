@@ -125,6 +125,7 @@ func writePlan(t *testing.T) (string, []Run) {
 // types and validates against the Kubernetes schema; a manifest with an
 // undeclared field or a mistyped value does not (the check can fail).
 func TestPlanManifestsValidate(t *testing.T) {
+	t.Parallel()
 	dir, _ := writePlan(t)
 	checkers := schemaCheckers(t)
 	kinds := map[string]int{}
@@ -181,6 +182,7 @@ func TestPlanManifestsValidate(t *testing.T) {
 // NetworkPolicy allows exactly the allowlist. Expected values are the run
 // list's literals.
 func TestPlanJobAndPolicy(t *testing.T) {
+	t.Parallel()
 	dir, runs := writePlan(t)
 	// The plan digest is the run list's bytes, hashed here independently.
 	sum := sha256.Sum256([]byte(runList))
@@ -329,6 +331,7 @@ func TestPlanJobAndPolicy(t *testing.T) {
 // A run list breaking a rule is refused by that rule, at the member that
 // breaks it.
 func TestParseRunsRefusals(t *testing.T) {
+	t.Parallel()
 	good := func() *evidence.Object {
 		o, err := evidence.ReadObject([]byte(`{"name": "r1", "kind": "blind", "srel": "srel-` + hexA + `", "bpkg": "bpkg-` + hexB + `",
  "candidate": "c", "image": "` + image + `", "command": ["x"], "runtime_class": "runc", "allow": [],
@@ -413,6 +416,7 @@ func TestParseRunsRefusals(t *testing.T) {
 
 // A plan directory appears whole or not at all, and never over an existing one.
 func TestWritePlanExclusive(t *testing.T) {
+	t.Parallel()
 	runs, err := ParseRuns([]byte(runList), "runs.json")
 	if err != nil {
 		t.Fatal(err)
@@ -461,6 +465,7 @@ func TestWritePlanExclusive(t *testing.T) {
 // (k8s.io/pod-security-admission/policy); a pod spec with one setting
 // loosened does not (the evaluation can fail).
 func TestPlanPodSecurityRestricted(t *testing.T) {
+	t.Parallel()
 	runs, err := ParseRuns([]byte(runList), "runs.json")
 	if err != nil {
 		t.Fatal(err)
@@ -506,6 +511,7 @@ func TestPlanPodSecurityRestricted(t *testing.T) {
 // container: the rendered Job decodes to exactly the planned command,
 // image and annotations, and the file has the two planned documents.
 func TestManifestYAMLInjection(t *testing.T) {
+	t.Parallel()
 	args := []any{"sh", "-c", "x\n---\napiVersion: v1\nkind: Pod\n", "a: b\n  privileged: true", "'\"{}[]&*!|>%@`#", "--- !!binary AAAA"}
 	b, err := evidence.Stringify([]any{evidence.NewObject(
 		evidence.Member{Name: "name", Value: "r1"}, evidence.Member{Name: "kind", Value: "amber"},

@@ -47,6 +47,7 @@ func serveExit(t *testing.T, o ServeOptions) (int, string) {
 // existing workspace. Each must exit 1 naming the rule, with nothing served
 // and no workspace created.
 func TestRoomRefusals(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	cases := []struct {
 		name  string
@@ -125,6 +126,7 @@ func TestRoomRefusals(t *testing.T) {
 // the seal (every digest still right): verification of the final view
 // must refuse it.
 func TestAC4HardLinkBeforeSeal(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	pkg, id := writePackage(t, testFiles())
 	mount := t.TempDir()
@@ -179,6 +181,7 @@ func init() {
 // room must still open the sealed package (a second resolution of the path
 // would measure the empty mount and refuse it).
 func TestServeStageMeasuresTheAssertedMount(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	pkg, id := writePackage(t, testFiles())
 	mount := t.TempDir()
@@ -219,7 +222,7 @@ func init() {
 		if err != nil {
 			return fmt.Errorf("the room measured the path's new mount, not the asserted one: %w", err)
 		}
-		defer room.Close()
+		defer func() { _ = room.Close() }() // only its view is asserted
 		if room.View.ID != id {
 			return fmt.Errorf("view %s, want %s", room.View.ID, id)
 		}
@@ -231,6 +234,7 @@ func init() {
 // through an in-memory MCP session and checks each refusal's rule and that
 // nothing lands outside the workspace.
 func TestWorkspaceBadInput(t *testing.T) {
+	t.Parallel()
 	files := testFiles()
 	pkg, id := writePackage(t, files)
 	base := t.TempDir()
@@ -244,7 +248,11 @@ func TestWorkspaceBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer room.Close()
+	t.Cleanup(func() {
+		if err := room.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	cs := memSession(t, room)
 	cases := []struct {
 		path, content string
@@ -320,7 +328,7 @@ func memSession(t *testing.T, r *Room) *mcp.ClientSession {
 	st, ct := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go NewServer(r).Run(ctx, st)
+	go func() { _ = NewServer(r).Run(ctx, st) }() // ends with the cancelled ctx
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -342,6 +350,7 @@ func callMem(t *testing.T, cs *mcp.ClientSession, name string, args map[string]a
 
 // TestParsePrompt checks each prompt rule on synthetic prompts.
 func TestParsePrompt(t *testing.T) {
+	t.Parallel()
 	bad := []struct {
 		name string
 		text string
@@ -376,6 +385,7 @@ func TestParsePrompt(t *testing.T) {
 // TestParseReferencePrompt reads the reference's sealed prompt from
 // ../shared: the parser must accept it and find exactly the three tools.
 func TestParseReferencePrompt(t *testing.T) {
+	t.Parallel()
 	path := testshared.Path(t, "trvm", "world", "docs", "spec", "proof-wire", "experiment", "CLEAN-ROOM-PROMPT-v1.md")
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -404,6 +414,7 @@ func TestParseReferencePrompt(t *testing.T) {
 // room ends the session rather than buffer it, and nothing reaches the
 // workspace.
 func TestFrameCap(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	pkg, id := writePackage(t, testFiles())
 	s := startSession(t, pkg, id, "1000") // MaxFileBytes 1000: frame cap 6*1000+64 KiB

@@ -18,6 +18,7 @@ import (
 // answers, Serve returns the budget's error) and the transcript is whole
 // and readable (its end line written, the refusal its last call).
 func TestSessionBudget(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		limits func(l *Limits)

@@ -98,6 +98,7 @@ func toolCalls(n int, name, args string) string {
 // past the cap), and the transcript still records the session: its drive
 // line says the session ended on an error and carries the messages.
 func TestDriveHostileReplies(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	big := testFiles()
 	big["spec/BIG.md"] = []byte(strings.Repeat("0123456789abcde\n", 1<<16)) // 1 MiB
@@ -195,6 +196,7 @@ func transcriptLines(t *testing.T, p string) []*evidence.Object {
 // transcript whose last line was cut short (it would be glued to it and
 // hide the cut); the file is left as it was.
 func TestAppendDriveAfterCutShortLine(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "t.jsonl")
 	cut := []byte(`{"event":"start","type":"` + TranscriptType + `"}` + "\n" + `{"event":"call","seq":1,"tool":"list_fi`)
 	if err := os.WriteFile(p, cut, 0o644); err != nil {
@@ -213,6 +215,7 @@ func TestAppendDriveAfterCutShortLine(t *testing.T) {
 // cap end the session with an error within the request deadline, recorded
 // with stop "error"; neither is read into memory past the cap.
 func TestDriveEndpointAbuse(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	cases := []struct {
 		name    string
@@ -260,6 +263,7 @@ func TestDriveEndpointAbuse(t *testing.T) {
 // megabytes of distinct names must not make that line pass the strict
 // reader's limit (room transcript would refuse the whole record).
 func TestDriveUsageNames(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b strings.Builder

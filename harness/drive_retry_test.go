@@ -19,6 +19,7 @@ import (
 // TestRetryAfter: delay-seconds and an HTTP-date are read; anything else
 // is no Retry-After (-1), and the backoff applies.
 func TestRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)
 	cases := []struct {
 		header string
@@ -44,6 +45,7 @@ func TestRetryAfter(t *testing.T) {
 // TestRetryWait: the backoff doubles from Base with jitter over its upper
 // half, never past MaxWait; a Retry-After is taken as given up to MaxWait.
 func TestRetryWait(t *testing.T) {
+	t.Parallel()
 	p := RetryPolicy{Max: 8, Base: 100 * time.Millisecond, MaxWait: time.Second}
 	for attempt, full := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
 		full *= time.Millisecond
@@ -71,6 +73,7 @@ func TestRetryWait(t *testing.T) {
 // sent; the reasoning profile sends max_completion_tokens and no
 // temperature; --request-field adds or replaces, never the relay's own.
 func TestRequestProfiles(t *testing.T) {
+	t.Parallel()
 	keys := func(o DriveOptions) map[string]any {
 		t.Helper()
 		if err := o.defaults(); err != nil {
@@ -81,7 +84,9 @@ func TestRequestProfiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		var m map[string]any
-		json.Unmarshal(b, &m)
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
 		return m
 	}
 	names := func(m map[string]any) string {
@@ -126,6 +131,7 @@ func TestRequestProfiles(t *testing.T) {
 // TestDriveBudgets: each budget ends the session with its named stop and
 // error, recorded in the drive line.
 func TestDriveBudgets(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	loop := []string{toolCall("c1", "list_files", `{}`)}
 	cases := []struct {
@@ -162,9 +168,10 @@ func TestDriveBudgets(t *testing.T) {
 // flight (an endpoint that never answers), with its named stop, not an
 // error.
 func TestDriveWallTimeInRequest(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body) // drained; the request's end is what is awaited
 		<-r.Context().Done()
 	})
 	r := driveWith(t, testFiles(), h, func(o *DriveOptions) { o.MaxWall = 300 * time.Millisecond })
@@ -178,6 +185,7 @@ func TestDriveWallTimeInRequest(t *testing.T) {
 // against a fresh room, the conversation replayed, and the record
 // verifies. A workspace changed between the sessions is refused.
 func TestDriveInterruptedResumed(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	files := testFiles()
 	pkg, id := writePackage(t, files)
@@ -195,8 +203,8 @@ func TestDriveInterruptedResumed(t *testing.T) {
 		n := len(fm.requests)
 		fm.mu.Unlock()
 		if n == 1 && ctx.Err() == nil {
-			cancel()                    // the operator's Ctrl-C while the model thinks
-			io.Copy(io.Discard, r.Body) // so that the server sees the client go
+			cancel()                           // the operator's Ctrl-C while the model thinks
+			_, _ = io.Copy(io.Discard, r.Body) // so that the server sees the client go
 			<-r.Context().Done()
 			return
 		}
@@ -214,7 +222,9 @@ func TestDriveInterruptedResumed(t *testing.T) {
 		t.Errorf("prior session %+v", prior)
 	}
 	// A file planted in the workspace between the sessions.
-	os.WriteFile(filepath.Join(ws, "planted.go"), []byte("package x\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(ws, "planted.go"), []byte("package x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ReadResumable(tpath); !errors.Is(err, ErrResumeMismatch) {
 		t.Errorf("planted file: %v, want %v", err, ErrResumeMismatch)
 	}
@@ -267,6 +277,7 @@ func TestDriveInterruptedResumed(t *testing.T) {
 // TestReopenWorkspace: a resumed workspace is taken back as written
 // (its caps count what it holds), and one holding a link is refused.
 func TestReopenWorkspace(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "ws")
 	lim := DefaultLimits
 	lim.MaxFiles = 2
@@ -277,7 +288,9 @@ func TestReopenWorkspace(t *testing.T) {
 	if err := w.Write("a/b.go", []byte("package a\n")); err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	w, err = ReopenWorkspace(dir, lim)
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +305,9 @@ func TestReopenWorkspace(t *testing.T) {
 	if err := w.Write("d.go", nil); err == nil || !strings.Contains(err.Error(), string(ErrWorkspaceFull)) {
 		t.Errorf("a third file: %v, want %q", err, ErrWorkspaceFull)
 	}
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink("/etc", filepath.Join(dir, "a", "out")); err != nil {
 		t.Fatal(err)
 	}
@@ -305,6 +320,7 @@ func TestReopenWorkspace(t *testing.T) {
 // from the endpoint, a connection that failed or timed out — and which
 // are not (another status, a failure once the session is stopping).
 func TestTransientFailures(t *testing.T) {
+	t.Parallel()
 	for code, want := range map[int]bool{429: true, 408: true, 500: true, 502: true, 503: true, 529: true, 599: true,
 		400: false, 401: false, 403: false, 404: false, 409: false, 422: false, 600: false} {
 		if retryable(code) != want {
@@ -341,6 +357,7 @@ func TestTransientFailures(t *testing.T) {
 // only once no room holds it (the room died, SIGKILL or a crash); while
 // one does, resuming it, or a second room appending to it, is refused.
 func TestResumeAfterRoomDied(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws, p := filepath.Join(dir, "ws"), filepath.Join(dir, "t.jsonl")
 	if err := os.Mkdir(ws, 0o755); err != nil {
@@ -366,5 +383,7 @@ func TestResumeAfterRoomDied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t2.Close()
+	if err := t2.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

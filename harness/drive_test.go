@@ -55,6 +55,7 @@ func toolCall(id, name, args string) string {
 }
 
 func TestDrive(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	files := testFiles()
 	cases := []struct {

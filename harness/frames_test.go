@@ -115,7 +115,9 @@ func memRoom(t testing.TB, files map[string][]byte) (c *frameConn, ws, transcrip
 		case <-time.After(10 * time.Second):
 			t.Error("Serve did not return after its input closed")
 		}
-		room.Close()
+		if err := room.Close(); err != nil {
+			t.Error(err)
+		}
 	})
 	return newFrameConn(inW, outR), ws, transcript, ch
 }
@@ -156,7 +158,7 @@ func sealedRoom(t *testing.T, files map[string][]byte) (c *frameConn, ws, transc
 			return nil
 		}
 	}
-	t.Cleanup(func() { wait() })
+	t.Cleanup(func() { _ = wait() }) // a test that asserts the exit calls wait itself
 	return newFrameConn(in, out), ws, transcript, stderr, wait
 }
 
@@ -175,6 +177,7 @@ var trailingCases = []struct{ name, after string }{
 // (no file, no transcript record), and a valid call sent after it is
 // answered, in process and through the sealed server.
 func TestFrameTrailingData(t *testing.T) {
+	t.Parallel()
 	check := func(t *testing.T, conn *frameConn, after string) {
 		id := conn.handshake(t)
 		conn.send(t, callFrame(id, "write_source", `{"path":"a.go","content":"package a\n"}`)+after+"\n")
@@ -206,6 +209,7 @@ func TestFrameTrailingData(t *testing.T) {
 // frames, both answered; so what follows a '\r' is not trailing data but
 // the next frame, judged on its own.
 func TestFrameCRSeparates(t *testing.T) {
+	t.Parallel()
 	conn, _, _, _ := memRoom(t, testFiles())
 	id := conn.handshake(t)
 	conn.send(t, callFrame(id, "list_files", `{}`)+"\r"+fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, id+1)+"\n")
@@ -252,6 +256,7 @@ func assertNotWritten(t *testing.T, ws, transcript string) {
 // callers of jsonrpc.DecodeMessage do. Upstream v1.8.0 decodes the first
 // value and ignores the rest.
 func TestDecodeMessageTrailingData(t *testing.T) {
+	t.Parallel()
 	msg := callFrame(2, "write_source", `{"path":"a.go","content":"x"}`)
 	if m, err := jsonrpc.DecodeMessage([]byte(" " + msg + " \r\n\t")); err != nil {
 		t.Fatalf("a message with surrounding whitespace: %v", err)
@@ -288,6 +293,7 @@ const readFileGarbageLimit = 64 << 10
 // client's (a copy of each answer line and a timer, about 2.3 KB). It takes
 // the least of three runs of 200 calls.
 func TestReadFileGarbage(t *testing.T) {
+	// Not parallel: it measures the process's heap.
 	per := readFileAllocs(t, 200, 3)
 	t.Logf("%.0f bytes allocated per read_file call", per)
 	if per >= readFileGarbageLimit {

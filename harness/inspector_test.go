@@ -31,6 +31,7 @@ func inspector(t *testing.T) string {
 // independent MCP client (TypeScript SDK): --strict schema lint, the tools
 // as declared, a read, a refused traversal, and a write.
 func TestInspectorCLI(t *testing.T) {
+	t.Parallel()
 	bin := inspector(t)
 	needSeal(t)
 	files := testFiles()

@@ -10,6 +10,7 @@ import (
 // A negative view size is refused before anything starts: it would make
 // the stages' memory limit negative, that is no limit with the collector off.
 func TestServeRefusesNegativeViewSize(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	o := ServeOptions{PackageDir: dir, Workspace: dir + "/ws", Expect: "bpkg-" + strings.Repeat("0", 64), ViewBytes: -1}
 	err := Serve(context.Background(), o, strings.NewReader(""), io.Discard, io.Discard)

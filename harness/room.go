@@ -192,8 +192,8 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 				stop = nil
 			case <-ctx.Done():
 				_ = cmd.Process.Kill()
-				<-waited
-				done <- ctx.Err()
+				// Reaped; its status is the kill's, named after the cause.
+				done <- fmt.Errorf("%w (the room was killed: %v)", ctx.Err(), <-waited)
 				return
 			}
 		}
@@ -507,7 +507,7 @@ func OpenRoom(c RoomConfig) (*Room, error) {
 	// refused for the workspace (rmdir removes only an empty one). A
 	// resumed one is the earlier session's and stays.
 	drop := func(err error) (*Room, error) {
-		ws.Close()
+		_ = ws.Close() // releases the descriptor; err is the refusal reported
 		if !c.Resume {
 			_ = unix.Rmdir(c.Workspace)
 		}

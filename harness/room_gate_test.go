@@ -89,6 +89,7 @@ func bigBatch(first, n int) string {
 // error naming the rule, runs none of it, holds nothing of it, and the
 // session goes on.
 func TestRoomRefusesBatch(t *testing.T) {
+	// Not parallel: it measures the process's heap.
 	initFrame := func(proto string) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + proto + `","capabilities":{},"clientInfo":{"name":"frames","version":"0"}}}`
 	}
@@ -136,6 +137,7 @@ func TestRoomRefusesBatch(t *testing.T) {
 // remaining calls answered with an error instead of run, so a batch of 256
 // reads of a 256 KiB file holds a few answers, not 400.
 func TestRoomServesBatch(t *testing.T) {
+	// Not parallel: it measures the process's heap.
 	c, _, _, _ := memRoom(t, bigFiles())
 	c.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"frames","version":"0"}}}`+"\n")
 	if l := c.recv(t); !strings.Contains(string(l), `"protocolVersion":"2025-03-26"`) {
@@ -205,6 +207,7 @@ func TestRoomServesBatch(t *testing.T) {
 // unanswered, so it holds one answer; once the client reads, every call is
 // answered, in order.
 func TestRoomCallsInFlight(t *testing.T) {
+	// Not parallel: it measures the process's heap.
 	c, _, _, _ := memRoom(t, bigFiles())
 	id := c.handshake(t)
 	const n = 300
@@ -242,6 +245,7 @@ func TestRoomCallsInFlight(t *testing.T) {
 // with method-not-found naming the rule, and any other notification is
 // dropped. A request ID used twice in a row is answered twice.
 func TestRoomServesOnlyItsMethods(t *testing.T) {
+	t.Parallel()
 	c, _, _, _ := memRoom(t, testFiles())
 	id := c.handshake(t)
 	refused := []string{
@@ -308,6 +312,7 @@ func TestRoomServesOnlyItsMethods(t *testing.T) {
 // each with id null, and the session goes on; a call is judged by its own
 // line, whatever comes before or after it.
 func TestLineFrames(t *testing.T) {
+	t.Parallel()
 	c, _, _, _ := memRoom(t, testFiles())
 	id := c.handshake(t)
 	for _, f := range []struct {
@@ -337,6 +342,7 @@ func TestLineFrames(t *testing.T) {
 // server/discover answers the revisions, the capabilities and the SYSTEM
 // block as instructions, like initialize.
 func TestRoomCapabilities(t *testing.T) {
+	t.Parallel()
 	c, _, _, _ := memRoom(t, testFiles())
 	c.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"frames","version":"0"}}}`+"\n")
 	l := c.recv(t)

@@ -15,6 +15,7 @@ import (
 // refused as "workspace already exists"; and the refusal exited 2 (the
 // seal could not be established) without a rule.
 func TestRoomExistingTranscript(t *testing.T) {
+	t.Parallel()
 	plant := map[string]func(t *testing.T, p string){
 		"file": func(t *testing.T, p string) {
 			if err := os.WriteFile(p, []byte("earlier record\n"), 0o644); err != nil {
@@ -64,6 +65,7 @@ func TestRoomExistingTranscript(t *testing.T) {
 // record of its own session. The room refuses it, naming the rule, and
 // leaves nothing behind.
 func TestRoomTranscriptInWorkspace(t *testing.T) {
+	t.Parallel()
 	for _, viaLink := range []bool{false, true} {
 		t.Run(map[bool]string{false: "named", true: "through a link"}[viaLink], func(t *testing.T) {
 			pkg, id := writePackage(t, testFiles())
@@ -80,7 +82,11 @@ func TestRoomTranscriptInWorkspace(t *testing.T) {
 			}
 			room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: ws, Transcript: tr, Limits: DefaultLimits})
 			if err == nil {
-				defer room.Close()
+				defer func() {
+					if err := room.Close(); err != nil {
+						t.Error(err)
+					}
+				}()
 				// What the refusal prevents: the record replaced by the
 				// implementer.
 				forged := `{"event":"start"}`

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRunScript(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	files := testFiles()
 	pkg, id := writePackage(t, files)
@@ -41,6 +42,7 @@ const roomPackageID = "bpkg-bf608ff8dd92dee2a27258aaed6d594ffcaea9b5975ae1728f5a
 // TestRoomPackage serves the repository's synthetic room package and runs
 // a scripted implementer through it.
 func TestRoomPackage(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	pkg, err := filepath.Abs(filepath.Join("testdata", "room-package"))
 	if err != nil {

@@ -49,6 +49,7 @@ func checkTextContent(t testing.TB, c *mcp.TextContent) {
 }
 
 func TestSDKTextContentEncoding(t *testing.T) {
+	t.Parallel()
 	var every strings.Builder
 	for b := range 256 {
 		every.WriteByte(byte(b))
@@ -98,6 +99,7 @@ func wantResponse(id jsonrpc.ID, result json.RawMessage) ([]byte, error) {
 // without HTML escaping, its result compacted; an invalid result is still
 // refused, with the unpatched error.
 func TestSDKResponseEncoding(t *testing.T) {
+	t.Parallel()
 	want := func(id jsonrpc.ID, result json.RawMessage) []byte {
 		b, err := wantResponse(id, result)
 		if err != nil {
@@ -164,6 +166,7 @@ func (h internalErrors) Handle(_ context.Context, r slog.Record) error {
 // unpatched jsonMarshal gave, a *json.MarshalerError naming the result's
 // type, not the bare reason.
 func TestSDKResultMarshalError(t *testing.T) {
+	t.Parallel()
 	logged := make(internalErrors, 1)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, &mcp.ServerOptions{Logger: slog.New(logged)})
 	res := &mcp.CallToolResult{StructuredContent: math.Inf(1)}
@@ -172,7 +175,7 @@ func TestSDKResultMarshalError(t *testing.T) {
 	st, ct := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go srv.Run(ctx, st)
+	go func() { _ = srv.Run(ctx, st) }() // ends with the cancelled ctx
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "0"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +194,9 @@ func TestSDKResultMarshalError(t *testing.T) {
 		t.Fatalf("the call returned (%v) before the marshal error was logged", err)
 	}
 	stop()
-	<-called
+	if err := <-called; err == nil {
+		t.Error("the cancelled call returned no error")
+	}
 	_, reason := json.Marshal(res)
 	var me *json.MarshalerError
 	if !errors.As(reason, &me) {

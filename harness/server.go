@@ -301,8 +301,9 @@ func (c *gatedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if _, ok := msg.(*jsonrpc.Response); ok {
 		if c.ended != nil && c.ended() != nil {
 			// The refusal that spent the budget is written: nothing more
-			// is read, and the session ends.
-			c.Close()
+			// is read, and the session ends; the answer's write error
+			// is the one reported.
+			_ = c.Close()
 			return err
 		}
 		select {

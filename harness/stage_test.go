@@ -39,6 +39,7 @@ func buildIDOf(p string) (string, error) {
 // TestGoBuildID: the build ID read from the ELF note is the one the Go
 // toolchain itself reports for the same file.
 func TestGoBuildID(t *testing.T) {
+	t.Parallel()
 	p := copyExecutable(t, t.TempDir(), "prog", 0o755)
 	out, err := exec.Command("go", "tool", "buildid", p).Output()
 	if err != nil {
@@ -59,6 +60,7 @@ func TestGoBuildID(t *testing.T) {
 // executable file of this binary's owner, writable by nobody else, from
 // the build this binary was linked with; each other case names its rule.
 func TestOpenStageAt(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := copyExecutable(t, dir, "good", 0o755)
 	id, err := buildIDOf(good)
@@ -122,6 +124,7 @@ func TestOpenStageAt(t *testing.T) {
 // TestOpenStageNotLinked: a binary built without a room binary's build ID
 // (this test binary) runs the stages itself.
 func TestOpenStageNotLinked(t *testing.T) {
+	t.Parallel()
 	if f, err := OpenStage(); !errors.Is(err, ErrStageNotLinked) || f != nil {
 		t.Fatalf("OpenStage = %v, %v; want %v", f, err, ErrStageNotLinked)
 	}
@@ -131,6 +134,7 @@ func TestOpenStageNotLinked(t *testing.T) {
 // this process may still not execute (here: on a noexec mount) is refused
 // by name, so the room runs in this binary instead of failing to start.
 func TestOpenStageNotExecutableHere(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	cmd := seal.SealedCommand(os.Args[0], []string{childMarker, "stage-noexec", t.TempDir()}, nil)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -192,6 +196,7 @@ func copyFileMode(src, dst string, perm os.FileMode) error {
 // the last moment (here it is open for writing: ETXTBSY), Serve's error
 // names the file, not only the descriptor it was executed through.
 func TestServeNamesTheRoomBinary(t *testing.T) {
+	t.Parallel()
 	needSeal(t)
 	dir := t.TempDir()
 	p := copyExecutable(t, dir, StageName, 0o755)

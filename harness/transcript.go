@@ -305,10 +305,12 @@ func (t *Transcript) write(lead []byte, v map[string]any) error {
 }
 
 // call records one tool call. outcome is "listed", "served", "refused" or
-// "written"; fields carry path, bytes, sha256 or the refusal.
-func (t *Transcript) call(tool, outcome string, fields map[string]any) error {
+// "written"; fields carry path, bytes, sha256 or the refusal. A call that
+// cannot be recorded is kept as the first write error, which Err returns:
+// the server consults it after every handler, before answering.
+func (t *Transcript) call(tool, outcome string, fields map[string]any) {
 	if t == nil {
-		return nil
+		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -335,11 +337,11 @@ func (t *Transcript) call(tool, outcome string, fields map[string]any) error {
 		b, _ := evidence.Canonical(p)
 		if t.summary.refusedBytes += len(b) + 1; t.summary.refusedBytes > maxRefusedReadBytes {
 			t.err = fmt.Errorf("%w: refused reads over %d bytes", ErrTranscriptFull, maxRefusedReadBytes)
-			return t.err
+			return
 		}
 	}
 	t.summary.add(tool, outcome, p, fields["bytes"], fields["sha256"])
-	return t.line(rec)
+	_ = t.line(rec) // a failure is t.err, which Err returns
 }
 
 // ErrTranscriptFull: the record cannot take another call and stay

@@ -53,7 +53,8 @@ func killMidLine(t *testing.T, path string) []byte {
 	poll:
 		for {
 			select {
-			case <-waited:
+			case err := <-waited:
+				t.Logf("the writer ended before a kill: %v", err)
 				break poll
 			default:
 			}
@@ -63,7 +64,7 @@ func killMidLine(t *testing.T, path string) []byte {
 				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
-				<-waited
+				t.Logf("the writer killed: %v", <-waited)
 				break
 			}
 			time.Sleep(100 * time.Microsecond)

@@ -18,6 +18,7 @@ import (
 // A call the transcript cannot record is not answered — a refusal of bad
 // arguments included, not only a served call.
 func TestUnrecordedCallNotAnswered(t *testing.T) {
+	t.Parallel()
 	pkg, id := writePackage(t, testFiles())
 	base := t.TempDir()
 	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: filepath.Join(base, "ws"),
@@ -25,7 +26,7 @@ func TestUnrecordedCallNotAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer room.Close()
+	defer func() { _ = room.Close() }() // fails: the record is broken on purpose
 	cs := memSession(t, room)
 	room.Transcript.f.Close() // every later write fails
 	for _, c := range []struct {
@@ -52,6 +53,7 @@ func TestUnrecordedCallNotAnswered(t *testing.T) {
 // as a complete one missing a call), and the room acts on no later call
 // (a write_source after the failure must not reach the workspace).
 func TestTranscriptFailureEndsTheRecord(t *testing.T) {
+	t.Parallel()
 	pkg, id := writePackage(t, testFiles())
 	base := t.TempDir()
 	ws, tpath := filepath.Join(base, "ws"), filepath.Join(base, "t.jsonl")
@@ -79,7 +81,7 @@ func TestTranscriptFailureEndsTheRecord(t *testing.T) {
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_source", Arguments: map[string]any{"path": "after.go", "content": "x"}}); err == nil {
 		t.Errorf("write_source answered %+v after the record broke", res)
 	}
-	room.Close()
+	_ = room.Close() // fails: the record broke
 	if _, err := os.Stat(filepath.Join(ws, "after.go")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after.go reached the workspace after the record broke: %v", err)
 	}
@@ -102,6 +104,7 @@ func TestTranscriptFailureEndsTheRecord(t *testing.T) {
 // TestTranscriptLineRemoved: every call line is numbered; a record with a
 // line taken out (one that no summary mentions) is refused.
 func TestTranscriptLineRemoved(t *testing.T) {
+	t.Parallel()
 	room, cs, tpath := recordedRoom(t)
 	callMem(t, cs, "list_files", map[string]any{})
 	callMem(t, cs, "read_file", map[string]any{"path": "spec/ADD.md"})
@@ -136,6 +139,7 @@ func TestTranscriptLineRemoved(t *testing.T) {
 // stays readable (the strict reader takes lines of at most 8 MiB): a long
 // string is recorded as its beginning, its length and its sha256.
 func TestTranscriptLongKey(t *testing.T) {
+	t.Parallel()
 	room, cs, tpath := recordedRoom(t)
 	long := strings.Repeat("\x01", 1<<20)
 	for _, c := range []struct {
@@ -177,6 +181,7 @@ func TestTranscriptLongKey(t *testing.T) {
 // A transcript whose first line cannot be written (a full disk) is not
 // left behind: no record without a start, and the path can be used again.
 func TestCreateTranscriptFailureLeavesNoFile(t *testing.T) {
+	t.Parallel()
 	dir := testshared.FullFS(t)
 	fill := filepath.Join(dir, testshared.FillName)
 	p := filepath.Join(dir, "t.jsonl")
@@ -191,7 +196,9 @@ func TestCreateTranscriptFailureLeavesNoFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the same path once there is room: %v", err)
 	}
-	tr.Close()
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestTranscriptManyRefusedReads: the end line lists every refused read,
@@ -201,6 +208,7 @@ func TestCreateTranscriptFailureLeavesNoFile(t *testing.T) {
 // the whole record. The room stops serving where the record would become
 // unreadable; what was recorded stays readable.
 func TestTranscriptManyRefusedReads(t *testing.T) {
+	t.Parallel()
 	room, cs, tpath := recordedRoom(t)
 	long := strings.Repeat("\x01", maxRecordedString-4)
 	answered := 0
@@ -216,7 +224,10 @@ func TestTranscriptManyRefusedReads(t *testing.T) {
 		}
 		answered++
 	}
-	room.Close()
+	// The record stopped at the budget: its end line is refused too.
+	if err := room.Close(); !errors.Is(err, ErrTranscriptFull) {
+		t.Fatalf("Close: %v, want %v", err, ErrTranscriptFull)
+	}
 	b, err := os.ReadFile(tpath)
 	if err != nil {
 		t.Fatal(err)

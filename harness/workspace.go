@@ -289,7 +289,7 @@ func ReopenWorkspace(dir string, limits Limits) (*Workspace, error) {
 		return nil, err
 	}
 	if err := w.takeBack(w.dirfd, ""); err != nil {
-		w.Close()
+		_ = w.Close() // releases the descriptor; the refusal is the error
 		return nil, err
 	}
 	return w, nil

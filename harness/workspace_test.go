@@ -14,6 +14,7 @@ import (
 // made it. Two directories equal after case-folding are one directory on
 // a case-insensitive filesystem (and the package walk refuses them).
 func TestWorkspaceNameClashes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		before []string
@@ -35,7 +36,11 @@ func TestWorkspaceNameClashes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer w.Close()
+			defer func() {
+				if err := w.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
 			for _, p := range c.before {
 				if err := w.Write(p, []byte("x")); err != nil {
 					t.Fatalf("write %q: %v", p, err)

@@ -22,6 +22,7 @@ func worldHoldout(t *testing.T) string {
 }
 
 func TestLoadDirWorld(t *testing.T) {
+	t.Parallel()
 	h, err := LoadDir(worldHoldout(t))
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +33,7 @@ func TestLoadDirWorld(t *testing.T) {
 }
 
 func TestLoadDirRefusals(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		edit  func(t *testing.T, dir string)
@@ -43,7 +45,11 @@ func TestLoadDirRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, ErrIndexMismatch, ""},
-		{"subdirectory", func(t *testing.T, dir string) { os.Mkdir(filepath.Join(dir, "sub"), 0o755) }, ErrIndexMismatch, ""},
+		{"subdirectory", func(t *testing.T, dir string) {
+			if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrIndexMismatch, ""},
 		{"symlinked challenge", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "H3-shared-child-structure.json")
 			if err := os.Rename(p, filepath.Join(t.TempDir(), "moved.json")); err != nil {
@@ -112,6 +118,7 @@ func editFile(t *testing.T, p, old, new string) {
 
 // An unknown recipe operator in a committed challenge refuses the whole set.
 func TestValidateUnknownOperator(t *testing.T) {
+	t.Parallel()
 	dir := worldHoldout(t)
 	editFile(t, filepath.Join(dir, "H6-unknown-claim-member.json"), `"op":"RESEAL"`, `"op":"RESEAL_ALL"`)
 	h, err := LoadDir(dir)
@@ -129,6 +136,7 @@ func TestValidateUnknownOperator(t *testing.T) {
 }
 
 func TestParseChallengesRefusals(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{`{}`, `[1]`, `[{"id":"S1","id":"S2"}]`, ``} {
 		if _, err := ParseChallenges([]byte(in), "x"); !errors.Is(err, ErrChallengeRead) {
 			t.Errorf("%q: %v, want ErrChallengeRead", in, err)

@@ -10,6 +10,7 @@ import (
 // not its own. (experiment's TestFindingsRegisterClasses: a world's
 // register carries the classes its world.json declares.)
 func TestWorldDeclaredClasses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	declared := []string{"SPEC_GAP", "PY_REFERENCE_DEFECT"}
 	reg := OpenRegister(dir)

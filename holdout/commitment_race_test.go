@@ -19,6 +19,7 @@ import (
 // and as fast as it can, while the set is loaded over and over: every load
 // that succeeds must hold the committed bytes.
 func TestLoadCommittedScoresTheCommittedBytes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("race test: skipped with -short")
 	}

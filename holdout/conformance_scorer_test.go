@@ -46,6 +46,7 @@ func readDoc(t *testing.T, b []byte) any {
 // §8.3, predicate by predicate: the result path of each operator (p.path,
 // "<left> < <right>", "refusal_set") and its value.
 func TestConformanceSyntheticPerPredicate(t *testing.T) {
+	t.Parallel()
 	exp := trvmExperiment(t)
 	s, err := LoadSchemas(exp)
 	if err != nil {
@@ -191,6 +192,7 @@ func docValue(t *testing.T, m map[string]any) any {
 // scores them: all 25 predicates satisfied, the result path of each as
 // listed; then the rules that make a document fail or be refused.
 func TestConformanceRealHoldoutScores(t *testing.T) {
+	t.Parallel()
 	w := testshared.World(t, "world")
 	pkg := filepath.Join(w, "docs", "spec", "proof-wire")
 	s, err := LoadPackageSchemas(pkg)

@@ -14,6 +14,7 @@ const trvmCommitment = "86d437fcbd9efee21c5cf27e25564d478592731ae8d2a9e2b9f472a5
 // The real TRVM holdout: ten challenges, 25 predicates, every one valid
 // against the package's recipe schema, and the committed digest.
 func TestConformanceRealHoldout(t *testing.T) {
+	t.Parallel()
 	w := testshared.World(t, "world")
 	pkg := filepath.Join(w, "docs", "spec", "proof-wire")
 	dir := filepath.Join(w, "governance", "holdout")
@@ -41,6 +42,7 @@ func TestConformanceRealHoldout(t *testing.T) {
 // A copy of the real holdout with one byte changed is refused at reveal;
 // the unchanged copy (same relative layout) still authenticates.
 func TestConformanceHoldoutOneByteChanged(t *testing.T) {
+	t.Parallel()
 	w := testshared.World(t, "world")
 	s, err := LoadPackageSchemas(filepath.Join(w, "docs", "spec", "proof-wire"))
 	if err != nil {

@@ -32,6 +32,7 @@ func worldFixture(t testing.TB) (*Schemas, [4][]byte) {
 // Every malformed fixture file is a named refusal naming the file, never a
 // panic; the issue's case (a fixture without by_challenge) first.
 func TestMalformedFixtureRefused(t *testing.T) {
+	t.Parallel()
 	s, good := worldFixture(t)
 	if r, err := selfTestBytes(s, "fx", good); err != nil || !r.OK() {
 		t.Fatalf("the world's own fixture: %v %v", err, r)
@@ -99,6 +100,7 @@ func TestMalformedFixtureRefused(t *testing.T) {
 // SelfTest (holdout fixture, and LoadInstrument for run measure and run
 // complete) as ErrFixture, before anything is scored.
 func TestSelfTestDirectoryWithoutByChallenge(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "experiment")
 	if err := os.CopyFS(dir, os.DirFS(worldExperiment(t))); err != nil {
 		t.Fatal(err)
@@ -213,6 +215,7 @@ const worldCounts = `"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0},"S2
 // named rule, as is every declaration that would not change exactly one
 // existing member.
 func TestSelfTestDeclaredInteropMutation(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(filepath.Join(worldExperiment(t), "fixtures", FixtureExpected)); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 // opened up after verification (here: the envelope no longer closed) must
 // not decide what is scored.
 func TestLoadInstrumentAuthenticatesTheSchemas(t *testing.T) {
+	t.Parallel()
 	world := filepath.Join(testshared.RepoRoot(t), "testdata", "world")
 	root := t.TempDir()
 	pkg := filepath.Join(root, "docs", "spec", "proof-wire")
@@ -47,7 +48,11 @@ func TestLoadInstrumentAuthenticatesTheSchemas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { os.WriteFile(p, b, 0o644) })
+			t.Cleanup(func() {
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					t.Errorf("restoring %s: %v", p, err)
+				}
+			})
 			opened := strings.Replace(string(b), `"additionalProperties": false`, `"additionalProperties": true`, 1)
 			if opened == string(b) {
 				t.Fatal("the edit changed nothing")

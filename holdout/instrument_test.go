@@ -15,6 +15,7 @@ import (
 // is read; without a release the directory is loaded as it stands and the
 // scorer still refuses a challenge that breaks the recipe schema.
 func TestLoadInstrument(t *testing.T) {
+	t.Parallel()
 	copyPkg := func(t *testing.T) (pkg, holdoutDir string) {
 		world := filepath.Join(testshared.RepoRoot(t), "testdata", "world")
 		root := t.TempDir()

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCompare(t *testing.T) {
+	t.Parallel()
 	_, _, ob := loadFixture(t)
 	mk := func() any { d, _ := evidence.Read(ob); return d }
 	cases := []struct {
@@ -63,6 +64,7 @@ func TestCompare(t *testing.T) {
 }
 
 func TestCompareAll(t *testing.T) {
+	t.Parallel()
 	_, _, ob := loadFixture(t)
 	mk := func(impl string) Document {
 		d, _ := evidence.Read(ob)

@@ -28,6 +28,7 @@ func pairsWithFindings(t *testing.T) []PairFindings {
 const srel0 = "srel-0000000000000000000000000000000000000000000000000000000000000000"
 
 func TestRegisterOpenClassify(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	reg := OpenRegister(state)
 	pairs := pairsWithFindings(t)
@@ -81,25 +82,29 @@ func TestRegisterOpenClassify(t *testing.T) {
 }
 
 func TestRegisterTamper(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
-		edit func(dir string)
+		edit func(t *testing.T, dir string) error
 	}{
-		{"entry edited", func(dir string) {
-			p := filepath.Join(dir, "000001.json")
-			b, _ := os.ReadFile(p)
-			os.WriteFile(p, []byte(strings.Replace(string(b), "S1.resolve.outcome", "S1.resolve.outcomX", 1)), 0o644)
+		{"entry edited", func(t *testing.T, dir string) error {
+			editFile(t, filepath.Join(dir, "000001.json"), "S1.resolve.outcome", "S1.resolve.outcomX")
+			return nil
 		}},
-		{"entry removed", func(dir string) { os.Remove(filepath.Join(dir, "000002.json")) }},
-		{"entry inserted", func(dir string) {
-			b, _ := os.ReadFile(filepath.Join(dir, "000003.json"))
-			os.WriteFile(filepath.Join(dir, "000004.json"), b, 0o644)
+		{"entry removed", func(t *testing.T, dir string) error { return os.Remove(filepath.Join(dir, "000002.json")) }},
+		{"entry inserted", func(t *testing.T, dir string) error {
+			b, err := os.ReadFile(filepath.Join(dir, "000003.json"))
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, "000004.json"), b, 0o644)
 		}},
-		{"foreign file", func(dir string) { os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644) }},
-		{"duplicate member", func(dir string) {
-			p := filepath.Join(dir, "000003.json")
-			b, _ := os.ReadFile(p)
-			os.WriteFile(p, []byte(strings.Replace(string(b), `"class":`, `"class": "SPEC_GAP", "class":`, 1)), 0o644)
+		{"foreign file", func(t *testing.T, dir string) error {
+			return os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644)
+		}},
+		{"duplicate member", func(t *testing.T, dir string) error {
+			editFile(t, filepath.Join(dir, "000003.json"), `"class":`, `"class": "SPEC_GAP", "class":`)
+			return nil
 		}},
 	}
 	for _, c := range cases {
@@ -113,7 +118,9 @@ func TestRegisterTamper(t *testing.T) {
 			if _, err := reg.Classify(recs[0].ID, "SPEC_GAP", "r"); err != nil {
 				t.Fatal(err)
 			}
-			c.edit(filepath.Join(state, FindingsDirName))
+			if err := c.edit(t, filepath.Join(state, FindingsDirName)); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := reg.Findings(); !errors.Is(err, ErrLog) {
 				t.Errorf("%v, want ErrLog", err)
 			}
@@ -122,6 +129,7 @@ func TestRegisterTamper(t *testing.T) {
 }
 
 func TestQuestions(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	two := 2
 	one := 1
@@ -167,6 +175,7 @@ func TestQuestions(t *testing.T) {
 // in the log directory; it is not an entry and must not shift the sequence
 // of the entries around it.
 func TestLogSkipsInterruptedAppend(t *testing.T) {
+	t.Parallel()
 	l := Log{Dir: filepath.Join(t.TempDir(), "log")}
 	if _, err := l.Append(TypeQuestion, nil); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ func obj(t testing.TB, s string) *evidence.Object {
 
 // Every operator's satisfied, falsified and unresolved arm.
 func TestEvaluateOperators(t *testing.T) {
+	t.Parallel()
 	const obs = `{
 	 "baseline": {"D": {"r": "root-1", "n": "same", "s": {"b": 2, "a": 1}}},
 	 "candidate": {"D": {"r": "root-2", "n": "same", "s": {"a": 1, "b": 2}, "v": "VERIFIED", "k": 4, "big": 10, "str": "9"}},
@@ -96,6 +97,7 @@ func TestEvaluateOperators(t *testing.T) {
 }
 
 func TestResultPath(t *testing.T) {
+	t.Parallel()
 	for pred, want := range map[string]string{
 		`{"op":"EQ","path":"a.b","value":1}`:    "a.b",
 		`{"op":"LT","left":"x","right":"y"}`:    "x < y",
@@ -137,6 +139,7 @@ func loadFixture(t testing.TB) (*Schemas, []*Challenge, []byte) {
 
 // Every refusal rule, each on its own mutation of the honest document.
 func TestScoreRefusals(t *testing.T) {
+	t.Parallel()
 	s, _, ob := loadFixture(t)
 	root9 := "root-" + strings.Repeat("9", 64)
 	cases := []struct {
@@ -187,6 +190,7 @@ func TestScoreRefusals(t *testing.T) {
 }
 
 func TestScoreMissingAndVerdict(t *testing.T) {
+	t.Parallel()
 	s, chs, ob := loadFixture(t)
 	doc, _ := evidence.Read(ob)
 	o := doc.(*evidence.Object)
@@ -210,6 +214,7 @@ func TestScoreMissingAndVerdict(t *testing.T) {
 }
 
 func TestReportJSONShape(t *testing.T) {
+	t.Parallel()
 	s, chs, ob := loadFixture(t)
 	doc, _ := evidence.Read(ob)
 	rep, err := Score(s, chs, doc, Options{})
@@ -235,6 +240,7 @@ func TestReportJSONShape(t *testing.T) {
 
 // Our own world's fixture gives the same counts as the reference's.
 func TestWorldFixtureSelfTest(t *testing.T) {
+	t.Parallel()
 	r, err := SelfTest(worldExperiment(t))
 	if err != nil {
 		t.Fatal(err)
@@ -250,6 +256,7 @@ func TestWorldFixtureSelfTest(t *testing.T) {
 // A scorer that stops evaluating (here: expected counts that no longer
 // match) fails the self-test instead of passing quietly.
 func TestSelfTestDetectsDisagreement(t *testing.T) {
+	t.Parallel()
 	src := worldExperiment(t)
 	dir := filepath.Join(t.TempDir(), "experiment")
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {

@@ -15,6 +15,7 @@ func trvmExperiment(t *testing.T) string {
 // unresolved, N1–N16 refused each for its own rule, and the two interop
 // checks.
 func TestConformanceFixtureSelfTest(t *testing.T) {
+	t.Parallel()
 	r, err := SelfTest(trvmExperiment(t))
 	if err != nil {
 		t.Fatal(err)

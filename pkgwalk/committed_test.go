@@ -14,6 +14,7 @@ import (
 const r2 = `{"id":"R2","name":"checksum-of-empty","fixture":{"input":""},"recipe":[{"op":"SUM","path":"input"}],"predicates":[{"op":"EQ","path":"S.sum","value":0},{"op":"HOLDS","path":"S.ok"}],"note":"n"}`
 
 func TestCommittedChallengeRule(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, file, body string
 		leak             bool

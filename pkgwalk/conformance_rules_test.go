@@ -13,6 +13,7 @@ import (
 // words finds it. The attacks themselves are in walk_test.go and
 // emit_test.go; this pins only the words.
 func TestConformanceRuleWords(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		attack string
 		rule   pkgwalk.Rule

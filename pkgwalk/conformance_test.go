@@ -13,6 +13,7 @@ import (
 // The recorded manifests of the reference worlds reproduce their pinned
 // identities, and re-serialise to the very bytes recorded.
 func TestConformanceRecordedManifests(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		world, want string
 	}{
@@ -51,6 +52,7 @@ func TestConformanceRecordedManifests(t *testing.T) {
 // Every file present in the world's package hashes to what the recorded
 // manifest says; the only recorded files absent are the .mjs programs.
 func TestConformanceWorldFilesMatchManifest(t *testing.T) {
+	t.Parallel()
 	world := testshared.World(t, "world")
 	m, err := pkgwalk.ReadManifestFile(filepath.Join(world, "governance", "blind-package.json"))
 	if err != nil {

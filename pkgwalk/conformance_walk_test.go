@@ -18,6 +18,7 @@ import (
 // the absent set and the seal digests were computed independently (python
 // over the files).
 func TestConformanceBpkgFromWalk(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		world  string
 		onDisk int

@@ -31,6 +31,7 @@ func emitSynthetic(t *testing.T) (src, dest string, m *pkgwalk.Manifest) {
 // AB5 (positive control): the destination holds exactly the package's
 // files and directories, no manifest inside, and verifies.
 func TestEmitHonest(t *testing.T) {
+	t.Parallel()
 	src, dest, m := emitSynthetic(t)
 	if id, _ := m.ID(); id != syntheticID {
 		t.Fatalf("emitted %s, want %s", id, syntheticID)
@@ -87,6 +88,7 @@ func TestEmitHonest(t *testing.T) {
 // AC5: a file overwritten after verification does not change what the
 // view serves.
 func TestViewServesVerifiedBytes(t *testing.T) {
+	t.Parallel()
 	_, dest, m := emitSynthetic(t)
 	v, err := pkgwalk.VerifyView(dest, m)
 	if err != nil {
@@ -104,6 +106,7 @@ func TestViewServesVerifiedBytes(t *testing.T) {
 // the one computed outside this code (Python: "path<TAB>sha256" per file of
 // testdata/synthetic, sorted, joined by LF, SHA-256).
 func TestSealDigest(t *testing.T) {
+	t.Parallel()
 	const want = "e89900aec3567ff6f70c53eb1bdaf93d976dbed9f0dc049263f24448418102fa"
 	_, dest, m := emitSynthetic(t)
 	v, err := pkgwalk.VerifyView(dest, m)
@@ -128,6 +131,7 @@ func TestSealDigest(t *testing.T) {
 // Attacks on a verified destination (AB4, AC1, AC2, AC3, AC4): each makes
 // VerifyView fail with its rule.
 func TestVerifyViewRefusals(t *testing.T) {
+	t.Parallel()
 	for _, c := range viewAttacks() {
 		t.Run(c.name, func(t *testing.T) {
 			_, dest, m := emitSynthetic(t)
@@ -219,6 +223,7 @@ func viewAttacks() []viewAttack {
 // source, a dirty or symlinked destination, a destination inside the
 // source, a malformed pin.
 func TestEmitRefusals(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, src string) (dest, expect string)
@@ -281,6 +286,7 @@ func TestEmitRefusals(t *testing.T) {
 
 // A dirty destination is left untouched by a refused emit.
 func TestEmitRefusedLeavesDestination(t *testing.T) {
+	t.Parallel()
 	src := copySynthetic(t)
 	dest := t.TempDir()
 	writeFile(t, filepath.Join(dest, "planted.md"), "x")
@@ -305,6 +311,7 @@ func digestsOf(t *testing.T, root string) []pkgwalk.FileDigest {
 
 // A cancelled context stops an emit before anything is written.
 func TestEmitCancelled(t *testing.T) {
+	t.Parallel()
 	src := copySynthetic(t)
 	dest := filepath.Join(t.TempDir(), "mount")
 	ctx, cancel := context.WithCancel(t.Context())
@@ -319,6 +326,7 @@ func TestEmitCancelled(t *testing.T) {
 
 // Emit with Sync fsyncs every file and directory and still verifies.
 func TestEmitSync(t *testing.T) {
+	t.Parallel()
 	src := copySynthetic(t)
 	dest := filepath.Join(t.TempDir(), "mount")
 	m, err := pkgwalk.Emit(t.Context(), src, dest, syntheticID, pkgwalk.EmitOptions{Sync: true})
@@ -334,6 +342,7 @@ func TestEmitSync(t *testing.T) {
 // a copy changed before it is measured, is refused by its rule, and
 // everything the emit created is removed (dest is left as it was found).
 func TestEmitMeasuresTheDeliveredCopy(t *testing.T) {
+	// Not parallel: it sets the package's test hooks.
 	const same = "S" // SPEC.md's replacement byte: same size, other bytes
 	rewrite := func(t *testing.T, path string) {
 		b, err := os.ReadFile(path)
@@ -457,6 +466,7 @@ func TestEmitMeasuresTheDeliveredCopy(t *testing.T) {
 // The read/write loop copy_file_range falls back to delivers the same
 // bytes, and is what was used when forced.
 func TestEmitCopyFallback(t *testing.T) {
+	// Not parallel: it sets the package's test hooks.
 	pkgwalk.ForceCopyFallback(t)
 	src := copySynthetic(t)
 	dest := filepath.Join(t.TempDir(), "mount")
@@ -492,6 +502,7 @@ func appendTo(t *testing.T, path, s string) {
 // A holdout directory that cannot be read stops the emit before anything
 // is written.
 func TestEmitUnreadableHoldout(t *testing.T) {
+	// Not parallel: it sets the package's test hooks.
 	src := copySynthetic(t)
 	dest := filepath.Join(t.TempDir(), "mount")
 	var copied atomic.Int64
@@ -519,6 +530,7 @@ func TestEmitUnreadableHoldout(t *testing.T) {
 // the message (a readlink through it would disclose any link the emitter
 // can reach, such as its own /proc/self/fd entries).
 func TestEmitEntrySwappedForSymlink(t *testing.T) {
+	// Not parallel: it sets the package's test hooks.
 	const secret = "/outside/target/that/must/not/be/reported"
 	cases := []struct {
 		name   string
@@ -575,6 +587,7 @@ func TestEmitEntrySwappedForSymlink(t *testing.T) {
 // context's error (no further file is copied once a copier sees it) and
 // removes what was created, however few files the package has.
 func TestEmitCancelledDuringCopy(t *testing.T) {
+	// Not parallel: it sets the package's test hooks.
 	src := copySynthetic(t)
 	dest := filepath.Join(t.TempDir(), "mount")
 	ctx, cancel := context.WithCancel(t.Context())
@@ -600,6 +613,7 @@ func TestEmitCancelledDuringCopy(t *testing.T) {
 // it (at most the other workers' files already past that check are read),
 // and what the emit created is removed.
 func TestEmitCancelledDuringFinalWalk(t *testing.T) {
+	// Not parallel: it sets the package's test hooks.
 	for _, pairs := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pair reader %v", pairs), func(t *testing.T) {
 			pkgwalk.UsePairReader(t, pairs)

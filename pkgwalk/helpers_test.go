@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -102,14 +103,15 @@ func mustSocket(t testing.TB, path string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(fd) })
-	// A relative path keeps the address under the 108-byte limit.
+	// The directory by its descriptor keeps the address under the 108-byte
+	// limit without a chdir, which would move every parallel test's cwd.
 	dir, name := filepath.Split(path)
-	wd, _ := os.Getwd()
-	if err := os.Chdir(dir); err != nil {
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.Chdir(wd)
-	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: name}); err != nil {
+	defer unix.Close(dfd)
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: fmt.Sprintf("/proc/self/fd/%d/%s", dfd, name)}); err != nil {
 		t.Fatalf("bind %s: %v", path, err)
 	}
 }

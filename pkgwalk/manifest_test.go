@@ -15,6 +15,7 @@ import (
 // A manifest record written by MarshalRecord reads back to the same
 // manifest, and its bytes have the reference's layout.
 func TestManifestRecordRoundTrip(t *testing.T) {
+	t.Parallel()
 	m := mustManifest(t, copySynthetic(t))
 	b, err := m.MarshalRecord("synthetic")
 	if err != nil {
@@ -35,6 +36,7 @@ func TestManifestRecordRoundTrip(t *testing.T) {
 
 // Record files that must be refused, each with its rule.
 func TestManifestRecordRefusals(t *testing.T) {
+	t.Parallel()
 	m := mustManifest(t, copySynthetic(t))
 	good, err := m.MarshalRecord("n")
 	if err != nil {
@@ -104,6 +106,7 @@ func TestManifestRecordRefusals(t *testing.T) {
 // The manifest is written beside a package, never inside it, however the
 // output path is spelled.
 func TestWriteManifestFileNeverInside(t *testing.T) {
+	t.Parallel()
 	pkg := copySynthetic(t)
 	m := mustManifest(t, pkg)
 	base := filepath.Dir(pkg)
@@ -149,6 +152,7 @@ func TestWriteManifestFileNeverInside(t *testing.T) {
 // A bind mount of the package elsewhere is still the package: an output
 // path under the bind is refused (device and inode, not strings).
 func TestWriteManifestFileBindOfPackage(t *testing.T) {
+	t.Parallel()
 	pkg := copySynthetic(t)
 	bind := filepath.Join(t.TempDir(), "bind")
 	must(t, os.Mkdir(bind, 0o755))
@@ -169,6 +173,7 @@ func TestWriteManifestFileBindOfPackage(t *testing.T) {
 }
 
 func TestCheckPath(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		path string
 		rule pkgwalk.Rule
@@ -227,6 +232,7 @@ func FuzzParseManifestRecord(f *testing.F) {
 // (it would block a plain open until a writer came), and a record file that
 // is not JSON is a manifest refusal.
 func TestReadManifestFileRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "blind-package.json")
 	if err := unix.Mkfifo(fifo, 0o644); err != nil {
@@ -254,6 +260,7 @@ func TestReadManifestFileRefuses(t *testing.T) {
 // manifest, so a record holding one was forged: it is refused even with a
 // correct blind_package_id.
 func TestManifestDirectoryCaseCollision(t *testing.T) {
+	t.Parallel()
 	h := strings.Repeat("a", 64)
 	for _, paths := range [][]string{
 		{"A/x.md", "a/y.md"},

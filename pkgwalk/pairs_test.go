@@ -16,6 +16,7 @@ import (
 // sizes around the block, padding and read-buffer boundaries, files hashed
 // two at a time or alone, with any number of workers.
 func TestWalkDigestsAgainstCryptoSHA256(t *testing.T) {
+	// Not parallel: it sets the package's test hooks.
 	root := filepath.Join(t.TempDir(), "pkg")
 	rng := rand.New(rand.NewPCG(5, 6))
 	sizes := []int{0, 1, 55, 56, 63, 64, 65, 127, 128, 129, 4096, 131071, 131072, 131073, 262207, 262208, 300001}
@@ -71,6 +72,7 @@ func TestWalkDigestsAgainstCryptoSHA256(t *testing.T) {
 // A file that grows or shrinks after fstat and before it is read is
 // refused (ErrChanged), whichever reader reads it.
 func TestWalkSizeChangedWhileRead(t *testing.T) {
+	// Not parallel: it sets the package's test hooks.
 	cases := []struct {
 		name   string
 		keep   bool

@@ -17,6 +17,7 @@ import (
 // name or see the original bytes: the outside bytes are never measured,
 // and the walk never blocks on the FIFO.
 func TestWalkRaceRenameExchange(t *testing.T) {
+	t.Parallel()
 	root := copySynthetic(t)
 	secret := filepath.Join(t.TempDir(), "secret.md")
 	writeFile(t, secret, "OUTSIDE BYTES\n")

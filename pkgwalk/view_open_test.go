@@ -25,6 +25,7 @@ func deliverSynthetic(t *testing.T) (src, dest string) {
 // TestDeliverThenOpenView: what Deliver wrote opens as the pinned view,
 // with the source's bytes, file for file.
 func TestDeliverThenOpenView(t *testing.T) {
+	t.Parallel()
 	src, dest := deliverSynthetic(t)
 	v, err := pkgwalk.OpenView(dest, "", syntheticID)
 	if err != nil {
@@ -57,6 +58,7 @@ func TestDeliverThenOpenView(t *testing.T) {
 // is not the pin (it has no manifest to name the differing file: the pin
 // is its only authority).
 func TestOpenViewRefusals(t *testing.T) {
+	t.Parallel()
 	for _, c := range viewAttacks() {
 		want := c.path
 		if c.openRule == pkgwalk.ErrNotPinned {
@@ -90,6 +92,7 @@ func TestOpenViewRefusals(t *testing.T) {
 // problem before anything is written, the destination left absent) and
 // refuses a holdout rule it cannot apply.
 func TestDeliverRefusals(t *testing.T) {
+	t.Parallel()
 	src := copySynthetic(t)
 	must(t, os.Symlink("SPEC.md", filepath.Join(src, "link.md")))
 	dest := filepath.Join(t.TempDir(), "mount")
@@ -114,6 +117,7 @@ func TestDeliverRefusals(t *testing.T) {
 // edited copy put at the name, the view is still the pinned one, and the
 // edited copy opened itself is refused.
 func TestOpenViewAtMeasuresTheDescriptor(t *testing.T) {
+	t.Parallel()
 	_, dest := deliverSynthetic(t)
 	d, err := os.Open(dest)
 	must(t, err)

@@ -15,6 +15,7 @@ import (
 
 // The honest synthetic package walks clean and has its pinned identity.
 func TestWalkHonestPackage(t *testing.T) {
+	t.Parallel()
 	root := copySynthetic(t)
 	var calls, lastFiles int
 	var lastBytes int64
@@ -65,6 +66,7 @@ func TestWalkHonestPackage(t *testing.T) {
 // Every refusal of the package walk, each asserted by its rule and path.
 // The AB/AC ids are the attack battery of TRVM-FORMATS §11.2.
 func TestWalkRefusals(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	writeFile(t, filepath.Join(outside, "copy.md"), "identical bytes\n")
 	holdout := t.TempDir()
@@ -211,6 +213,7 @@ func TestWalkRefusals(t *testing.T) {
 // Root refusals: AC3 (a symlink standing in for the root) and a root that
 // is a file.
 func TestWalkRootRefusals(t *testing.T) {
+	t.Parallel()
 	root := copySynthetic(t)
 	link := filepath.Join(t.TempDir(), "blind-root")
 	must(t, os.Symlink(root, link))
@@ -242,6 +245,7 @@ func TestWalkRootRefusals(t *testing.T) {
 
 // A mount point inside the tree is refused (root only; skipped otherwise).
 func TestWalkMountPoint(t *testing.T) {
+	t.Parallel()
 	root := copySynthetic(t)
 	dir := filepath.Join(root, "vectors", "mounted")
 	must(t, os.Mkdir(dir, 0o755))
@@ -264,6 +268,7 @@ func TestWalkMountPoint(t *testing.T) {
 // A file bind-mounted over a package file (same bytes or not) is refused:
 // RESOLVE_NO_XDEV will not cross onto it.
 func TestWalkFileBindMount(t *testing.T) {
+	t.Parallel()
 	root := copySynthetic(t)
 	outside := filepath.Join(t.TempDir(), "outside.md")
 	writeFile(t, outside, "bytes from elsewhere\n")
@@ -293,6 +298,7 @@ func TestWalkFileBindMount(t *testing.T) {
 // A file swapped for a symlink between two walks: the first walk is clean,
 // the second refuses the link.
 func TestWalkSwapBetweenWalks(t *testing.T) {
+	t.Parallel()
 	root := copySynthetic(t)
 	first, err := pkgwalk.Walk(root, pkgwalk.WalkOptions{})
 	if err != nil || first.Err() != nil {
@@ -312,6 +318,7 @@ func TestWalkSwapBetweenWalks(t *testing.T) {
 
 // All problems of a tree are reported in one run, sorted by path.
 func TestWalkReportsAllProblemsSorted(t *testing.T) {
+	t.Parallel()
 	root := copySynthetic(t)
 	must(t, os.Symlink("SPEC.md", filepath.Join(root, "z-link.md")))
 	must(t, unix.Mkfifo(filepath.Join(root, "a-pipe"), 0o644))
@@ -336,6 +343,7 @@ func TestWalkReportsAllProblemsSorted(t *testing.T) {
 
 // An empty file is an ordinary member with the SHA-256 of no bytes.
 func TestWalkEmptyFile(t *testing.T) {
+	t.Parallel()
 	root := copySynthetic(t)
 	writeFile(t, filepath.Join(root, "requirements/open/EMPTY.md"), "")
 	tree, err := pkgwalk.Walk(root, pkgwalk.WalkOptions{KeepBytes: true})
@@ -356,6 +364,7 @@ func TestWalkEmptyFile(t *testing.T) {
 
 // 10,000 files: every one listed, with its own digest, in path order.
 func TestWalkTenThousandFiles(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "pkg")
 	const n = 10000
 	for i := range n {
@@ -384,6 +393,7 @@ func TestWalkTenThousandFiles(t *testing.T) {
 
 // A 64-level-deep path walks, emits and verifies.
 func TestWalkDeepPath(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "pkg")
 	segs := make([]string, 64)
 	for i := range segs {
@@ -413,6 +423,7 @@ func TestWalkDeepPath(t *testing.T) {
 // ListRegularFiles lists every regular file and refuses, never skips, what
 // is not one.
 func TestListRegularFiles(t *testing.T) {
+	t.Parallel()
 	root := copySynthetic(t)
 	files, err := pkgwalk.ListRegularFiles(root)
 	if err != nil {
@@ -436,6 +447,7 @@ func TestListRegularFiles(t *testing.T) {
 // DigestOfPaths: listed files, a directory recursed into and a missing
 // path (ABSENT); the expected digest is written out by hand from §3.1.
 func TestDigestOfPaths(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "experiment/run.mjs"), "run\n")
 	writeFile(t, filepath.Join(root, "experiment/fixtures/b.json"), "b\n")
@@ -475,6 +487,7 @@ func TestDigestOfPaths(t *testing.T) {
 // (and opening a device can act on it). The writer here must still be
 // waiting after DigestOfPaths has refused the FIFO.
 func TestDigestOfPathsDoesNotOpenSpecialFiles(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "experiment/run.mjs"), "run\n")
 	fifo := filepath.Join(root, "experiment/pipe")

@@ -179,6 +179,7 @@ func attackMain(args []string) int {
 // network, the host's devices and file systems, or the host's kernel
 // keyrings fails, and nothing it tried is left on the host.
 func TestCandidateAttacks(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	ws := t.TempDir()
 	bin := copySelf(t, ws)
@@ -270,6 +271,7 @@ func removeHostKeys(t *testing.T, desc string) {
 // in a session of its own that ignores SIGTERM is killed when the command
 // exits, and when the timeout kills the container.
 func TestCandidateLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	// The daemon writes a second after the timeout, not at it: the timer
 	// starts once the command runs, and under load the kill came after a

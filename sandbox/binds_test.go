@@ -15,6 +15,7 @@ import (
 // on), through a symlink, or twice to one place is refused before anything
 // runs.
 func TestBindsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink("/usr", link); err != nil {
@@ -49,6 +50,7 @@ func TestBindsRefused(t *testing.T) {
 // namespace: the command reaches it on its loopback, the host's
 // namespace does not have it.
 func TestBindsAndVantage(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tool"), []byte("tool-bytes"), 0o644); err != nil {

@@ -108,6 +108,7 @@ func crunCommand(t *testing.T, bin, root, bundle, id string) *exec.Cmd {
 // FIFO named, the record refuses the workspace. A runtime that is not
 // installed is skipped by name.
 func TestBundleOnRuntimes(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	exe, err := os.Executable()
 	if err != nil {
@@ -219,6 +220,7 @@ cp /bin/sh /workspace/sh && chmod 4755 /workspace/sh && mkfifo /workspace/fifo &
 // no "rro" (runsc refuses it), and each mount below a read-only rbind
 // source gets its own read-only bind.
 func TestBundlePortableMounts(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "b")
 	searchable(t, filepath.Dir(dir))
 	spec, err := WriteBundle(Config{Args: []string{"/bin/true"}}, dir, "/bin/true")
@@ -273,6 +275,7 @@ func TestBundlePortableMounts(t *testing.T) {
 }
 
 func TestBundleRefusals(t *testing.T) {
+	t.Parallel()
 	sealed := ptr(netipMust("127.0.0.1:9"))
 	for _, tc := range []struct {
 		name string

@@ -297,7 +297,7 @@ type Result struct {
 // cfg.Seal is set) before the command starts; a failed check returns
 // ErrIsolation or ErrSealProbe with the Result holding the record, and the
 // command never runs. Cancelling ctx kills the container.
-func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
+func Exec(ctx context.Context, cfg Config, stdio Stdio) (_ *Result, err error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -405,7 +405,13 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating container: %w", err)
 	}
-	defer c.Destroy()
+	defer func() {
+		// A container not destroyed keeps its processes and cgroup: the
+		// run must not read as ended cleanly.
+		if derr := c.Destroy(); derr != nil && err == nil {
+			err = fmt.Errorf("destroying container: %w", derr)
+		}
+	}()
 
 	p := processFor(spec)
 	p.Stdout, p.Stderr = sio.stdout, sio.stderr

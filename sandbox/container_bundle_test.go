@@ -86,6 +86,7 @@ func mountsBeneath(t *testing.T, dir string) []string {
 // state root is made a private bind of itself, once, however many runs
 // start at the same time), and its end leaves nothing mounted.
 func TestBundleTmpfs(t *testing.T) {
+	t.Parallel()
 	shared, peer := sharedPair(t)
 	state := filepath.Join(shared, "state")
 	const runs = 4
@@ -179,6 +180,7 @@ func TestBundleTmpfs(t *testing.T) {
 // state root by someone else, or a root still holding a (stale) run,
 // keeps its mount.
 func TestReleaseStateRootOnlyItsOwnBind(t *testing.T) {
+	t.Parallel()
 	shared, _ := sharedPair(t)
 	state := filepath.Join(shared, "state")
 	if err := os.Mkdir(state, 0o700); err != nil {
@@ -226,6 +228,7 @@ func TestReleaseStateRootOnlyItsOwnBind(t *testing.T) {
 // waits on its stdin), a peer of the shared mount the state root lies on
 // sees neither the run's tmpfs nor the view.
 func TestExecInvisibleToPeers(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	shared, peer := sharedPair(t)
 	state := filepath.Join(shared, "state")
@@ -253,9 +256,11 @@ func TestExecInvisibleToPeers(t *testing.T) {
 	}
 	during := mountsBeneath(t, state)
 	seen := mountsBeneath(t, filepath.Join(peer, "state"))
-	stdinW.Write([]byte("go\n"))
+	if _, err := stdinW.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
 	stdinW.Close()
-	go io.Copy(io.Discard, outR)
+	go func() { _, _ = io.Copy(io.Discard, outR) }() // drained until the run ends
 	if err := <-done; err != nil {
 		t.Fatalf("Exec: %v", err)
 	}
@@ -270,6 +275,7 @@ func TestExecInvisibleToPeers(t *testing.T) {
 // A run refused after its bundle was mounted leaves no mount and no
 // directory behind.
 func TestExecRefusedLeavesNothing(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	cases := []struct {
 		name string
@@ -313,6 +319,7 @@ func TestExecRefusedLeavesNothing(t *testing.T) {
 // it: 127 not found, 126 found but not executable; the init's reason goes
 // to the command's stderr, and nothing is left behind.
 func TestExecCommandNotRunnable(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "notexec"), []byte("#!/bin/sh\n"), 0o644); err != nil {

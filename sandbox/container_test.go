@@ -141,6 +141,7 @@ echo fds=$(cut -d' ' -f1 /tmp/fds | sort -n | tr '\n' ' ')
 echo fdtargets=$(tr '\n' ';' < /tmp/fds)`
 
 func TestContainerInside(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	ws := t.TempDir()
 	pkg := t.TempDir()
@@ -237,6 +238,7 @@ echo pid=$$
 }
 
 func TestContainerExitStatus(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	for _, tc := range []struct {
 		name, script string
@@ -257,6 +259,7 @@ func TestContainerExitStatus(t *testing.T) {
 }
 
 func TestContainerLimitsBite(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	t.Run("pids", func(t *testing.T) {
 		// 40 background sleeps cannot fit in 16 tasks: some forks fail.
@@ -294,6 +297,7 @@ echo started=$ok; kill $(jobs -p) 2>/dev/null; exit 0`)
 }
 
 func TestConfigRefusals(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -326,6 +330,7 @@ func TestConfigRefusals(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestParseEndpoint(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, want string
 		ok       bool
@@ -357,6 +362,7 @@ func TestParseEndpoint(t *testing.T) {
 // superblock (Seal) and mounted at /package; inside, the super options of
 // /package read ro and a write fails.
 func TestSealedPackage(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	content := []byte("sealed specification\n")
 	sum := sha256.Sum256(content)
@@ -398,6 +404,7 @@ done < /proc/self/mountinfo
 // If the harness dies (SIGKILL, no chance to clean up), the container
 // dies with it: the container's init set PR_SET_PDEATHSIG (sandboxinit).
 func TestHarnessDeathKillsContainer(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	marker := fmt.Sprintf("%d", 100000+time.Now().UnixNano()%800000)
 	state := testStateDir(t)
@@ -479,6 +486,7 @@ func destroyStale(t *testing.T, stateDir string) {
 // The cgroup limits are read back from the kernel's files while the
 // container runs (cgroup v1 here, v2 where present).
 func TestCgroupLimitsApplied(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	state := testStateDir(t)
 	done := make(chan error, 1)

@@ -57,7 +57,9 @@ func routeGateway() string {
 		f := strings.Fields(line)
 		if len(f) > 2 && f[2] != "00000000" {
 			var v uint32
-			fmt.Sscanf(f[2], "%X", &v)
+			if _, err := fmt.Sscanf(f[2], "%X", &v); err != nil {
+				continue
+			}
 			return net.IPv4(byte(v), byte(v>>8), byte(v>>16), byte(v>>24)).String()
 		}
 	}
@@ -116,6 +118,7 @@ func needNetns(t *testing.T) {
 }
 
 func TestAllowlistedEgress(t *testing.T) {
+	t.Parallel()
 	needNetns(t)
 	th := newTestHost(t)
 	allowed := serve(t, th, 8080, http.StatusOK)
@@ -134,7 +137,7 @@ func TestAllowlistedEgress(t *testing.T) {
 			if err != nil {
 				return
 			}
-			io.WriteString(c, "HTTP/1.0 200 host\r\n\r\n")
+			_, _ = io.WriteString(c, "HTTP/1.0 200 host\r\n\r\n") // the client asserts what it reads
 			c.Close()
 		}
 	}()
@@ -205,6 +208,7 @@ func TestAllowlistedEgress(t *testing.T) {
 // allowlist wrongly includes it) fails the probe: the run is refused as
 // invalid_infrastructure and the command never runs.
 func TestSealProbeApplicationAnswer(t *testing.T) {
+	t.Parallel()
 	needNetns(t)
 	th := newTestHost(t)
 	control := serve(t, th, 8080, http.StatusOK)
@@ -235,6 +239,7 @@ func TestSealProbeApplicationAnswer(t *testing.T) {
 // transport layer against a server the test runs on the host's loopback
 // and against a test host the host itself reaches.
 func TestSealProbeFullIsolation(t *testing.T) {
+	t.Parallel()
 	needNetns(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -247,7 +252,7 @@ func TestSealProbeFullIsolation(t *testing.T) {
 			if err != nil {
 				return
 			}
-			io.WriteString(c, "HTTP/1.0 403 Forbidden\r\n\r\n")
+			_, _ = io.WriteString(c, "HTTP/1.0 403 Forbidden\r\n\r\n") // the client asserts what it reads
 			c.Close()
 		}
 	}()
@@ -282,6 +287,7 @@ func TestSealProbeFullIsolation(t *testing.T) {
 // a sealed address that is rejected by the host-side filter passes, and
 // the positive control must be reachable.
 func TestProbeVantage(t *testing.T) {
+	t.Parallel()
 	needNetns(t)
 	th := newTestHost(t)
 	control := serve(t, th, 8080, http.StatusOK)
@@ -327,6 +333,7 @@ func TestProbeVantage(t *testing.T) {
 // candidate's link by design, and the run is not refused for it; the
 // other public addresses must still be unreachable.
 func TestAllowlistNamesAPublicTarget(t *testing.T) {
+	t.Parallel()
 	needNetns(t)
 	allow := []Endpoint{{Addr: netip.MustParseAddr("8.8.8.8"), Port: 53}}
 	// The vantage as Exec makes it; no packet is sent (route lookups only).
@@ -359,6 +366,7 @@ func TestAllowlistNamesAPublicTarget(t *testing.T) {
 // own rule, in a list and as one endpoint (ParseEndpoint, what --net
 // allow: and an AMBER manifest's allowlist go through).
 func TestCheckAllowlist(t *testing.T) {
+	t.Parallel()
 	ok := Endpoint{Addr: netip.MustParseAddr("192.0.2.10"), Port: 443}
 	for _, tc := range []struct {
 		entry string

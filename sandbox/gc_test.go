@@ -23,6 +23,7 @@ import (
 // removes exactly those (a dry run names them and removes nothing), and a
 // live run in the same state root is untouched and still ends normally.
 func TestGC(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	t.Run("private state root", func(t *testing.T) { testGC(t, testStateDir(t)) })
 	// Where the state root lies on a shared mount (systemd's /), runs bind
@@ -67,7 +68,7 @@ func testGC(t *testing.T, state string) {
 	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("the live run never said ready: %q %v", line, err)
 	}
-	go io.Copy(io.Discard, outR)
+	go func() { _, _ = io.Copy(io.Discard, outR) }() // drained until the run ends
 	if err := helper.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,9 @@ func testGC(t *testing.T, state string) {
 	if _, ok := mountAt(t, live); !ok {
 		t.Errorf("the live run's tmpfs %s is gone", live)
 	}
-	stdinW.Write([]byte("go\n"))
+	if _, err := stdinW.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
 	stdinW.Close()
 	if err := <-done; err != nil {
 		t.Errorf("the live run: %v", err)
@@ -152,6 +155,7 @@ func mustLive(t *testing.T, state string) string {
 // A stale run whose cgroup still has a process is left whole and named:
 // nothing is killed, nothing removed, and GC reports ErrGCIncomplete.
 func TestGCLeavesBusyRun(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	const id = "cr0000000000aa"
 	state := testStateDir(t)
@@ -197,6 +201,7 @@ func TestGCLeavesBusyRun(t *testing.T) {
 // with the run (reported by a dry run first); a table of the same form
 // whose run is not under this state root is not gc's to touch.
 func TestGCRemovesAKilledRunsFilter(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	c, err := nftables.New()
 	if err != nil {

@@ -32,6 +32,7 @@ func isolatedNS(t *testing.T) (*netlink.Handle, func() (*IsolationCheck, error))
 }
 
 func TestIsolationCheckDefault(t *testing.T) {
+	t.Parallel()
 	_, check := isolatedNS(t)
 	rec, err := check()
 	if err != nil {
@@ -56,6 +57,7 @@ func TestIsolationCheckDefault(t *testing.T) {
 // Each tampering of the candidate's namespace makes the check fail, and
 // the problem names what was found.
 func TestIsolationCheckTampered(t *testing.T) {
+	t.Parallel()
 	_, v4all, _ := net.ParseCIDR("0.0.0.0/0")
 	_, public, _ := net.ParseCIDR("1.1.1.0/24")
 	for _, tc := range []struct {
@@ -146,6 +148,7 @@ func mustDo(t *testing.T, err error) {
 }
 
 func TestRetryDumpRefusesPartial(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	_, err := retryDump(func() ([]int, error) {
 		calls++

@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheckKernelReport(t *testing.T) {
+	t.Parallel()
 	rep, err := CheckKernel()
 	if err != nil && !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("CheckKernel error %v does not wrap ErrUnsupported", err)
@@ -50,6 +51,7 @@ func TestCheckKernelReport(t *testing.T) {
 // On a cgroup v1 host the controllers are the enabled ones mounted as
 // "cgroup" hierarchies (a v2 mount or a disabled controller does not count).
 func TestControllersV1(t *testing.T) {
+	t.Parallel()
 	table, err := seal.ParseMountInfo(strings.NewReader(`30 25 0:26 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory
 31 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct
 32 25 0:28 / /sys/fs/cgroup/pids rw,nosuid - cgroup cgroup rw,pids

@@ -114,7 +114,7 @@ func mountHolding(table []seal.MountInfo, dir string) (seal.MountInfo, bool) {
 // for the run's length. fd is the state root, on which the caller holds a
 // shared flock; the check and the bind run under an exclusive one, so
 // concurrent runs bind once.
-func privateStateRoot(dir string, fd int) error {
+func privateStateRoot(dir string, fd int) (err error) {
 	shared := func() (bool, error) {
 		table, err := seal.ReadMountInfo(0)
 		if err != nil {
@@ -134,7 +134,13 @@ func privateStateRoot(dir string, fd int) error {
 	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
 		return fmt.Errorf("%w: %s: lock: %w", ErrStateRoot, dir, err)
 	}
-	defer unix.Flock(fd, unix.LOCK_SH)
+	defer func() {
+		// The caller goes on under the shared lock: a failed downgrade
+		// would leave the root unlocked, and gc could see a run half-made.
+		if lerr := unix.Flock(fd, unix.LOCK_SH); lerr != nil && err == nil {
+			err = fmt.Errorf("%w: %s: lock: %w", ErrStateRoot, dir, lerr)
+		}
+	}()
 	if s, err := shared(); err != nil || !s {
 		return err
 	}

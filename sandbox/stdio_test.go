@@ -9,6 +9,7 @@ import (
 // become visible text, tab, newline and carriage return and ordinary UTF-8
 // pass, and a C1 control split across two writes is still caught.
 func TestControlEscaper(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		writes []string

@@ -18,6 +18,7 @@ import (
 // a set-uid file it makes there is neither root's nor set-uid once the run
 // is over, and is named; a FIFO and a socket it leaves are named.
 func TestCandidateUnprivileged(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	ws := t.TempDir()
 	script := `cp /bin/sh /workspace/rootshell && chmod 4755 /workspace/rootshell && mkdir /workspace/d && chmod 2775 /workspace/d &&
@@ -73,6 +74,7 @@ stat -c 'mode=%a' /workspace/rootshell; cat /proc/self/uid_map | tr -s ' ' | sed
 // /proc/self/fd/0, and its stdout and stderr are pipes even when the
 // caller's are files.
 func TestCandidateStreamsArePipes(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	root, err := os.Open("/")
 	if err != nil {
@@ -109,6 +111,7 @@ cat /proc/self/fd/0/etc/shadow 2>/dev/null | head -c 1 | wc -c | sed 's/^/shadow
 // Output beyond the limit is dropped and named; the command is not
 // blocked by it.
 func TestCandidateOutputBounded(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	var out bytes.Buffer
 	res, err := Exec(context.Background(), Config{Args: []string{"/bin/sh", "-c", "head -c 100000 /dev/zero; echo done >&2"}, StateDir: testStateDir(t)},
@@ -124,6 +127,7 @@ func TestCandidateOutputBounded(t *testing.T) {
 // Every directory the path rules refuse as --workspace (or --package) is
 // refused by name before anything is mounted.
 func TestHostPathRefusals(t *testing.T) {
+	t.Parallel()
 	state := testStateDir(t)
 	if err := os.MkdirAll(filepath.Join(state, "inner"), 0o700); err != nil {
 		t.Fatal(err)
@@ -185,7 +189,9 @@ func TestHostPathRefusals(t *testing.T) {
 	}
 	// `sandbox exec --workspace` also wants it empty, or a run's own.
 	full := t.TempDir()
-	os.WriteFile(filepath.Join(full, "f"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(full, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var pr *PathRefusal
 	if err := CheckNewWorkspace(full, state); !errors.As(err, &pr) || pr.Rule != RuleNotEmpty {
 		t.Errorf("a non-empty directory: %v, want rule %s", err, RuleNotEmpty)
@@ -205,6 +211,7 @@ func TestHostPathRefusals(t *testing.T) {
 // set-uid file beneath them gets the workspace named unwalked, which the
 // caller refuses; the walk does not run out of descriptors.
 func TestWorkspaceTooDeep(t *testing.T) {
+	t.Parallel()
 	needSandbox(t)
 	ws := t.TempDir()
 	res, _, stderr := runIn(t, Config{Workspace: ws}, `d=/workspace; i=0; while [ $i -lt 300 ]; do d=$d/d; i=$((i+1)); done; mkdir -p $d && cp /bin/true $d/x && chmod 4755 $d/x`)

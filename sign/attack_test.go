@@ -36,6 +36,7 @@ func rebuildSigField(t *testing.T, blob []byte, f func([]byte) []byte) []byte {
 // ssh-keygen -Y verify refuses is refused here too, under the rule named,
 // and the honest one verifies in both.
 func TestTamperedSignatureRefusedByBoth(t *testing.T) {
+	t.Parallel()
 	needSSHKeygen(t)
 	path, s := newKey(t)
 	dir := filepath.Dir(path)
@@ -57,7 +58,9 @@ func TestTamperedSignatureRefusedByBoth(t *testing.T) {
 	}
 	sshVerify := func(sig []byte) bool {
 		sp := filepath.Join(dir, "x.sig")
-		os.WriteFile(sp, sig, 0o644)
+		if err := os.WriteFile(sp, sig, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		cmd := exec.Command("ssh-keygen", "-Y", "verify", "-f", allowed, "-I", "p@example", "-n", NamespaceCaseManifest, "-s", sp)
 		cmd.Stdin = bytes.NewReader(msg)
 		return cmd.Run() == nil

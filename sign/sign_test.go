@@ -37,6 +37,7 @@ func newKey(t *testing.T) (string, *Signer) {
 // TestFingerprintMatchesSSHKeygen checks signing_key_id against the value
 // ssh-keygen -l prints for the same key.
 func TestFingerprintMatchesSSHKeygen(t *testing.T) {
+	t.Parallel()
 	needSSHKeygen(t)
 	path, s := newKey(t)
 	for _, f := range []string{path, path + ".pub"} {
@@ -57,6 +58,7 @@ func TestFingerprintMatchesSSHKeygen(t *testing.T) {
 // TestOurSignatureVerifiesInSSHKeygen: stock ssh-keygen -Y verify accepts
 // what Sign writes, in every namespace, and refuses it in another namespace.
 func TestOurSignatureVerifiesInSSHKeygen(t *testing.T) {
+	t.Parallel()
 	needSSHKeygen(t)
 	path, s := newKey(t)
 	dir := filepath.Dir(path)
@@ -101,6 +103,7 @@ func TestOurSignatureVerifiesInSSHKeygen(t *testing.T) {
 // TestSSHKeygenSignatureVerifiesInOurs: a signature made by ssh-keygen -Y
 // sign with our key file verifies in Verify, byte-identical blob included.
 func TestSSHKeygenSignatureVerifiesInOurs(t *testing.T) {
+	t.Parallel()
 	needSSHKeygen(t)
 	path, s := newKey(t)
 	msgPath := filepath.Join(filepath.Dir(path), "m.yaml")
@@ -131,6 +134,7 @@ func TestSSHKeygenSignatureVerifiesInOurs(t *testing.T) {
 
 // TestSSHKeygenKeyLoads: a key made by ssh-keygen itself loads and signs.
 func TestSSHKeygenKeyLoads(t *testing.T) {
+	t.Parallel()
 	needSSHKeygen(t)
 	path := filepath.Join(t.TempDir(), "k")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path).CombinedOutput(); err != nil {
@@ -150,6 +154,7 @@ func TestSSHKeygenKeyLoads(t *testing.T) {
 }
 
 func TestLoadRefusals(t *testing.T) {
+	t.Parallel()
 	needSSHKeygen(t)
 	dir := t.TempDir()
 	rsa := filepath.Join(dir, "rsa")
@@ -211,6 +216,7 @@ func reArmor(t *testing.T, armored []byte, f func([]byte) []byte) []byte {
 }
 
 func TestVerifyRefusals(t *testing.T) {
+	t.Parallel()
 	_, s := newKey(t)
 	_, other := newKey(t)
 	msg := []byte("manifest bytes\n")
@@ -271,6 +277,7 @@ func TestVerifyRefusals(t *testing.T) {
 }
 
 func TestSignRefusesEmptyNamespace(t *testing.T) {
+	t.Parallel()
 	_, s := newKey(t)
 	if _, err := s.Sign("", []byte("x")); !errors.Is(err, ErrNamespace) {
 		t.Fatalf("empty namespace: %v", err)

@@ -17,6 +17,7 @@ import (
 )
 
 func TestMedianAndQuantile(t *testing.T) {
+	t.Parallel()
 	d := func(v ...int) []time.Duration {
 		out := make([]time.Duration, len(v))
 		for i, x := range v {
@@ -58,6 +59,7 @@ func TestMedianAndQuantile(t *testing.T) {
 // TestAlternate: each side runs once per round, the first side rotates,
 // and a failure stops the measurement.
 func TestAlternate(t *testing.T) {
+	t.Parallel()
 	var order []string
 	side := func(name string) func() (time.Duration, error) {
 		return func() (time.Duration, error) { order = append(order, name); return time.Millisecond, nil }
@@ -81,6 +83,7 @@ func TestAlternate(t *testing.T) {
 // TestGoBenchRows reads a go test -bench output written for this test and
 // checks every verdict the Go-only rows derive from it.
 func TestGoBenchRows(t *testing.T) {
+	t.Parallel()
 	rows := goBenchRows(&config{goBench: filepath.Join("testdata", "go-bench.txt")})
 	find := func(prefix string) Row {
 		for _, r := range rows {
@@ -117,6 +120,7 @@ func TestGoBenchRows(t *testing.T) {
 }
 
 func TestScriptsParse(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"../compare.sh"} {
 		if out, err := exec.Command("sh", "-n", s).CombinedOutput(); err != nil {
 			t.Errorf("sh -n %s: %v %s", s, err, out)
@@ -211,6 +215,7 @@ func TestQuickDriver(t *testing.T) {
 // world's package with the bench's MCP client: the handshake, list_files
 // and a read_file whose text is the file's bytes.
 func TestClientAgainstRoom(t *testing.T) {
+	t.Parallel()
 	if os.Getuid() != 0 {
 		t.Skip("room serve seals with mount and network namespaces: needs root here")
 	}
@@ -228,7 +233,11 @@ func TestClientAgainstRoom(t *testing.T) {
 	if err != nil {
 		t.Skipf("room serve could not start here (no seal?): %v", err)
 	}
-	defer cl.Close(10 * time.Second)
+	defer func() {
+		if err := cl.Close(10 * time.Second); err != nil {
+			t.Errorf("room serve at the end of its input: %v", err)
+		}
+	}()
 	list, err := cl.CallTool(ctx, "list_files", map[string]any{})
 	if err != nil {
 		t.Fatal(err)

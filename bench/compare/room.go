@@ -110,8 +110,7 @@ func startRoom(ctx context.Context, c *config, pkg, id string) (*mcpclient.Clien
 		return nil, err
 	}
 	if err := cl.Initialize(ctx); err != nil {
-		cl.Close(5 * time.Second)
-		return nil, fmt.Errorf("room serve: %w", err)
+		return nil, errors.Join(fmt.Errorf("room serve: %w", err), cl.Close(5*time.Second))
 	}
 	return cl, nil
 }
@@ -135,8 +134,7 @@ func startPeer(ctx context.Context, js, pkg string) (*mcpclient.Client, error) {
 		return nil, err
 	}
 	if err := cl.Initialize(ctx); err != nil {
-		cl.Close(5 * time.Second)
-		return nil, fmt.Errorf("server-filesystem: %w", err)
+		return nil, errors.Join(fmt.Errorf("server-filesystem: %w", err), cl.Close(5*time.Second))
 	}
 	return cl, nil
 }
@@ -171,7 +169,7 @@ func roomRows(c *config) []Row {
 		if err != nil {
 			return 0, err
 		}
-		defer cl.Close(10 * time.Second)
+		defer func() { _ = cl.Close(10 * time.Second) }() // the readiness is measured; the exit is not
 		if _, err := cl.CallTool(cx, "list_files", map[string]any{}); err != nil {
 			return 0, err
 		}
@@ -190,7 +188,7 @@ func roomRows(c *config) []Row {
 		if err != nil {
 			return 0, err
 		}
-		defer cl.Close(10 * time.Second)
+		defer func() { _ = cl.Close(10 * time.Second) }() // the readiness is measured; the exit is not
 		if _, err := cl.CallTool(cx, "list_directory", map[string]any{"path": pkg}); err != nil {
 			return 0, err
 		}
@@ -245,12 +243,13 @@ func roomRows(c *config) []Row {
 	if err != nil {
 		return append(rows, notMeasuredRow(5, readWork, readTarget, err))
 	}
-	defer rc.Close(10 * time.Second)
+	// Teardown after the measured reads.
+	defer func() { _ = rc.Close(10 * time.Second) }()
 	pc, err := startPeer(cx, js, pkg)
 	if err != nil {
 		return append(rows, notMeasuredRow(5, readWork, readTarget, err))
 	}
-	defer pc.Close(10 * time.Second)
+	defer func() { _ = pc.Close(10 * time.Second) }()
 	want := make([]string, 30) // built outside the timed loop
 	for i := range want {
 		want[i] = readBody(i)
@@ -364,7 +363,9 @@ func rssAt(c *config, js string, readN, padN int, total int64) rssPoint {
 		}
 	}
 	p.cleanRSS, p.cleanTree = servingHWM(rc.Pid()), treeHWM(rc.Pid())
-	rc.Close(10 * time.Second)
+	if err := rc.Close(10 * time.Second); err != nil && p.measuredErr == "" {
+		p.measuredErr = err.Error()
+	}
 	pc, err := startPeer(ctx, js, pkg)
 	if err == nil {
 		for _, r := range rel {
@@ -373,7 +374,7 @@ func rssAt(c *config, js string, readN, padN int, total int64) rssPoint {
 			}
 		}
 		p.peerRSS = treeHWM(pc.Pid())
-		pc.Close(10 * time.Second)
+		_ = pc.Close(10 * time.Second) // the peer's figure is taken; its exit is not compared
 	}
 	return p
 }

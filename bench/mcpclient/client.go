@@ -184,8 +184,7 @@ func (c *Client) Close(grace time.Duration) error {
 		return err
 	case <-time.After(grace):
 		c.cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("mcpclient: server %d did not exit within %v of end of input; killed", c.cmd.Process.Pid, grace)
+		return fmt.Errorf("mcpclient: server %d did not exit within %v of end of input; killed (%v)", c.cmd.Process.Pid, grace, <-done)
 	}
 }
 

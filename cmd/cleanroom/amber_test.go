@@ -53,6 +53,7 @@ func amberFixture(t *testing.T) (dir string) {
 }
 
 func TestAmberCLIProducerFlow(t *testing.T) {
+	t.Parallel()
 	d := amberFixture(t)
 	p := func(n string) string { return filepath.Join(d, n) }
 	build := func(caseID, out string, extra ...string) []string {
@@ -147,6 +148,7 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 // TestAmberCLIVerifyNamesTheCheck: a tampered case is refused with exit 1
 // and the JSON names the failed check.
 func TestAmberCLIVerifyNamesTheCheck(t *testing.T) {
+	t.Parallel()
 	d := amberFixture(t)
 	p := func(n string) string { return filepath.Join(d, n) }
 	if code, _, e := runCLI(t, "amber", "key", "gen", "--out", p("k")); code != 0 {
@@ -196,6 +198,7 @@ func TestAmberCLIVerifyNamesTheCheck(t *testing.T) {
 // TestDemoAmberStage runs the demo's AMBER stage (with the run where the
 // sandbox is available).
 func TestDemoAmberStage(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}

@@ -81,6 +81,7 @@ func cliBinary(t *testing.T) (bin, dir string) {
 // TestVersion: the revision printed is the checkout's HEAD as git itself
 // reports it.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	bin, _ := cliBinary(t)
 	out, err := exec.Command(bin, "version", "--json").Output()
 	if err != nil {
@@ -117,6 +118,7 @@ func TestVersion(t *testing.T) {
 // and fish, asked to complete "cleanroom run re", offer exactly report and
 // reveal (the names come from the command tree through the binary).
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	bin, binDir := cliBinary(t)
 	dir := t.TempDir()
 	env := append(os.Environ(), "PATH="+binDir+":"+os.Getenv("PATH"))
@@ -126,7 +128,9 @@ func TestCompletion(t *testing.T) {
 		if err != nil || len(out) == 0 {
 			t.Fatalf("completion %s: %v", shell, err)
 		}
-		os.WriteFile(p, out, 0o644)
+		if err := os.WriteFile(p, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		return p
 	}
 	cases := []struct {
@@ -218,6 +222,7 @@ func TestManPages(t *testing.T) {
 // TestRunReportCLI: the report of a revealed run, on stdout and into
 // files; an existing file is refused unless --replace; no record is exit 1.
 func TestRunReportCLI(t *testing.T) {
+	t.Parallel()
 	w := runWorld(t)
 	if code, _, errs := runCLI(t, "run", "report", "--world", w); code != 1 || !strings.Contains(errs, "no run record") {
 		t.Errorf("report without a run: exit %d %q, want 1 naming the rule", code, errs)
@@ -278,6 +283,7 @@ func TestRunReportCLI(t *testing.T) {
 // TestExitCodes pins the table of docs/exit-codes.md with one invocation
 // per row that needs no namespaces.
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	w := runWorld(t)
 	out := filepath.Join(t.TempDir(), "exists.md")
 	if err := os.WriteFile(out, []byte("x"), 0o644); err != nil {
@@ -358,6 +364,7 @@ func TestExitCodes(t *testing.T) {
 // TestDemoReport: the function the demo calls writes both files of the
 // run it is given, and never over existing ones.
 func TestDemoReport(t *testing.T) {
+	t.Parallel()
 	w := runWorld(t)
 	var log bytes.Buffer
 	if _, err := runDemoCycle(context.Background(), w, experiment.Environment{Toolchain: "node", Model: "scripted", ToolVersion: "test"}, &log); err != nil {
@@ -381,6 +388,7 @@ func TestDemoReport(t *testing.T) {
 // run report --html A --md B writes both or neither: B existing (or
 // unwritable) must not leave a new A behind, which would refuse the retry.
 func TestRunReportWritesBothOrNeither(t *testing.T) {
+	t.Parallel()
 	w := runWorld(t)
 	if code, _, errs := runCLI(t, "run", "pin", "--world", w, "--reference", filepath.Join(w, "governance/reference-adapter.json")); code != 0 {
 		t.Fatalf("pin: %d %s", code, errs)

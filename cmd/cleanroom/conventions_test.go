@@ -39,6 +39,7 @@ func groups(c *cobra.Command, prefix []string, out map[string][]string) {
 // a real command names it ("did you mean"); with --json stdout holds the
 // JSON error document.
 func TestUnknownSubcommandAtEveryLevel(t *testing.T) {
+	t.Parallel()
 	all := map[string][]string{}
 	groups(newRootCmd(), nil, all)
 	if len(all) < 8 {
@@ -75,6 +76,7 @@ func TestUnknownSubcommandAtEveryLevel(t *testing.T) {
 
 // A wrong number of arguments is a usage error that shows the usage line.
 func TestWrongArgumentCountShowsUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args  []string
 		usage string
@@ -143,6 +145,7 @@ func TestWorldFoundFromSubdirectory(t *testing.T) {
 // amber case build refuses a cutoff earlier than the cutoff commit's
 // committer date, naming the rule, and builds it with the override.
 func TestAmberCutoffBeforeCommitCLI(t *testing.T) {
+	t.Parallel()
 	dir := amberFixture(t) // committed at 2026-01-01T00:00:00Z
 	p := func(s string) string { return filepath.Join(dir, s) }
 	if code, _, e := runCLI(t, "amber", "key", "gen", "--out", p("k"), "--identity", "producer@example"); code != 0 {
@@ -171,6 +174,7 @@ func TestAmberCutoffBeforeCommitCLI(t *testing.T) {
 // for the flags that take a directory (cobra's directive
 // ShellCompDirectiveFilterDirs, which the generated scripts honour).
 func TestCompletionOfFlagValues(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -194,6 +198,7 @@ func TestCompletionOfFlagValues(t *testing.T) {
 // regular file, a dangling link or nothing at all where a directory is
 // required is input that cannot be read (exit 2), named once.
 func TestDirectoryInputFaultsExitTwo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo, file, dangling, none := filepath.Join(dir, "fifo"), filepath.Join(dir, "file"), filepath.Join(dir, "dangling"), filepath.Join(dir, "none")
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
@@ -225,6 +230,7 @@ func TestDirectoryInputFaultsExitTwo(t *testing.T) {
 // docs/formats.md cited by number has its heading, so nothing dangles for a
 // user who has only the repository.
 func TestCitedDocumentsShip(t *testing.T) {
+	t.Parallel()
 	root := testshared.RepoRoot(t)
 	var texts []string
 	var walk func(c *cobra.Command)
@@ -288,6 +294,7 @@ func TestCitedDocumentsShip(t *testing.T) {
 
 // Human output spells values for people, never as Go prints them.
 func TestPlainValues(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		v    any
 		want string
@@ -309,6 +316,7 @@ func TestPlainValues(t *testing.T) {
 
 // A flag value the parser refuses is named in words, not in strconv's.
 func TestFlagValueErrorsInWords(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -17,6 +17,7 @@ import (
 // tells: every stage ran, the finding was caught before completion, the run
 // completed and verified, and only the output directory was written.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here (the demo's clean room and sandbox need them): %v", err)
 	}
@@ -88,6 +89,7 @@ func TestDemo(t *testing.T) {
 
 // TestDemoOutMustBeNew: the demo never writes into an existing directory.
 func TestDemoOutMustBeNew(t *testing.T) {
+	t.Parallel()
 	existing := t.TempDir()
 	if _, err := demoOutDir(existing); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("demoOutDir(an existing directory): %v, want fs.ErrExist", err)

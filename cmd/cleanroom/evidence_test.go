@@ -24,6 +24,7 @@ func writeFiles(t *testing.T, files map[string]string) string {
 }
 
 func TestEvidenceCheckCLI(t *testing.T) {
+	t.Parallel()
 	dir := writeFiles(t, map[string]string{
 		"good.json":          `{"b":[1,-0],"a":"x"}`,
 		"dup.json":           `{"a":1,"a":2}`,
@@ -80,6 +81,7 @@ func TestEvidenceCheckCLI(t *testing.T) {
 }
 
 func TestEvidenceCheckCLIJSON(t *testing.T) {
+	t.Parallel()
 	dir := writeFiles(t, map[string]string{"dup.json": `{"x":{"b":1,"b":2}}`, "good.json": `[]`})
 	code, out, errs := runCLI(t, "--json", "evidence", "check", filepath.Join(dir, "good.json"), filepath.Join(dir, "dup.json"))
 	if code != 1 {
@@ -108,6 +110,7 @@ func TestEvidenceCheckCLIJSON(t *testing.T) {
 }
 
 func TestEvidenceCanonCLI(t *testing.T) {
+	t.Parallel()
 	dir := writeFiles(t, map[string]string{
 		"doc.json": " {\"b\": 1, \"a\": [-0, 1e21, \"\\u00e9\\n\"], \"\\ud83d\\ude00\": null, \"\\ufb33\": true}\n",
 		"bad.json": `{"a":"\ud800"}`,
@@ -146,6 +149,7 @@ func TestEvidenceCanonCLI(t *testing.T) {
 }
 
 func TestEvidenceSelftestCLI(t *testing.T) {
+	t.Parallel()
 	code, out, errs := runCLI(t, "evidence", "selftest")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)

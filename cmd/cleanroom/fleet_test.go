@@ -19,6 +19,7 @@ const fleetRunList = `[
 ]`
 
 func TestFleetCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs.json")
 	if err := os.WriteFile(runs, []byte(fleetRunList), 0o644); err != nil {
@@ -67,6 +68,7 @@ func TestFleetCLI(t *testing.T) {
 // The demo's fleet stage plans the demo's revealed run and collects the
 // world back, verified.
 func TestDemoFleet(t *testing.T) {
+	t.Parallel()
 	env := &demoEnv{out: t.TempDir(), ids: map[string]string{}}
 	ctx := t.Context()
 	for _, stage := range []func() (string, error){

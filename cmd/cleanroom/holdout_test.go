@@ -16,6 +16,7 @@ func worldPath(t *testing.T, elem ...string) string {
 }
 
 func TestHoldoutFixtureCLI(t *testing.T) {
+	t.Parallel()
 	code, out, errs := runCLI(t, "holdout", "fixture", worldPath(t, "docs", "spec", "proof-wire", "experiment"))
 	if code != 0 || !strings.Contains(out, "FIXTURE PASS") || !strings.Contains(out, "negatives refused 16 of 16") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
@@ -23,6 +24,7 @@ func TestHoldoutFixtureCLI(t *testing.T) {
 }
 
 func TestHoldoutScoreCLI(t *testing.T) {
+	t.Parallel()
 	pkg := worldPath(t, "docs", "spec", "proof-wire")
 	fx := filepath.Join(pkg, "experiment", "fixtures")
 	args := []string{"--json", "holdout", "score", "--package", pkg, "--challenges", filepath.Join(fx, "synthetic-challenges.json"),
@@ -72,6 +74,7 @@ func TestHoldoutScoreCLI(t *testing.T) {
 }
 
 func TestHoldoutInteropCLI(t *testing.T) {
+	t.Parallel()
 	doc := worldPath(t, "docs", "spec", "proof-wire", "experiment", "fixtures", "synthetic-observations.json")
 	code, out, _ := runCLI(t, "holdout", "interop", doc)
 	if code != 1 || !strings.Contains(out, "NOT MEASURED") {
@@ -94,6 +97,7 @@ func TestHoldoutInteropCLI(t *testing.T) {
 }
 
 func TestHoldoutCheckAndCommitmentCLI(t *testing.T) {
+	t.Parallel()
 	code, out, errs := runCLI(t, "holdout", "check", "--package", worldPath(t, "docs", "spec", "proof-wire"), worldPath(t, "governance", "holdout"))
 	if code != 0 || !strings.Contains(out, "7 challenges, 20 predicates") {
 		t.Errorf("check: exit %d %s%s", code, out, errs)
@@ -154,6 +158,7 @@ func TestHoldoutCheckAndCommitmentCLI(t *testing.T) {
 // regular file, exits 2 (unusable input, docs/exit-codes.md), naming it;
 // a document that is read and breaks a rule stays a refusal (1).
 func TestHoldoutUnreadableInputExitsTwo(t *testing.T) {
+	t.Parallel()
 	pkg := worldPath(t, "docs", "spec", "proof-wire")
 	fx := filepath.Join(pkg, "experiment", "fixtures")
 	challenges, observations := filepath.Join(fx, "synthetic-challenges.json"), filepath.Join(fx, "synthetic-observations.json")

@@ -22,6 +22,7 @@ import (
 // refuse it at once with exit 2, naming the file — not wait forever for a
 // writer, nor read /dev/zero until memory runs out.
 func TestInputFilesMustBeRegular(t *testing.T) {
+	t.Parallel()
 	bin, _ := cliBinary(t)
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
@@ -121,6 +122,7 @@ func TestInputFilesMustBeRegular(t *testing.T) {
 // directory, is input that cannot be read (exit 2), as a missing one is —
 // not a record that broke a rule (exit 1).
 func TestReleaseUnreadableInputExitsTwo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {

@@ -19,6 +19,7 @@ import (
 // stack trace. (Where unprivileged user namespaces are disabled,
 // TestSandboxRootlessRefusals has check and exec exit 3.)
 func TestIsolationUnavailableExitsThree(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the binary as another user")
 	}

@@ -7,6 +7,7 @@ import "testing"
 // that reads the raw arguments is for a command line that did not parse
 // (an unknown flag or command), where nothing was parsed to ask.
 func TestJSONErrorDocumentOnlyWhenJSONWasAsked(t *testing.T) {
+	t.Parallel()
 	w := t.TempDir()
 	for _, c := range []struct {
 		name     string

@@ -76,6 +76,7 @@ func leakWorld(t *testing.T) (world, pkg, holdout, copyRel string) {
 // challenge R2 is refused at release issue --holdout (before anything is
 // archived) and at run pin, each naming the challenge and the file.
 func TestLeakOfNonHChallengeRefused(t *testing.T) {
+	t.Parallel()
 	world, pkg, holdout, copyRel := leakWorld(t)
 	issue := []string{"release", "issue", pkg, "--spec-revision", "1", "--experiment-revision", "1", "--corpus-revision", "1", "--holdout", holdout}
 	code, out, errs := runCLI(t, issue...)
@@ -122,6 +123,7 @@ func TestLeakOfNonHChallengeRefused(t *testing.T) {
 // exists is refused by rule; --no-holdout commits "absent" on purpose; the
 // two flags together are unusable.
 func TestReleaseIssueHoldoutOmitted(t *testing.T) {
+	t.Parallel()
 	world := filepath.Join(t.TempDir(), "world")
 	if err := os.CopyFS(world, os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "world"))); err != nil {
 		t.Fatal(err)

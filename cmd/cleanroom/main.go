@@ -51,7 +51,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	// candidate's output).
 	if out.n == 0 && jsonRequested(cmd, args, err) && cmd.Annotations[annotationStdout] != stdoutStream {
 		if b, jerr := evidence.Stringify(failureDocument(err, msg, code), "  "); jerr == nil {
-			stdout.Write(b)
+			_, _ = stdout.Write(b) // the failure document: nowhere left to report a failed write
 		}
 	}
 	return code

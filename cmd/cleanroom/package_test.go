@@ -43,6 +43,7 @@ func copySyntheticPackage(t *testing.T) string {
 }
 
 func TestPackageCommands(t *testing.T) {
+	t.Parallel()
 	pkg := copySyntheticPackage(t)
 	work := t.TempDir()
 	dest := filepath.Join(work, "mount")
@@ -99,6 +100,7 @@ func TestPackageCommands(t *testing.T) {
 
 // Refusals exit 1 and name each problem's path and rule; usage errors exit 2.
 func TestPackageCommandRefusals(t *testing.T) {
+	t.Parallel()
 	pkg := copySyntheticPackage(t)
 	work := t.TempDir()
 	if err := os.Symlink("SPEC.md", filepath.Join(pkg, "alias.md")); err != nil {
@@ -170,6 +172,7 @@ func TestPackageCommandRefusals(t *testing.T) {
 // record, and the world's package (with its .mjs files absent by design)
 // is refused against it, naming exactly the missing programs.
 func TestPackageVerifyReferenceWorld(t *testing.T) {
+	t.Parallel()
 	world := testshared.World(t, "world")
 	record := filepath.Join(world, "governance", "blind-package.json")
 	code, out, _ := runCLI(t, "package", "verify", "--json", filepath.Join(world, "docs", "spec", "proof-wire"), "--manifest", record,
@@ -196,6 +199,7 @@ func TestPackageVerifyReferenceWorld(t *testing.T) {
 // The demo's package stage runs on the synthetic package and on the
 // repository's synthetic world.
 func TestDemoPackage(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ pkg, holdout string }{
 		{copySyntheticPackage(t), ""},
 		{filepath.Join(testshared.RepoRoot(t), "testdata", "world", "docs", "spec", "proof-wire"), filepath.Join(testshared.RepoRoot(t), "testdata", "world", "governance", "holdout")},
@@ -217,6 +221,7 @@ func TestDemoPackage(t *testing.T) {
 // delivered tree is removed again (an absent destination stays absent, an
 // empty one stays empty), so the same command can simply be run again.
 func TestPackageEmitManifestOutFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
 	pkg := copySyntheticPackage(t)
 	work := t.TempDir()
 	existing := filepath.Join(work, "existing.json")
@@ -280,6 +285,7 @@ func TestPackageEmitManifestOutFailureLeavesNothing(t *testing.T) {
 // empty; the same command run again completes, leaving nothing beside the
 // destination, and an existing one keeps its mode.
 func TestPackageEmitKilledRetry(t *testing.T) {
+	t.Parallel()
 	for _, existing := range []bool{false, true} {
 		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) { testPackageEmitKilledRetry(t, existing) })
 	}
@@ -291,7 +297,9 @@ func testPackageEmitKilledRetry(t *testing.T, existing bool) {
 	// Enough files that the copy is still running when it is stopped.
 	for i := range 3000 {
 		d := filepath.Join(pkg, "requirements", fmt.Sprintf("r%02d", i/100))
-		os.MkdirAll(d, 0o755)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("n%04d.md", i)), []byte(fmt.Sprintf("# note %d\n", i)), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +348,9 @@ func testPackageEmitKilledRetry(t *testing.T, existing bool) {
 			t.Fatal("the emit never staged anything")
 		}
 	}
-	cmd.Process.Signal(syscall.SIGSTOP)
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	if asFound() != nil {
 		t.Skip("the emit published before it could be stopped")
 	}

@@ -29,6 +29,7 @@ func issueArgs(pkg, holdout string) []string {
 }
 
 func TestReleaseIssueVerifyCLI(t *testing.T) {
+	t.Parallel()
 	pkg, holdout := copySyntheticRelease(t)
 	code, out, errs := runCLI(t, append([]string{"--json"}, issueArgs(pkg, holdout)...)...)
 	if code != 0 {
@@ -80,6 +81,7 @@ func TestReleaseIssueVerifyCLI(t *testing.T) {
 }
 
 func TestReleaseCLIRefusals(t *testing.T) {
+	t.Parallel()
 	pkg, holdout := copySyntheticRelease(t)
 	if code, _, errs := runCLI(t, issueArgs(pkg, holdout)...); code != 0 {
 		t.Fatalf("issue: %s", errs)
@@ -144,6 +146,7 @@ func TestReleaseCLIRefusals(t *testing.T) {
 // names each one and fails; --allow-missing accepts them since every digest
 // recomputes from the recorded list.
 func TestReleaseVerifyReferenceWorld(t *testing.T) {
+	t.Parallel()
 	w := testshared.World(t, "world")
 	pkg := filepath.Join(w, "docs", "spec", "proof-wire")
 	holdout := filepath.Join(w, "governance", "holdout")
@@ -170,6 +173,7 @@ func TestReleaseVerifyReferenceWorld(t *testing.T) {
 }
 
 func TestDemoReleaseStage(t *testing.T) {
+	t.Parallel()
 	env := &demoEnv{out: t.TempDir(), ids: map[string]string{}}
 	stage := demoReleaseStage(os.DirFS(filepath.Join(testshared.RepoRoot(t), "testdata", "release", "world")))
 	res, err := stage(t.Context(), env)

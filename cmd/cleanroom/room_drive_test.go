@@ -83,7 +83,9 @@ func resetConnection(w http.ResponseWriter, _ *http.Request) {
 	if err != nil {
 		panic(err)
 	}
-	conn.(*net.TCPConn).SetLinger(0)
+	if err := conn.(*net.TCPConn).SetLinger(0); err != nil {
+		panic(err) // a FIN, not the reset the caller asserts
+	}
 	conn.Close()
 }
 
@@ -151,6 +153,7 @@ func transcriptEvents(t *testing.T, path, event string) []map[string]any {
 // stop: the session completes (exit 0), every retry and tool error is in
 // the transcript, and the transcript reads.
 func TestRoomDriveSurvives(t *testing.T) {
+	t.Parallel()
 	needRoom(t)
 	bin := roomBinary(t)
 	m := &scriptedModel{steps: []func(http.ResponseWriter, *http.Request){
@@ -245,6 +248,7 @@ func TestRoomDriveSurvives(t *testing.T) {
 // conversation, the session completes, and the transcript (two sessions,
 // one resumption) verifies.
 func TestRoomDriveResume(t *testing.T) {
+	t.Parallel()
 	needRoom(t)
 	bin := roomBinary(t)
 	thinking := make(chan struct{}, 1)
@@ -275,7 +279,9 @@ func TestRoomDriveResume(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("the third request never came; stderr:\n%s", &stderr)
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	cmd.Wait()
 	// The room, its stdin closed, ends its record.
 	deadline := time.Now().Add(30 * time.Second)
@@ -338,7 +344,9 @@ func TestRoomDriveResume(t *testing.T) {
 		t.Fatal("the edit changed nothing")
 	}
 	epath := filepath.Join(base, "edited.jsonl")
-	os.WriteFile(epath, edited, 0o644)
+	if err := os.WriteFile(epath, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, stderr := runCLI(t, "room", "transcript", epath); code != 1 || !strings.Contains(stderr, "prefix_sha256") {
 		t.Errorf("an edited record before the resumption: exit %d, %s", code, stderr)
 	}
@@ -349,6 +357,7 @@ func TestRoomDriveResume(t *testing.T) {
 // sessions, each with its own workspace and transcript; `room sessions`
 // lists them, and ignores what is not a session.
 func TestRoomServeSessions(t *testing.T) {
+	t.Parallel()
 	needRoom(t)
 	bin := roomBinary(t)
 	dir := filepath.Join(t.TempDir(), "sessions")

@@ -35,6 +35,7 @@ func roomBinary(t *testing.T) string {
 }
 
 func TestRoomServeCLI(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
@@ -76,6 +77,7 @@ func TestRoomServeCLI(t *testing.T) {
 // so its run does not verify (its tree is not the pinned bpkg of its run
 // record), and the room must refuse to serve it (exit 1, naming the rules).
 func TestRoomServeWorld(t *testing.T) {
+	t.Parallel()
 	world := testshared.World(t, "world")
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
@@ -96,6 +98,7 @@ func TestRoomServeWorld(t *testing.T) {
 // TestRoomDriveCLI runs `room drive` end to end against a scripted
 // chat-completions server on 127.0.0.1, on the synthetic room package.
 func TestRoomDriveCLI(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
@@ -147,6 +150,7 @@ func TestRoomDriveCLI(t *testing.T) {
 // to name another package (run verify: NOT VERIFIED) is refused, exit 1,
 // naming the rule, before anything is served.
 func TestRoomServeWorldPin(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
@@ -194,7 +198,9 @@ func TestRoomServeWorldPin(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}
+			// The room may refuse and exit before reading: its exit code is
+			// what is asserted, not this write.
+			_, _ = io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
 {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"TOY-TALLY-v1.md"}}}
 `)
@@ -210,7 +216,7 @@ func TestRoomServeWorldPin(t *testing.T) {
 				}
 			}
 			stdin.Close()
-			io.Copy(io.Discard, out)
+			_, _ = io.Copy(io.Discard, out) // drained so that Wait returns; its status is asserted
 			err := cmd.Wait()
 			code := 0
 			var ee *exec.ExitError
@@ -261,8 +267,7 @@ func servingExe(t *testing.T, bin string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := cl.Initialize(ctx); err != nil {
-		cl.Close(0)
-		t.Fatalf("initialize: %v (stderr %q)", err, stderr.String())
+		t.Fatalf("initialize: %v (stderr %q; close: %v)", err, stderr.String(), cl.Close(0))
 	}
 	// The command's one child is the sealed server: the seal stage that
 	// became the serve stage by exec. It was forked by one of the
@@ -274,13 +279,11 @@ func servingExe(t *testing.T, bin string) string {
 		children = append(children, strings.Fields(string(b))...)
 	}
 	if len(children) != 1 {
-		cl.Close(0)
-		t.Fatalf("children of room serve: %q", children)
+		t.Fatalf("children of room serve: %q (close: %v)", children, cl.Close(0))
 	}
 	exe, err := os.Readlink("/proc/" + children[0] + "/exe")
 	if err != nil {
-		cl.Close(0)
-		t.Fatal(err)
+		t.Fatalf("%v (close: %v)", err, cl.Close(0))
 	}
 	if got, err := cl.CallTool(ctx, "list_files", map[string]any{}); err != nil || !strings.Contains(got, "spec/SORTED.md") {
 		t.Errorf("list_files answered %q, %v", got, err)
@@ -296,6 +299,7 @@ func servingExe(t *testing.T, bin string) string {
 // room binary beside it is from another build; the session is served
 // either way, and `version` says which.
 func TestRoomStageBinary(t *testing.T) {
+	t.Parallel()
 	if err := exec.Command("unshare", "-m", "-n", "true").Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
@@ -347,6 +351,7 @@ func TestRoomStageBinary(t *testing.T) {
 // TestRoomAgentCLI: room agent's usage errors (exit 2, naming the flag)
 // and a session whose agent exits non-zero (exit 1, the record written).
 func TestRoomAgentCLI(t *testing.T) {
+	t.Parallel()
 	bin := roomBinary(t)
 	pkg, _ := filepath.Abs(filepath.Join("..", "..", "harness", "testdata", "room-package"))
 	run := func(args ...string) (int, string) {
@@ -421,6 +426,7 @@ func TestRoomAgentCLI(t *testing.T) {
 // in any of its strings) spelled out in its text output, and as recorded
 // with --json.
 func TestRoomTranscriptShowsInvisibleEscaped(t *testing.T) {
+	t.Parallel()
 	sum := strings.Repeat("ab", 32)
 	id := "bpkg-\u202eevil\u200b\x1b]0;title\x07"
 	q, _ := json.Marshal(id)
@@ -450,6 +456,7 @@ func TestRoomTranscriptShowsInvisibleEscaped(t *testing.T) {
 // measured from another directory) does not verify, and the room refuses
 // it, exit 1, naming the rule, before anything is served.
 func TestRoomServeWorldRootLabel(t *testing.T) {
+	t.Parallel()
 	needRoom(t)
 	bin := roomBinary(t)
 	world := filepath.Join(t.TempDir(), "world")

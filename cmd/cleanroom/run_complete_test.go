@@ -16,6 +16,7 @@ import (
 // run without the sandbox (--no-sandbox; the sandboxed path is tested in
 // package adapter).
 func TestRunCompleteCLI(t *testing.T) {
+	t.Parallel()
 	if _, err := adapter.ResolveInterpreter("node"); err != nil {
 		t.Skipf("node is not installed: %v", err)
 	}
@@ -88,7 +89,9 @@ func TestRunCompleteCLI(t *testing.T) {
 	// verifies.
 	p := filepath.Join(w, "governance/findings/000001.json")
 	eb, _ := os.ReadFile(p)
-	os.WriteFile(p, []byte(strings.Replace(string(eb), "H4.candidate", "H4.candidatX", 1)), 0o644)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(eb), "H4.candidate", "H4.candidatX", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	must(1, "run", "verify", "--world", w)
 }
 
@@ -97,6 +100,7 @@ func TestRunCompleteCLI(t *testing.T) {
 // archived; after the abort the measurement is not repeated, and run
 // verify re-digests the archive.
 func TestRunMeasureNamesFailingPredicate(t *testing.T) {
+	t.Parallel()
 	if _, err := adapter.ResolveInterpreter("node"); err != nil {
 		t.Skipf("node is not installed: %v", err)
 	}

@@ -34,6 +34,7 @@ func runWorld(t *testing.T) string {
 }
 
 func TestRunCLILifecycle(t *testing.T) {
+	t.Parallel()
 	w := runWorld(t)
 	freeze := []string{"run", "--world", w, "freeze", "--implementation", "candidate", "--files", "implementer/tally-candidate",
 		"--binary", "implementer/tally-candidate", "--toolchain", "node 22", "--model", "scripted", "--tool-version", "1"}
@@ -74,6 +75,7 @@ func TestRunCLILifecycle(t *testing.T) {
 }
 
 func TestRunIDCLI(t *testing.T) {
+	t.Parallel()
 	rec := filepath.Join(testshared.World(t, "world"), "governance", "blind-run.json")
 	code, out, errs := runCLI(t, "run", "id", rec)
 	if code != 0 || out != "brun-c39b708f1d96f2b6df1562d66c33c3eee3d13e2307274e42adbff79025b13ad8\n" {
@@ -90,6 +92,7 @@ func TestRunIDCLI(t *testing.T) {
 }
 
 func TestRunDemoCycle(t *testing.T) {
+	t.Parallel()
 	w := runWorld(t)
 	var out strings.Builder
 	tr, err := runDemoCycle(t.Context(), w, experiment.Environment{Toolchain: "node", Model: "scripted", ToolVersion: "1"}, &out)

@@ -17,6 +17,7 @@ import (
 // and report with --run; the re-pin says which earlier run shares its
 // state instead of blaming an interrupted attempt.
 func TestRunsAddressable(t *testing.T) {
+	t.Parallel()
 	if _, err := adapter.ResolveInterpreter("node"); err != nil {
 		t.Skipf("node is not installed: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 // The test binary includes init.go, so it is libcontainer's init when
 // `sandbox exec` re-executes it.
 func TestSandboxCommands(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the candidate sandbox needs root")
 	}
@@ -91,6 +92,7 @@ func TestSandboxCommands(t *testing.T) {
 }
 
 func TestDemoSandboxStage(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the candidate sandbox needs root")
 	}
@@ -112,6 +114,7 @@ func TestDemoSandboxStage(t *testing.T) {
 // staging directory a killed measurement left (revealed challenges in
 // it); a second gc finds nothing.
 func TestSandboxGCAfterKill(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the candidate sandbox needs root")
 	}
@@ -236,6 +239,7 @@ int main(void) {
 // one a first run made its own (owned by the sandbox's uid), which is why
 // the second run may find the probe in it.
 func TestSandboxExecHostile(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the candidate sandbox needs root")
 	}

@@ -13,6 +13,7 @@ import (
 // rule, and what it wrote is issued with the holdout committed and pinned
 // with run pin's defaults.
 func TestWorldInitCLI(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "w")
 	code, out, errs := runCLI(t, "world", "init", dir)
 	if code != 0 || !strings.Contains(out, "governance/holdout/E1-append-one-byte.json") {

@@ -11,6 +11,7 @@ import (
 // metaschema (about 3 ms) at every start, and the room binary starts twice
 // per session. This is why schema validation is its own package.
 func TestNotLinkedByTheRoom(t *testing.T) {
+	t.Parallel()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command on PATH to list the import graph")

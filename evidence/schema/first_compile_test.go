@@ -18,6 +18,7 @@ import (
 // get a schema refused by the metaschema (the draft's, or the vocabulary's
 // for x-sorted).
 func TestFirstCompileConcurrent(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CLEANROOM_FIRST_COMPILE") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestFirstCompileConcurrent$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), "CLEANROOM_FIRST_COMPILE=1")

@@ -41,6 +41,7 @@ func schemaErr(t *testing.T, err error) *evidence.SchemaError {
 }
 
 func TestCompileRefusesWhatReadRefuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		doc  string
@@ -62,6 +63,7 @@ func TestCompileRefusesWhatReadRefuses(t *testing.T) {
 }
 
 func TestCompileRefusesExternalRefs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	other := filepath.Join(dir, "other.json")
 	if err := os.WriteFile(other, []byte(`{"type":"string"}`), 0o600); err != nil {
@@ -80,6 +82,7 @@ func TestCompileRefusesExternalRefs(t *testing.T) {
 }
 
 func TestCompileRefusesInvalidSchema(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ doc, keyword string }{
 		{`{"type":"strung"}`, "/type"},
 		{`{"minLength":-1}`, "/minLength"},
@@ -101,6 +104,7 @@ func TestCompileRefusesInvalidSchema(t *testing.T) {
 }
 
 func TestSchemaNumbersAsJSONParse(t *testing.T) {
+	t.Parallel()
 	// The checked value is the double JSON.parse reads, not the source digits.
 	tests := []struct {
 		schema, doc string
@@ -126,12 +130,13 @@ func TestSchemaNumbersAsJSONParse(t *testing.T) {
 			t.Errorf("schema %s doc %s: got %v, want ok=%v", tt.schema, tt.doc, err, tt.ok)
 		}
 		if err != nil {
-			schemaErr(t, err)
+			_ = schemaErr(t, err) // fails the test unless err is a *SchemaError
 		}
 	}
 }
 
 func TestXSorted(t *testing.T) {
+	t.Parallel()
 	s := mustSchema(t, "sorted", `{"type":"array","x-sorted":true}`)
 	off := mustSchema(t, "unsorted-ok", `{"type":"array","x-sorted":false}`)
 	tests := []struct {
@@ -176,6 +181,7 @@ func TestXSorted(t *testing.T) {
 }
 
 func TestSchemaErrorsSortedAndStable(t *testing.T) {
+	t.Parallel()
 	s := mustSchema(t, "many", `{
 		"type":"object",
 		"properties":{
@@ -216,6 +222,7 @@ func TestSchemaErrorsSortedAndStable(t *testing.T) {
 }
 
 func TestSchemaPointerEscaping(t *testing.T) {
+	t.Parallel()
 	s := mustSchema(t, "esc", `{"properties":{"a/b~c":{"type":"string"}}}`)
 	se := schemaErr(t, s.Validate(mustRead(t, `{"a/b~c":1}`)))
 	if len(se.Causes) != 1 {
@@ -260,6 +267,7 @@ func mutate(t *testing.T, root *evidence.Object, path string, value any, del boo
 }
 
 func TestTRVMSchemas(t *testing.T) {
+	t.Parallel()
 	for _, world := range []string{"world", "world-rev2"} {
 		t.Run(world, func(t *testing.T) {
 			exp := []string{"trvm", world, "docs", "spec", "proof-wire", "experiment"}
@@ -385,6 +393,7 @@ func TestTRVMSchemas(t *testing.T) {
 }
 
 func TestAMBERManifestSchemaCompiles(t *testing.T) {
+	t.Parallel()
 	b := readShared(t, "amber", "schemas", "manifest.schema.json")
 	s, err := schema.Compile("manifest.schema.json", b)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // A staged directory appears whole under its name with the mode asked for,
 // never over an existing one, and only beside where it was staged.
 func TestCreateDir(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	stageWith := func(t *testing.T, dir, content string) string {
 		t.Helper()
@@ -63,6 +64,7 @@ func TestCreateDir(t *testing.T) {
 // ReplaceEmptyDir takes the place of an absent or empty directory, and
 // changes nothing when the directory has an entry or is a file.
 func TestReplaceEmptyDir(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		setup   func(dir string) error

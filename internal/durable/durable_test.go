@@ -11,6 +11,7 @@ import (
 )
 
 func TestCreateNeverReplaces(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := Create(dir, "a.json", []byte("one"), 0o644); err != nil {
 		t.Fatal(err)
@@ -26,6 +27,7 @@ func TestCreateNeverReplaces(t *testing.T) {
 }
 
 func TestReplaceSwapsWholeFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := ReplaceFile(filepath.Join(dir, "r"), []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
@@ -45,6 +47,7 @@ func TestReplaceSwapsWholeFile(t *testing.T) {
 
 // A symlinked directory is not followed: the write cannot be redirected.
 func TestSymlinkedDirRefused(t *testing.T) {
+	t.Parallel()
 	real := t.TempDir()
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(real, link); err != nil {
@@ -60,6 +63,7 @@ func TestSymlinkedDirRefused(t *testing.T) {
 }
 
 func TestNameWithSeparatorRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, name := range []string{"", ".", "..", "a/b", "../x"} {
 		if err := Create(dir, name, []byte("x"), 0o644); !errors.Is(err, ErrBadName) {
@@ -69,6 +73,7 @@ func TestNameWithSeparatorRefused(t *testing.T) {
 }
 
 func TestMkdirAll(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	d := filepath.Join(root, "a", "b", "c")
 	if err := MkdirAll(d); err != nil {
@@ -107,6 +112,7 @@ func assertNoTemps(t *testing.T, dir string) {
 // CreateIn writes into the directory held, even when its path has since
 // been re-pointed elsewhere.
 func TestCreateInWritesTheHeldDirectory(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	held := filepath.Join(base, "out")
 	if err := os.Mkdir(held, 0o755); err != nil {
@@ -146,6 +152,7 @@ func TestCreateInWritesTheHeldDirectory(t *testing.T) {
 // ReplaceIn swaps a file of the held directory whole and leaves no
 // temporary file behind.
 func TestReplaceInSwapsInTheHeldDirectory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	d, err := os.Open(dir)
 	if err != nil {
@@ -202,6 +209,7 @@ func TestModeIgnoresUmask(t *testing.T) {
 // Any name the file system accepts can be written, the longest included:
 // the temporary name beside it must not be the one that is too long.
 func TestLongestNameWritable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	d, err := os.Open(dir)
 	if err != nil {

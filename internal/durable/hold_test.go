@@ -13,6 +13,7 @@ import (
 // removed. Nothing else beside the target is touched: another name's
 // stage, a plain StageDir, a link named like a held stage.
 func TestRemoveStaleStages(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	dest := filepath.Join(base, "out")
 	live, releaseLive, err := StageDirHeld(dest)
@@ -27,7 +28,9 @@ func TestRemoveStaleStages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dead, "partial"), []byte("x"), 0o644)
+	if err := os.WriteFile(filepath.Join(dead, "partial"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	releaseDead()
 	other, releaseOther, err := StageDirHeld(filepath.Join(base, "other"))
 	if err != nil {
@@ -40,7 +43,9 @@ func TestRemoveStaleStages(t *testing.T) {
 	}
 	link := filepath.Join(base, TempPrefix+"out"+heldInfix+"link")
 	target := t.TempDir()
-	os.Symlink(target, link)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
 
 	removed, err := RemoveStaleStages(dest)
 	if err != nil || !slices.Equal(removed, []string{dead}) {
@@ -56,11 +61,18 @@ func TestRemoveStaleStages(t *testing.T) {
 // RemoveTemps removes the temporary files of interrupted writes and
 // nothing else (a directory with the prefix, other files).
 func TestRemoveTemps(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tmp := filepath.Join(dir, TempPrefix+"checkpoint.0011")
-	os.WriteFile(tmp, []byte("half"), 0o644)
-	os.WriteFile(filepath.Join(dir, "checkpoint"), []byte("whole"), 0o644)
-	os.Mkdir(filepath.Join(dir, TempPrefix+"stage"), 0o755)
+	if err := os.WriteFile(tmp, []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "checkpoint"), []byte("whole"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, TempPrefix+"stage"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	removed, err := RemoveTemps(dir)
 	if err != nil || !slices.Equal(removed, []string{filepath.Base(tmp)}) {
 		t.Fatalf("RemoveTemps: %v %v", removed, err)

@@ -43,6 +43,7 @@ func tree(t *testing.T) (string, int) {
 }
 
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	dir, dirfd := tree(t)
 	self := "/proc/self/fd/" + strconv.Itoa(dirfd)
 	for _, tc := range []struct {
@@ -83,6 +84,7 @@ func TestOpen(t *testing.T) {
 // FollowInside follows links, each resolved beneath the directory: the
 // chain uplink -> .. climbs out (EXDEV), links that stay inside resolve.
 func TestOpenFollowInside(t *testing.T) {
+	t.Parallel()
 	_, dirfd := tree(t)
 	for _, tc := range []struct {
 		name string
@@ -106,6 +108,7 @@ func TestOpenFollowInside(t *testing.T) {
 }
 
 func TestOpenCloseOnExec(t *testing.T) {
+	t.Parallel()
 	_, dirfd := tree(t)
 	fd, err := Open(dirfd, "file", unix.O_RDONLY, 0)
 	if err != nil {
@@ -122,6 +125,7 @@ func TestOpenCloseOnExec(t *testing.T) {
 }
 
 func TestOpenCreate(t *testing.T) {
+	t.Parallel()
 	dir, dirfd := tree(t)
 	fd, err := Open(dirfd, "sub/new", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	if err != nil {
@@ -145,6 +149,7 @@ func TestOpenCreate(t *testing.T) {
 }
 
 func TestOpenFile(t *testing.T) {
+	t.Parallel()
 	dir, _ := tree(t)
 	f, err := OpenFile(dir, "sub/inner", unix.O_RDONLY, 0)
 	if err != nil {
@@ -167,6 +172,7 @@ func TestOpenFile(t *testing.T) {
 }
 
 func TestOpenPath(t *testing.T) {
+	t.Parallel()
 	dir, _ := tree(t)
 	fd, err := OpenPath(filepath.Join(dir, "sub"), unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
@@ -185,6 +191,7 @@ func TestOpenPath(t *testing.T) {
 // locked thread that dies with the test's goroutine, so nothing is left
 // mounted on the host.
 func TestOpenMount(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a tmpfs in a private mount namespace")
 	}

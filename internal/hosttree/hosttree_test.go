@@ -8,6 +8,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	link := filepath.Join(base, "etc-link")
 	if err := os.Symlink("/etc", link); err != nil {

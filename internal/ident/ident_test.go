@@ -10,6 +10,7 @@ import (
 const d = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 func TestIsDigest(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		s    string
 		want bool
@@ -32,6 +33,7 @@ func TestIsDigest(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		s, prefix, digest string
 		errHas            string // "" for no error
@@ -66,6 +68,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestIsAndCheck(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		prefix, s string
 		want      bool

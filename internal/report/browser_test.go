@@ -80,10 +80,13 @@ func distinctColours(t *testing.T, file string, limit int) int {
 // violation or a script would each log one). A control page with a
 // forbidden image and an inline script proves the scan sees them.
 func TestReportInChromium(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	control := filepath.Join(dir, "control.html")
-	os.WriteFile(control, []byte(`<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="`+CSP+`"></head>`+
-		`<body><p>control</p><img src="http://127.0.0.1:9/x.png"><script>console.error("boom")</script></body></html>`), 0o644)
+	if err := os.WriteFile(control, []byte(`<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="`+CSP+`"></head>`+
+		`<body><p>control</p><img src="http://127.0.0.1:9/x.png"><script>console.error("boom")</script></body></html>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, log := chromium(t, control, "--dump-dom"); len(consoleMessages(log)) < 2 {
 		t.Fatalf("the console scan does not see a blocked image and a blocked script:\n%s", log)
 	}

@@ -122,6 +122,7 @@ func filledReport(s string) *Report {
 // closed or added by a value), and no value reached a URL, script or style
 // context unescaped.
 func TestHTMLEveryFieldHostile(t *testing.T) {
+	t.Parallel()
 	var plain bytes.Buffer
 	if err := filledReport("plain").HTML(&plain); err != nil {
 		t.Fatal(err)
@@ -149,6 +150,7 @@ func TestHTMLEveryFieldHostile(t *testing.T) {
 // fence or raw HTML that a plain value did not, and outside code spans no
 // tag, link or image syntax survives.
 func TestMarkdownEveryFieldHostile(t *testing.T) {
+	t.Parallel()
 	lines := func(r *Report) []string {
 		var b bytes.Buffer
 		if err := r.Markdown(&b); err != nil {

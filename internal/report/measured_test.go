@@ -55,6 +55,7 @@ func runOptions(t *testing.T) adapter.RunOptions {
 // run names the failing predicate with the expected and observed values.
 // An archived file edited afterwards is refused by name.
 func TestReportMeasuredThenAborted(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	ctx := context.Background()
 	w, _ := runworld.RevealedWith(t, filepath.Join(t.TempDir(), "world"), breakEdges(t))
@@ -182,6 +183,7 @@ func TestReportMeasuredThenAborted(t *testing.T) {
 // the same world that completes shows it apart, as opened in the earlier
 // run, never among its own outstanding findings under the green badge.
 func TestReportFindingsOfOtherRunsApart(t *testing.T) {
+	t.Parallel()
 	needNode(t)
 	ctx := context.Background()
 	var original []byte

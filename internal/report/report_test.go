@@ -108,6 +108,7 @@ func render(t *testing.T, r *Report) (html, md string) {
 // A revealed run has a timeline and its subjects but nothing scored: the
 // report says so rather than showing zeros.
 func TestReportRevealed(t *testing.T) {
+	t.Parallel()
 	w := revealedWorld(t)
 	r, err := Gather(context.Background(), w, Options{})
 	if err != nil {
@@ -168,6 +169,7 @@ func TestReportRevealed(t *testing.T) {
 // interop difference side by side with its class and ruling, the register
 // and the transcript summary — and every hostile string escaped.
 func TestReportComplete(t *testing.T) {
+	t.Parallel()
 	w := revealedWorld(t)
 	findings := completeWorld(t, w, hostile)
 	rec, err := w.ReadRecord()
@@ -266,6 +268,7 @@ func TestReportComplete(t *testing.T) {
 // A world with no run record is refused; a broken part of a run becomes a
 // note naming the file, and the rest is still rendered.
 func TestReportBrokenParts(t *testing.T) {
+	t.Parallel()
 	w := revealedWorld(t)
 	r, err := Gather(context.Background(), w, Options{Transcript: filepath.Join(t.TempDir(), "absent.jsonl")})
 	if err != nil {
@@ -309,6 +312,7 @@ func TestReportBrokenParts(t *testing.T) {
 // Output files are created exclusively; --replace swaps them atomically;
 // a failed render writes nothing.
 func TestWriteFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "r.html")
 	page := func(s string) func(io.Writer) error {
@@ -392,6 +396,7 @@ func outsideCode(line string) string {
 // observations are scored in the tables labelled as a measurement, the
 // questions log is shown, and nothing pretends to be a result.
 func TestReportMeasuredNotComplete(t *testing.T) {
+	t.Parallel()
 	if _, err := adapter.ResolveInterpreter("node"); err != nil {
 		t.Skipf("node is not installed (the synthetic adapters are node scripts): %v", err)
 	}
@@ -442,6 +447,7 @@ func TestReportMeasuredNotComplete(t *testing.T) {
 // An aborted run: the timeline ends in ABORTED with the reason given, the
 // report says there is no result, and the reason is shown as text.
 func TestReportAborted(t *testing.T) {
+	t.Parallel()
 	w := revealedWorld(t)
 	if _, err := experiment.Abort(context.Background(), w, hostile, experiment.TransitionOptions{}); err != nil {
 		t.Fatal(err)
@@ -470,6 +476,7 @@ func TestReportAborted(t *testing.T) {
 // part becomes a note naming the file, and nothing read through the link
 // is shown.
 func TestReportDoesNotFollowLinksInReceipts(t *testing.T) {
+	t.Parallel()
 	w := revealedWorld(t)
 	completeWorld(t, w, "ruled")
 	rec, err := w.ReadRecord()
@@ -487,7 +494,12 @@ func TestReportDoesNotFollowLinksInReceipts(t *testing.T) {
 		if err := os.Symlink(moved, p); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.Remove(p); os.Rename(moved, p) })
+		t.Cleanup(func() {
+			os.Remove(p)
+			if err := os.Rename(moved, p); err != nil {
+				t.Errorf("restoring %s: %v", p, err)
+			}
+		})
 	}
 	t.Run("RESULT", func(t *testing.T) {
 		file := experiment.ResultFile(rec.RunID)
@@ -528,6 +540,7 @@ func TestReportDoesNotFollowLinksInReceipts(t *testing.T) {
 // neither: each trigger is escaped, so the rendered text is the same and
 // nothing becomes a link a reader may follow.
 func TestMarkdownTextMakesNoLinks(t *testing.T) {
+	t.Parallel()
 	// bad is what must not appear outside a code span: a trigger not
 	// preceded by a backslash (or, for www., the four characters).
 	cases := []struct{ in, bad string }{
@@ -578,6 +591,7 @@ func TestMarkdownTextMakesNoLinks(t *testing.T) {
 // what its files claim (a broken run can be looked at), but a note says the
 // claims are not verified, and its COMPLETE status is not shown as a pass.
 func TestReportUnverifiedRunSaysSo(t *testing.T) {
+	t.Parallel()
 	w := revealedWorld(t)
 	completeWorld(t, w, "ruled")
 	// The frozen candidate binary changes after completion: the RESULT's
@@ -587,8 +601,12 @@ func TestReportUnverifiedRunSaysSo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString("\n# changed after the freeze\n")
-	f.Close()
+	if _, err := f.WriteString("\n# changed after the freeze\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	r, err := Gather(context.Background(), w, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -613,6 +631,7 @@ func TestReportUnverifiedRunSaysSo(t *testing.T) {
 // the report shows each of them spelled out, on the page and in the
 // Markdown, never as the character itself.
 func TestReportTranscriptInvisibleEscaped(t *testing.T) {
+	t.Parallel()
 	w := revealedWorld(t)
 	rec, err := w.ReadRecord()
 	if err != nil {

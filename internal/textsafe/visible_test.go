@@ -3,6 +3,7 @@ package textsafe
 import "testing"
 
 func TestVisible(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"spec/ADD.md", "spec/ADD.md"},
 		{"naïve – café 日本", "naïve – café 日本"},

@@ -41,6 +41,7 @@ var wantFiles = []string{
 // TestInit: into an absent directory (parents included) and into an empty
 // one, init writes exactly wantFiles and nothing beside the target.
 func TestInit(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		setup func(dir string) error
@@ -80,6 +81,7 @@ func TestInit(t *testing.T) {
 // root label the run commands cannot read, is refused by its rule, and
 // nothing is written anywhere.
 func TestInitRefuses(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		setup func(dir string) error
@@ -129,6 +131,7 @@ func TestInitRefuses(t *testing.T) {
 // release issued with the holdout committed — and every file says what the
 // operator changes (a comment, or a README that names it).
 func TestInitWorldWorks(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "world")
 	if _, err := Init(dir, Options{}); err != nil {
 		t.Fatal(err)

@@ -64,6 +64,7 @@ func runArgs(t *testing.T, prog []unix.SockFilter, nr, arch uint32, arg0, arg1, 
 // new user namespace refused, clone3 absent, another ABI killed; what
 // ordinary programs and libcontainer's init need allowed.
 func TestCandidateFilter(t *testing.T) {
+	t.Parallel()
 	const (
 		eperm  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 		enosys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
@@ -168,6 +169,7 @@ func TestCandidateFilter(t *testing.T) {
 // The search over the numbers agrees with the lists for every number the
 // filter knows: a listed one is allowed, an unlisted one refused.
 func TestCandidateFilterEveryNumber(t *testing.T) {
+	t.Parallel()
 	abi, err := candidateABIs()
 	if err != nil {
 		t.Skip(err)
@@ -195,6 +197,7 @@ func TestCandidateFilterEveryNumber(t *testing.T) {
 // Only the running architecture has a filter (the init refuses to start
 // the candidate without one).
 func TestCandidateABIs(t *testing.T) {
+	t.Parallel()
 	for _, goarch := range []string{"mips64", "386", "riscv64"} {
 		if goarch == runtime.GOARCH {
 			continue

@@ -14,6 +14,7 @@ import (
 // TestCheckSealedEntry checks the mountinfo half of the assertion on lines
 // written for the test, one per rule.
 func TestCheckSealedEntry(t *testing.T) {
+	t.Parallel()
 	const dir = "/run/view"
 	line := func(opts, optional, fstype, super string) string {
 		return fmt.Sprintf("63 43 0:39 / %s %s %s- %s cleanroom-view %s", dir, opts, optional, fstype, super)
@@ -48,6 +49,7 @@ func TestCheckSealedEntry(t *testing.T) {
 }
 
 func TestParseMountInfoRefusesMalformed(t *testing.T) {
+	t.Parallel()
 	for _, l := range []string{"63 43 0:39 / /x rw", "x 43 0:39 / /x rw - tmpfs t rw", "63 43 039 / /x rw - tmpfs t rw"} {
 		if _, err := ParseMountInfo(strings.NewReader(l)); err == nil || !strings.Contains(err.Error(), "mountinfo line 1: ") {
 			t.Errorf("%q: %v, want a refusal naming line 1", l, err)
@@ -200,6 +202,7 @@ func assertDescriptors(dir string) error {
 
 // TestSealInNamespaces seals real tmpfs views in fresh namespaces.
 func TestSealInNamespaces(t *testing.T) {
+	t.Parallel()
 	if err := SealedCommand("/bin/true", nil, nil).Run(); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}

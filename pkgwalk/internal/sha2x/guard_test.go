@@ -1,6 +1,7 @@
 package sha2x_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,6 +14,7 @@ import (
 // would fault), then the environment switch, then the known-answer
 // self-check, which a block function off by one bit fails.
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	mustNotRun1 := func(*[8]uint32, *byte, int) {
 		t.Error("a block function ran although the rule said no before the self-check")
 	}
@@ -51,6 +53,7 @@ func TestDecide(t *testing.T) {
 
 // On a CPU with SHA-NI the real assembly passes the self-check.
 func TestAssemblyPassesSelfCheck(t *testing.T) {
+	t.Parallel()
 	need(t)
 	if ok, why := sha2x.Decide(true, "", sha2x.Asm1, sha2x.Asm2); !ok {
 		t.Fatalf("the assembly fails the self-check: %s", why)
@@ -60,8 +63,9 @@ func TestAssemblyPassesSelfCheck(t *testing.T) {
 // CLEANROOM_SHA2X=off in the environment of a process turns the assembly
 // off there (the test binary re-runs itself with it).
 func TestEnvironmentSwitch(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("SHA2X_TEST_CHILD") == "1" {
-		os.Stdout.WriteString("implementation: " + sha2x.Implementation() + "\n")
+		fmt.Println("implementation: " + sha2x.Implementation())
 		return
 	}
 	for _, c := range []struct{ env, want string }{

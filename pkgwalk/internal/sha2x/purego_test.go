@@ -11,6 +11,7 @@ import (
 
 // Built with -tags purego, the assembly is not there to use.
 func TestPuregoHasNoAssembly(t *testing.T) {
+	t.Parallel()
 	if sha2x.Available() {
 		t.Fatal("Available() under purego")
 	}
