@@ -33,9 +33,6 @@ const (
 	ErrFileList ReleaseRule = "file list not sorted, unique and non-empty-pathed"
 
 	// Package and holdout.
-	// errNotRegular: a symbolic link or special file in a package is a name
-	// that can deliver other bytes after it was measured.
-	errNotRegular ReleaseRule = "not a regular file or directory"
 	// ErrHoldoutCount: the holdout tree must hold exactly INDEX.json entries
 	// + 1 files, so a file cannot hide beside the committed challenges.
 	ErrHoldoutCount ReleaseRule = "holdout tree does not hold entries + 1 files"
