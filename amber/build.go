@@ -38,9 +38,9 @@ const (
 
 // Rules a build refuses.
 var (
-	ErrShallowSource = fault.New(fault.Refused, "source repository is shallow")
-	ErrPartialSource = fault.New(fault.Refused, "source repository is a partial clone")
-	ErrSubmodule     = fault.New(fault.Refused, "submodule (gitlink) reachable from the cutoff: vendor it or the case is ineligible")
+	ErrShallowSource   = fault.New(fault.Refused, "source repository is shallow")
+	ErrPartialSource   = fault.New(fault.Refused, "source repository is a partial clone")
+	ErrSubmodule       = fault.New(fault.Refused, "submodule (gitlink) reachable from the cutoff: vendor it or the case is ineligible")
 	ErrLFS             = fault.New(fault.Refused, "Git LFS content reachable from the cutoff: vendor it or the case is ineligible")
 	ErrPinBytes        = fault.New(fault.Refused, "pinned file is not UTF-8 with LF line endings and no BOM")
 	ErrCutoffRef       = fault.New(fault.Refused, "temporary ref "+BundleRef+" already exists in the source")
