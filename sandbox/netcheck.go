@@ -190,7 +190,9 @@ func CheckIsolation(ns netns.NsHandle, exp Expectation) (*IsolationCheck, error)
 // socket stays bound to ns whatever thread uses it. When ns is the
 // calling thread's own namespace the socket is opened where it stands,
 // with no setns: an unprivileged process (a Kubernetes pod's container,
-// all capabilities dropped) can then check the network it runs in.
+// all capabilities dropped) can then check the network it runs in. Only
+// NETLINK_ROUTE is opened: the check needs nothing else, and gVisor
+// refuses the other families (XFRM) a default handle asks for.
 func handleIn(ns netns.NsHandle) (*netlink.Handle, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -198,10 +200,10 @@ func handleIn(ns netns.NsHandle) (*netlink.Handle, error) {
 		same := cur.Equal(ns)
 		cur.Close()
 		if same {
-			return netlink.NewHandle()
+			return netlink.NewHandle(unix.NETLINK_ROUTE)
 		}
 	}
-	return netlink.NewHandleAt(ns)
+	return netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 }
 
 // retryDump repeats a netlink dump the kernel marked as interrupted;

@@ -480,7 +480,9 @@ for class in $CLASSES; do
     grep -q "^verified .*$name .*COMPLETE" "$W/log/collect-$class.log" && collected=$((collected+1))
     "$CR" run verify --world "$W/collected-$class/$name" 2>/dev/null | grep -q "^VERIFIED" && verified=$((verified+1))
     grep -q '^netcheck: isolation: full_isolation, enforced=true' "$W/log/pod-$name.log" && isolated=$((isolated+1))
-    [ -z "$problems" ] && problems=$(sed -n 's/^netcheck:   problem: //p' "$W/log/pod-$name.log" | paste -sd, | cut -c1-120)
+    # What kept a pod from full isolation: the check's problems, or its
+    # error when it could not complete (both printed by the hook).
+    [ -z "$problems" ] && problems=$(sed -n 's/^netcheck:   problem: //p; s/^netcheck: cleanroom: //p' "$W/log/pod-$name.log" | paste -sd, | cut -c1-160)
     ms=$(sed -n 's/^pod-command-ms=//p' "$W/log/pod-$name.log"); [ -n "$ms" ] && inpod+=("$(ms2s "$ms")")
     [ -z "$reason" ] && ! grep -q "^$name Complete$" "$W/log/jobs-$class.txt" &&
       reason=$(grep -E '^cleanroom: |error|refus' "$W/log/pod-$name.log" | tail -1 | cut -c1-200)
