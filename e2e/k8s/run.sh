@@ -84,6 +84,7 @@ HOSTDIRS="/var/lib/kubelet /var/log/pods /var/log/containers /etc/kubernetes /va
 # its unnamed namespaces) come and go and are not this run's, so they are
 # left out of the comparison.
 hoststate() {
+  set +e +o pipefail # a grep that finds nothing is an empty list, not a failure
   ip netns list 2>/dev/null | cut -d' ' -f1 | sed 's/^/netns /'
   ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^($BRIDGE|veth|cni|cre2e)" | sed 's/^/link /'
   for t in $(nft list tables 2>/dev/null | awk '$3 !~ /^cleanroom-/ {print $2 "/" $3}'); do
