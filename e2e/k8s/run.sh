@@ -214,7 +214,7 @@ start kube-apiserver "$K/kube-apiserver" --etcd-servers http://127.0.0.1:23790 -
   --service-account-key-file "$P/sa.key" --service-account-signing-key-file "$P/sa.key" \
   --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/24 \
   --authorization-mode Node,RBAC --kubelet-client-certificate "$P/admin.crt" --kubelet-client-key "$P/admin.key" \
-  --cert-dir "$W/apiserver"
+  --cert-dir "$W/apiserver" --endpoint-reconciler-type none
 waitfor "kube-apiserver" 180 kubectl get --raw /readyz
 start kube-controller-manager "$K/kube-controller-manager" --kubeconfig "$W/admin.kubeconfig" --bind-address 127.0.0.1 \
   --service-account-private-key-file "$P/sa.key" --root-ca-file "$P/ca.crt" --leader-elect=false
