@@ -139,9 +139,13 @@ teardown() {
   echo "$SYSCTL_BEFORE" | while IFS='=' read -r k v; do
     [ -n "$v" ] && [ "$(sysctl -n "$k" 2>/dev/null)" != "$v" ] && sysctl -qw "$k=$v"
   done
-  # containerd's shims keep their sockets under /run/containerd whatever
-  # the config says: removed only when this run made it.
-  grep -qx "path /run/containerd" "$W.before" || rm -rf /run/containerd
+  # Directories the parts create at fixed paths whatever their config
+  # says (containerd's shim sockets under /run/containerd, libcni's
+  # result cache in /var/lib/cni, the kubelet's device-plugins directory
+  # and /var/log/containers): removed only when this run made them.
+  for d in $HOSTDIRS; do
+    grep -qx "path $d" "$W.before" || rm -rf "$d"
+  done
   [ "${KEEP:-0}" = 1 ] && echo "e2e-k8s: kept $W" || rm -rf "$W"
   # What is left: a process naming the work directory, a mount below it,
   # and every host item that differs from before the run.
@@ -463,7 +467,7 @@ for class in $CLASSES; do
     [ "$(jobstates "$class" | grep -c ' running$')" = 0 ] && [ "$(jobstates "$class" | wc -l)" = "$N" ] && break
     if [ $((t % 10)) = 9 ] && [ $t -ge 60 ]; then
       stuck=$(kubectl get events -o jsonpath='{range .items[?(@.reason=="FailedCreatePodSandBox")]}{.involvedObject.name}: {.message}{"\n"}{end}' 2>/dev/null |
-        grep "^blind-$class-" | head -1)
+        grep "^blind-$class-" | head -1 || true)
       [ -n "$stuck" ] && break
     fi
     sleep 1
@@ -475,7 +479,7 @@ for class in $CLASSES; do
   # Per run: the Job's start to its completion, as the Job controller
   # recorded them (whole seconds): scheduling, sandbox, image, run.
   per=$(kubectl get jobs -o jsonpath='{range .items[*]}{.metadata.name} {.status.startTime} {.status.completionTime}{"\n"}{end}' |
-    grep "^blind-$class-" | sort -V | while read -r n s c; do [ -n "$c" ] && echo $(( $(date -d "$c" +%s) - $(date -d "$s" +%s) )); done | paste -sd/)
+    grep "^blind-$class-" | sort -V | while read -r n s c; do [ -n "$c" ] && echo $(( $(date -d "$c" +%s) - $(date -d "$s" +%s) )); done | paste -sd/ || true)
   collected=0; verified=0; isolated=0; inpod=(); reason=""; problems=""
   "$CR" fleet collect --runs "$W/plan-$class/runs.json" --from "$W/share" --into "$W/collected-$class" >"$W/log/collect-$class.log" 2>&1 || true
   for i in $(seq 1 "$N"); do
@@ -486,10 +490,10 @@ for class in $CLASSES; do
     grep -q '^netcheck: isolation: full_isolation, enforced=true' "$W/log/pod-$name.log" && isolated=$((isolated+1))
     # What kept a pod from full isolation: the check's problems, or its
     # error when it could not complete (both printed by the hook).
-    [ -z "$problems" ] && problems=$(sed -n 's/^netcheck:   problem: //p; s/^netcheck: cleanroom: //p' "$W/log/pod-$name.log" | paste -sd, | cut -c1-160)
+    [ -z "$problems" ] && problems=$(sed -n 's/^netcheck:   problem: //p; s/^netcheck: cleanroom: //p' "$W/log/pod-$name.log" | paste -sd, | cut -c1-160 || true)
     ms=$(sed -n 's/^pod-command-ms=//p' "$W/log/pod-$name.log"); [ -n "$ms" ] && inpod+=("$(ms2s "$ms")")
     [ -z "$reason" ] && ! grep -q "^$name Complete$" "$W/log/jobs-$class.txt" &&
-      reason=$(grep -E '^cleanroom: |error|refus' "$W/log/pod-$name.log" | tail -1 | cut -c1-200)
+      reason=$(grep -E '^cleanroom: |error|refus' "$W/log/pod-$name.log" | tail -1 | cut -c1-200 || true)
   done
   kubectl delete -f "$W/plan-$class/k8s/" --wait=true --timeout=120s >/dev/null 2>&1 || true
   total=$(( (t1 - t0) / 1000000 ))
