@@ -498,7 +498,8 @@ for class in $CLASSES; do
   kubectl delete -f "$W/plan-$class/k8s/" --wait=true --timeout=120s >/dev/null 2>&1 || true
   total=$(( (t1 - t0) / 1000000 ))
   mean=$(echo "$per" | tr / '\n' | awk 'NF {s += $1; n++} END {if (n) printf "%.1f", s / n}')
-  ratio=$( [ -n "$mean" ] && awk "BEGIN{printf \"%.1f\", $mean * 1000 / $LOCAL_MS}")
+  ratio=""
+  [ -n "$mean" ] && ratio=$(awk "BEGIN{printf \"%.1f\", $mean * 1000 / $LOCAL_MS}")
   line="$class: planned $N, completed $completed, collected $collected, verified $verified; per-run ${per:-none}s (mean ${mean:-?}s; in-pod command $(IFS=/; echo "${inpod[*]:-?}")s; local ${LOCAL_MS:+$(ms2s "$LOCAL_MS")}s; cluster/local ${ratio:-?}x); apply→all Jobs done $(ms2s "$total")s"
   line+="; in-pod network check: full isolation in $isolated/$N${problems:+ (seen: $problems)}"
   if [ "$verified" != "$N" ]; then
