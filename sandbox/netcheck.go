@@ -76,9 +76,7 @@ const dumpRetries = 5
 // true only if all of them match exp. An error means the check could not
 // be completed (which is not a pass either).
 func CheckIsolation(ns netns.NsHandle, exp Expectation) (*IsolationCheck, error) {
-	// NewHandleAt locks the OS thread, enters ns, opens the socket and
-	// returns; the socket stays bound to ns whatever thread uses it.
-	h, err := netlink.NewHandleAt(ns)
+	h, err := handleIn(ns)
 	if err != nil {
 		return nil, fmt.Errorf("netlink handle in the candidate namespace: %w", err)
 	}
@@ -184,6 +182,28 @@ func CheckIsolation(ns netns.NsHandle, exp Expectation) (*IsolationCheck, error)
 	}
 	rec.Enforced = len(rec.Problems) == 0
 	return rec, nil
+}
+
+// handleIn opens a netlink handle bound to ns. NewHandleAt locks the OS
+// thread, enters ns (setns, which needs CAP_SYS_ADMIN even when ns is the
+// namespace the thread is already in), opens the socket and returns; the
+// socket stays bound to ns whatever thread uses it. When ns is the
+// calling thread's own namespace the socket is opened where it stands,
+// with no setns: an unprivileged process (a Kubernetes pod's container,
+// all capabilities dropped) can then check the network it runs in. Only
+// NETLINK_ROUTE is opened: the check needs nothing else, and gVisor
+// refuses the other families (XFRM) a default handle asks for.
+func handleIn(ns netns.NsHandle) (*netlink.Handle, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if cur, err := netns.Get(); err == nil {
+		same := cur.Equal(ns)
+		cur.Close()
+		if same {
+			return netlink.NewHandle(unix.NETLINK_ROUTE)
+		}
+	}
+	return netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 }
 
 // retryDump repeats a netlink dump the kernel marked as interrupted;

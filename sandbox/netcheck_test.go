@@ -3,10 +3,12 @@ package sandbox
 import (
 	"errors"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -167,5 +169,74 @@ func TestRetryDumpRefusesPartial(t *testing.T) {
 	})
 	if err != nil || len(v) != 2 {
 		t.Errorf("retry then success: %v %v", v, err)
+	}
+}
+
+// A process with no capability (a Kubernetes pod's container) can check
+// the network namespace it stands in: entering it would need
+// CAP_SYS_ADMIN, so the check must not setns into its own namespace. The
+// test runs on a thread of its own that unshares a network namespace and
+// then drops every capability (capabilities are per thread); the thread
+// is never handed back to the runtime.
+func TestIsolationCheckOwnNamespaceWithoutCapabilities(t *testing.T) {
+	needSandbox(t)
+	type result struct {
+		rec    *IsolationCheck
+		err    error
+		setns  error
+		failed string
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		var r result
+		defer func() { done <- r }()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			r.failed = "unshare: " + err.Error()
+			return
+		}
+		h, err := netlink.NewHandle()
+		if err != nil {
+			r.failed = "handle: " + err.Error()
+			return
+		}
+		lo, err := h.LinkByName("lo")
+		if err == nil {
+			err = h.LinkSetUp(lo)
+		}
+		h.Close()
+		if err != nil {
+			r.failed = "lo up: " + err.Error()
+			return
+		}
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var none [2]unix.CapUserData // version 3 takes two words; all zero: no capability
+		if err := unix.Capset(&hdr, &none[0]); err != nil {
+			r.failed = "capset: " + err.Error()
+			return
+		}
+		ns, err := netns.Get()
+		if err != nil {
+			r.failed = "netns: " + err.Error()
+			return
+		}
+		defer ns.Close()
+		// Without capabilities, entering even the namespace the thread is
+		// in is refused: what the check must not depend on.
+		r.setns = unix.Setns(int(ns), unix.CLONE_NEWNET)
+		r.rec, r.err = CheckIsolation(ns, Expectation{})
+	}()
+	r := <-done
+	if r.failed != "" {
+		t.Fatal(r.failed)
+	}
+	if !errors.Is(r.setns, unix.EPERM) {
+		t.Fatalf("setns without CAP_SYS_ADMIN: %v, want EPERM (the test did not drop the capability)", r.setns)
+	}
+	if r.err != nil {
+		t.Fatalf("check of the own namespace without capabilities: %v", r.err)
+	}
+	if !r.rec.Enforced || len(r.rec.Links) != 1 || r.rec.Links[0].Name != "lo" {
+		t.Fatalf("own isolated namespace: %+v", r.rec)
 	}
 }

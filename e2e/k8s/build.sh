@@ -58,6 +58,9 @@ GO
 echo "e2e-k8s: resolving k8s.io/kubernetes $K8S_VERSION with $(echo "$staging" | wc -w) staging modules at $staging_version"
 go mod tidy -e >/dev/null 2>&1 || true
 for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
+  # A binary already built (by an earlier run that was cut short, or
+  # built beside this one) is kept.
+  [ -x "$CACHE/bin/$b" ] && continue
   pkg=k8s.io/kubernetes/cmd/$b
   echo "e2e-k8s: building $b"
   # The binaries are built into a temporary name and renamed: a build cut
