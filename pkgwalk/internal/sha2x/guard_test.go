@@ -63,7 +63,8 @@ func TestAssemblyPassesSelfCheck(t *testing.T) {
 // CLEANROOM_SHA2X=off in the environment of a process turns the assembly
 // off there (the test binary re-runs itself with it).
 func TestEnvironmentSwitch(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it reads or forces the package-wide choice of
+	// implementation (ForceFallback), which parallel tests would see change.
 	if os.Getenv("SHA2X_TEST_CHILD") == "1" {
 		fmt.Println("implementation: " + sha2x.Implementation())
 		return

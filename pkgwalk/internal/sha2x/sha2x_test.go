@@ -48,7 +48,8 @@ func hashPair(p, q []byte) (a, b [32]byte) {
 // Every pair of lengths around the block and padding boundaries, and
 // longer random ones, gives crypto/sha256's digest for both streams.
 func TestAgainstCryptoSHA256(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it reads or forces the package-wide choice of
+	// implementation (ForceFallback), which parallel tests would see change.
 	implementations(t, againstCryptoSHA256)
 }
 
@@ -84,7 +85,8 @@ func againstCryptoSHA256(t *testing.T) {
 
 // The FIPS 180-2 example digests, written out (not computed).
 func TestKnownVectors(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it reads or forces the package-wide choice of
+	// implementation (ForceFallback), which parallel tests would see change.
 	implementations(t, knownVectors)
 }
 
@@ -110,7 +112,8 @@ func knownVectors(t *testing.T) {
 // Blocks2 panics on unequal or partial inputs rather than hashing a
 // prefix silently.
 func TestBlocks2Misuse(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it reads or forces the package-wide choice of
+	// implementation (ForceFallback), which parallel tests would see change.
 	implementations(t, blocks2Misuse)
 }
 
