@@ -299,6 +299,14 @@ RUNSC=$(command -v runsc 2>/dev/null || echo /usr/bin/runsc)
 mkdir -p "$W/bin"
 printf '#!/bin/sh\nexec %s --network=none "$@"\n' "$RUNSC" >"$W/bin/runsc-none"
 chmod +x "$W/bin/runsc-none"
+# The kubelet asks for a negative oom_score_adj (the pause sandbox -998,
+# Guaranteed pods -997); lowering it needs CAP_SYS_RESOURCE. Where the
+# host's bounding set lacks it (this VM: CapBnd without bit 24), runc's
+# nsexec dies writing /proc/self/oom_score_adj and every sandbox fails
+# with "can't get final child's PID from pipe: EOF". containerd then
+# clamps the score to its own (restrict_oom_score_adj, made for rootless).
+RESTRICT_OOM=false
+[ $(( 0x$(awk '/^CapBnd:/ {print $2}' /proc/self/status) >> 24 & 1 )) = 1 ] || RESTRICT_OOM=true
 cat >"$W/containerd/config.toml" <<TOML
 version = 2
 root = "$W/containerd/root"
@@ -309,6 +317,7 @@ state = "$W/containerd/state"
   path = "$W/containerd/opt"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "cleanroom.invalid/pause:e2e"
+  restrict_oom_score_adj = $RESTRICT_OOM
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$W/cni"
