@@ -467,8 +467,8 @@ ms2s() { awk "BEGIN{printf \"%.1f\", $1 / 1000}"; }
 # Failed or running.
 jobstates() {
   kubectl get jobs -l app.kubernetes.io/managed-by=cleanroom -o \
-    jsonpath='{range .items[*]}{.metadata.name} {.status.succeeded} {.status.failed}{"\n"}{end}' 2>/dev/null |
-    awk -v c="blind-$1-" 'index($1, c) == 1 { s = ($2 == "1") ? "Complete" : (($3 != "" && $3 != "0") ? "Failed" : "running"); print $1, s }'
+    jsonpath='{range .items[*]}{.metadata.name} s={.status.succeeded} f={.status.failed}{"\n"}{end}' 2>/dev/null |
+    awk -v c="blind-$1-" 'index($1, c) == 1 { s = ($2 == "s=1") ? "Complete" : (($3 != "f=" && $3 != "f=0") ? "Failed" : "running"); print $1, s }'
 }
 
 SUMMARY=()
@@ -517,7 +517,7 @@ for class in $CLASSES; do
   # recorded them (whole seconds): scheduling, sandbox, image, run.
   per=$(kubectl get jobs -o jsonpath='{range .items[*]}{.metadata.name} {.status.startTime} {.status.completionTime}{"\n"}{end}' |
     grep "^blind-$class-" | sort -V | while read -r n s c; do [ -n "$c" ] && echo $(( $(date -d "$c" +%s) - $(date -d "$s" +%s) )); done | paste -sd/ || true)
-  collected=0; verified=0; isolated=0; inpod=(); reason=""; problems=""
+  collected=0; verified=0; isolated=0; inpod=(); reason=""; problems=""; enosys=""
   "$CR" fleet collect --runs "$W/plan-$class/runs.json" --from "$W/share" --into "$W/collected-$class" >"$W/log/collect-$class.log" 2>&1 || true
   for i in $(seq 1 "$N"); do
     name=blind-$class-$i
@@ -528,7 +528,11 @@ for class in $CLASSES; do
     # this host may use for it is 127.0.0.1.
     cat "$W"/pod-logs/default_"$name"-?????_*/run/*.log 2>/dev/null | sed -E 's/^[^ ]+ (stdout|stderr) [FP] //' >"$W/log/pod-$name.log" || true
     grep -q "^verified .*$name .*COMPLETE" "$W/log/collect-$class.log" && collected=$((collected+1))
-    "$CR" run verify --world "$W/collected-$class/$name" 2>/dev/null | grep -q "^VERIFIED" && verified=$((verified+1))
+    # Verified means COMPLETE: `run verify` also says VERIFIED of a world
+    # that is only REVEALED (a run that never completed, as under runsc).
+    v=$("$CR" run verify --world "$W/collected-$class/$name" 2>/dev/null || true)
+    echo "$v" | grep -q "^VERIFIED" && echo "$v" | grep -q "^run .* COMPLETE$" && verified=$((verified+1))
+    grep -q 'openat2 .*function not implemented' "$W/log/pod-$name.log" && enosys="openat2 ENOSYS in $name"
     grep -q '^netcheck: isolation: full_isolation, enforced=true' "$W/log/pod-$name.log" && isolated=$((isolated+1))
     # What kept a pod from full isolation: the check's problems, or its
     # error when it could not complete (both printed by the hook).
@@ -542,13 +546,13 @@ for class in $CLASSES; do
   mean=$(echo "$per" | tr / '\n' | awk 'NF {s += $1; n++} END {if (n) printf "%.1f", s / n}')
   ratio=""
   [ -n "$mean" ] && ratio=$(awk "BEGIN{printf \"%.1f\", $mean * 1000 / $LOCAL_MS}")
-  line="$class: planned $N, completed $completed, collected $collected, verified $verified; per-run ${per:-none}s (mean ${mean:-?}s; in-pod command $(IFS=/; echo "${inpod[*]:-?}")s; local ${LOCAL_MS:+$(ms2s "$LOCAL_MS")}s; cluster/local ${ratio:-?}x); apply→all Jobs done $(ms2s "$total")s"
+  line="$class: planned $N, completed $completed, collected $collected, verified $verified; per-run ${per:+${per}s}${per:-none} (mean ${mean:-?}s; in-pod command $(IFS=/; echo "${inpod[*]:-?}")s; local ${LOCAL_MS:+$(ms2s "$LOCAL_MS")}s; cluster/local ${ratio:-?}x); apply→all Jobs done $(ms2s "$total")s"
   line+="; in-pod network check: full isolation in $isolated/$N${problems:+ (seen: $problems)}"
   if [ "$verified" != "$N" ]; then
     why=${stuck:-$reason}
     # Debian's runsc 20221219 has no openat2 (ENOSYS), which cleanroom's
     # evidence reader needs: named as what it is, not as a flaky run.
-    if [ "$class" = gvisor ] && echo "$why" | grep -q 'openat2.*function not implemented'; then
+    if [ "$class" = gvisor ] && [ -n "$enosys" ]; then
       line+="; NOT COMPLETE: $(runsc --version 2>/dev/null | head -1) answers ENOSYS to openat2 ($why)"
     else
       line+="; FAILED: ${why:-see $W/log}"
