@@ -546,7 +546,7 @@ for class in $CLASSES; do
   mean=$(echo "$per" | tr / '\n' | awk 'NF {s += $1; n++} END {if (n) printf "%.1f", s / n}')
   ratio=""
   [ -n "$mean" ] && ratio=$(awk "BEGIN{printf \"%.1f\", $mean * 1000 / $LOCAL_MS}")
-  line="$class: planned $N, completed $completed, collected $collected, verified $verified; per-run ${per:+${per}s}${per:-none} (mean ${mean:-?}s; in-pod command $(IFS=/; echo "${inpod[*]:-?}")s; local ${LOCAL_MS:+$(ms2s "$LOCAL_MS")}s; cluster/local ${ratio:-?}x); apply→all Jobs done $(ms2s "$total")s"
+  line="$class: planned $N, completed $completed, collected $collected, verified $verified; per-run $([ -n "$per" ] && echo "${per}s" || echo none) (mean ${mean:-?}s; in-pod command $(IFS=/; echo "${inpod[*]:-?}")s; local ${LOCAL_MS:+$(ms2s "$LOCAL_MS")}s; cluster/local ${ratio:-?}x); apply→all Jobs done $(ms2s "$total")s"
   line+="; in-pod network check: full isolation in $isolated/$N${problems:+ (seen: $problems)}"
   if [ "$verified" != "$N" ]; then
     why=${stuck:-$reason}
