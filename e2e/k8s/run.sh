@@ -29,10 +29,11 @@
 # runc pod has eth0 but no route off its subnet: the check says so
 # (unexpected link eth0, public lookups ENETUNREACH) and the summary
 # counts it. The gvisor handler runs runsc with --network=none: its pods
-# have only lo. Debian's runsc 20221219 cannot serve the whole check (its
-# netstack has no policy-rule dump, and the check does not pass what it
-# could not read), nor cleanroom's evidence reader (no openat2): both
-# are named in the summary when they happen.
+# have only lo. Debian's runsc 20221219 cannot serve the check (no
+# netlink socket in the pod's namespace from inside the sentry: "operation
+# not supported", and the check does not pass what it could not read),
+# nor cleanroom's evidence reader (no openat2): both are named in the
+# summary when they happen.
 #
 # Teardown is checked, not assumed: the host's processes, mounts, network
 # namespaces, links, nft ruleset, iptables rules, cgroups, the sysctls the
