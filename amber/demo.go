@@ -60,12 +60,16 @@ func Demo(ctx context.Context, dir string, iso Isolation) (*DemoResult, error) {
 	if err := sh("", "init", "--quiet", "-b", "main", src); err != nil {
 		return nil, err
 	}
+	// The case is a Go module of its own (go.mod): a directory the demo
+	// writes inside a Go checkout (make demo's demo-out/) must not join
+	// that checkout's module, where ./... would vet and test it.
 	files := map[string]string{
+		"go.mod":       "module example.invalid/calc\n\ngo 1.22\n",
 		"calc.go":      "package calc\n\n// Add returns a+b.\nfunc Add(a, b int) int { return a + b }\n",
 		"README.md":    "# calc\n\nA tiny library for the AMBER demo.\n",
 		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 2) != 4 {\n\t\tt.Fatal(Add(2, 2))\n\t}\n}\n",
 	}
-	for _, name := range []string{"README.md", "calc.go", "calc_test.go"} {
+	for _, name := range []string{"README.md", "go.mod", "calc.go", "calc_test.go"} {
 		if err := os.WriteFile(filepath.Join(src, name), []byte(files[name]), 0o644); err != nil {
 			return nil, err
 		}
