@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/cleanroom-dev/cleanroom/holdout"
 )
 
 // Markdown writes the report's twin in GitHub-flavoured Markdown: the same
@@ -106,15 +108,11 @@ func (r *Report) Markdown(w io.Writer) error {
 	} else {
 		p("| finding | path | sides | class | ruling | entries |\n|---|---|---|---|---|---|\n")
 		for _, f := range r.Findings {
-			class := f.Class
-			if class == "" {
-				class = "UNCLASSIFIED_FINDING"
-			}
 			entries := "opened " + code(f.OpenedIn)
 			if f.ClassifiedIn != "" {
 				entries += ", classified " + code(f.ClassifiedIn)
 			}
-			p("| %s | %s | %s: %s<br>%s: %s | %s | %s | %s |\n", code(f.ID), code(f.Path), text(f.A), code(f.AValue), text(f.B), code(f.BValue), text(class), text(f.Ruling), entries)
+			p("| %s | %s | %s | %s |\n", findingCells(f), text(findingClass(f)), text(f.Ruling), entries)
 		}
 		p("\n")
 	}
@@ -122,11 +120,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	if len(r.OtherFindings) > 0 {
 		p("**Opened in other runs** (not this run's; they block nothing here)\n\n| finding | path | sides | class | opened in run |\n|---|---|---|---|---|\n")
 		for _, f := range r.OtherFindings {
-			class := f.Class
-			if class == "" {
-				class = "UNCLASSIFIED_FINDING"
-			}
-			p("| %s | %s | %s: %s<br>%s: %s | %s | opened in run %s (%s) |\n", code(f.ID), code(f.Path), text(f.A), code(f.AValue), text(f.B), code(f.BValue), text(class), code(f.RunID), code(f.OpenedIn))
+			p("| %s | %s | opened in run %s (%s) |\n", findingCells(f), text(findingClass(f)), code(f.RunID), code(f.OpenedIn))
 		}
 		p("\n")
 	}
@@ -275,6 +269,20 @@ var mdEscaper = strings.NewReplacer(
 	"<", "&lt;", ">", "&gt;", "&", "&amp;", "|", `\|`, "#", `\#`, "!", `\!`,
 	":", `\:`, "@", `\@`, "www.", `www\.`, "~", `\~`, "$", `\$`,
 	"\r", " ", "\n", " ")
+
+// findingCells is a finding's first three cells (id, path, both sides),
+// the same in the register and in the list of other runs' findings.
+func findingCells(f Finding) string {
+	return fmt.Sprintf("%s | %s | %s: %s<br>%s: %s", code(f.ID), code(f.Path), text(f.A), code(f.AValue), text(f.B), code(f.BValue))
+}
+
+// findingClass is a finding's class, holdout.Unclassified while it has none.
+func findingClass(f Finding) string {
+	if f.Class == "" {
+		return holdout.Unclassified
+	}
+	return f.Class
+}
 
 // text escapes s for Markdown prose or a table cell.
 func text(s string) string { return mdEscaper.Replace(s) }
