@@ -6,7 +6,7 @@ PKGS    := ./...
 # Tests that need root or namespaces probe and skip with a reason; CI runs as root.
 TESTFLAGS ?= -timeout 30m
 
-.PHONY: all build test demo bench lint fmt clean check-forks e2e-k8s
+.PHONY: all build test demo bench lint lint-tools fmt clean check-forks e2e-k8s
 
 all: build
 
@@ -49,7 +49,7 @@ man: build
 bench: build
 	GO=$(GO) bench/compare.sh
 
-# staticcheck and errcheck are pinned (.ci/run installs them). Absent on a
+# staticcheck and errcheck are pinned (`make lint-tools` installs them; .ci/run does). Absent on a
 # developer's machine each is skipped with a notice; LINT_STRICT=1 (set by
 # .ci/run) makes its absence a failure. One process for all packages: it
 # shares the type checking between them, so it costs less CPU than one run
@@ -58,6 +58,11 @@ bench: build
 # cleanup); a deliberate drop is `_ =` with a comment saying why.
 STATICCHECK_VERSION := v0.8.2
 ERRCHECK_VERSION    := v1.30.0
+
+# The pinned linters, installed into GOBIN (.ci/run runs this before make test).
+lint-tools:
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(GO) install github.com/kisielk/errcheck@$(ERRCHECK_VERSION)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
