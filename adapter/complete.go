@@ -104,12 +104,12 @@ func MeasureRun(ctx context.Context, w *experiment.World, opt RunOptions) (*RunM
 	if err != nil {
 		return m, err
 	}
+	progress := func(string, ...any) {}
+	if opt.Progress != nil {
+		progress = func(f string, x ...any) { opt.Progress(fmt.Sprintf(f, x...)) }
+	}
 	var docs []holdout.Document
 	for _, a := range rec.Adapters {
-		progress := func(string, ...any) {}
-		if opt.Progress != nil {
-			progress = func(f string, x ...any) { opt.Progress(fmt.Sprintf(f, x...)) }
-		}
 		progress("adapter %s [%s]: started", a.Implementation, a.Role)
 		start := time.Now()
 		sm, err := Execute(ctx, w, a, Options{Revealed: revealed, Runner: opt.Runner, Schemas: ins.Schemas, Challenges: m.Holdout.Challenges, Scorer: ins.Scorer,
