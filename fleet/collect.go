@@ -22,7 +22,6 @@ import (
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The rules a collected run can break (Collected.Errs wrap them).
@@ -117,8 +116,8 @@ func Collect(ctx context.Context, runs []Run, from, into string, opt CollectOpti
 		}
 		// The name is joined to both directories: a name that is not a
 		// DNS-1123 label ("..", "a/b") could reach outside them.
-		if errs := validation.IsDNS1123Label(r.Name); len(errs) > 0 {
-			fail(Refused, fmt.Errorf("%w: %q: %s", ErrName, r.Name, strings.Join(errs, "; ")))
+		if err := checkName(r.Name); err != nil {
+			fail(Refused, err)
 			rep.Runs = append(rep.Runs, c)
 			continue
 		}
