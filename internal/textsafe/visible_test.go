@@ -15,6 +15,14 @@ func TestVisible(t *testing.T) {
 		{"c1\u009b", `c1\u{009B}`},
 		{`forged \u{202E}`, `forged \\u{202E}`},
 		{"bad\xffutf8", `bad\x{FF}utf8`},
+		// Each named range of the doc comment at its edges, and a neighbour
+		// outside it that shows as itself.
+		{"del\x7f", `del\u{007F}`},
+		{"soft\u00adhyphen", `soft\u{00AD}hyphen`},
+		{"alm\u061c mvs\u180e", `alm\u{061C} mvs\u{180E}`},
+		{"lrm\u200e rlm\u200f", `lrm\u{200E} rlm\u{200F}`},
+		{"wj\u2060 inv\u2064", `wj\u{2060} inv\u{2064}`},
+		{"nbsp\u00a0 sup\u2070 \u00e9", "nbsp\u00a0 sup\u2070 \u00e9"},
 	} {
 		if got := Visible(tc.in); got != tc.want {
 			t.Errorf("Visible(%q) = %q, want %q", tc.in, got, tc.want)
