@@ -105,8 +105,10 @@ func TestAgentNeverConnects(t *testing.T) {
 		"drive after the agent": string(b) + `{"event":"drive"}` + "\n",
 		"agent before the end":  strings.Join(lines[:len(lines)-3], "") + agentLine + lines[len(lines)-3],
 	} {
-		if _, err := harness.ReadTranscript([]byte(tampered)); !errors.Is(err, harness.ErrTranscript) {
-			t.Errorf("%s: ReadTranscript = %v, want %v", name, err, harness.ErrTranscript)
+		// The rule: the agent line is the record's last.
+		const rule = "line after the agent line"
+		if _, err := harness.ReadTranscript([]byte(tampered)); !errors.Is(err, harness.ErrTranscript) || !strings.Contains(err.Error(), rule) {
+			t.Errorf("%s: ReadTranscript = %v, want %v naming %q", name, err, harness.ErrTranscript, rule)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
@@ -208,13 +209,7 @@ func (p *Proxy) handle(c net.Conn) {
 		if detail != "" {
 			rec.Rule += ": " + detail
 		}
-		if len(rec.Rule) > maxRule {
-			rec.Rule = rec.Rule[:maxRule]
-		}
-		rec.Rule = strings.ToValidUTF8(rec.Rule, "\uFFFD")
-		if len(rec.Rule) > maxRule {
-			rec.Rule = rec.Rule[:maxRule]
-		}
+		rec.Rule = clip(rec.Rule, maxRule)
 		fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\ncleanroom proxy: %s\n", status, http.StatusText(status), rec.Rule)
 		p.record(rec)
 	}
@@ -229,7 +224,7 @@ func (p *Proxy) handle(c net.Conn) {
 	if req.Method != http.MethodConnect {
 		if req.URL != nil {
 			// Recorded as the agent named it (absolute form).
-			rec.Host = clip(req.URL.Hostname())
+			rec.Host = clip(req.URL.Hostname(), maxHost)
 			rec.Port, _ = strconv.Atoi(req.URL.Port())
 			if rec.Port == 0 && req.URL.Scheme == "http" {
 				rec.Port = 80
@@ -240,7 +235,7 @@ func (p *Proxy) handle(c net.Conn) {
 	}
 	target, err := ParseHostPort(req.RequestURI)
 	if err != nil {
-		rec.Host = clip(req.RequestURI)
+		rec.Host = clip(req.RequestURI, maxHost)
 		refuse(http.StatusBadRequest, ErrBadRequest, "target")
 		return
 	}
@@ -290,13 +285,22 @@ func (p *Proxy) handle(c net.Conn) {
 	p.record(rec)
 }
 
-// clip bounds a string the agent wrote (a malformed target, a URL's
-// host) before it is recorded: 128 bytes, valid UTF-8.
-func clip(s string) string {
-	if len(s) > 128 {
-		s = s[:128]
+// maxHost bounds a recorded host the agent wrote that is not a valid
+// target (a malformed target, a URL's host).
+const maxHost = 128
+
+// clip bounds a string before it is recorded: valid UTF-8 (the
+// transcript's canonical JSON takes nothing else), at most n bytes, never
+// ending inside a rune. An agent's bytes must not grow the record.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func closeWrite(c net.Conn) {
@@ -335,11 +339,12 @@ func (p *Proxy) dial(t HostPort) (net.Conn, string, pkgwalk.Rule, error) {
 			return nil, "", ErrUnreachable, fmt.Errorf("lookup %s: %w", t.Host, err)
 		}
 		for i, a := range found {
-			found[i] = a.Unmap()
+			a = a.Unmap()
+			found[i] = a
 			// A public name that resolves to this host's loopback (or
 			// its link-local neighbours) would reach the sealed store
 			// and every local service: such answers are dropped.
-			if a = a.Unmap(); a.IsLoopback() || a.IsUnspecified() || a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsLinkLocalMulticast() {
+			if a.IsLoopback() || a.IsUnspecified() || a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsLinkLocalMulticast() {
 				continue
 			}
 			addrs = append(addrs, a)

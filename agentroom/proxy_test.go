@@ -228,3 +228,24 @@ func TestProxyBytesAfterHead(t *testing.T) {
 		t.Errorf("recorded %+v, want one connection, 11 bytes out, 2 in", conns)
 	}
 }
+
+// TestClip: a recorded string is valid UTF-8 and at most n bytes, never
+// ending inside a rune, whatever the agent sent.
+func TestClip(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc"},
+		{"aé", 2, "a"},                // é is 2 bytes: not split
+		{"a\xffb", 8, "a\uFFFDb"},     // invalid byte replaced
+		{"ab\xff", 4, "ab"},           // the replacement (3 bytes) does not fit: left out
+		{"\u20ac\u20ac", 5, "\u20ac"}, // € is 3 bytes
+	} {
+		if got := clip(c.in, c.n); got != c.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

@@ -178,9 +178,9 @@ const relayHandshakeTimeout = 30 * time.Second
 // room on what it offers: the two descriptors of helloPass (the relay's
 // stdin and stdout) or, after helloCopy, the connection itself. start
 // (told the mode) reports whether the room started (only once per
-// session); whatever
-// the room did not get is closed here. A first message that is neither is
-// refused (the connection closed) with the error returned.
+// session); whatever the room did not get is closed here. A first message
+// that is neither is refused (the connection closed) with the error
+// returned.
 func relayHandshake(c *net.UnixConn, start func(stdin, stdout *os.File, conn net.Conn, mode string) bool) error {
 	_ = c.SetReadDeadline(time.Now().Add(relayHandshakeTimeout))
 	var b [1]byte

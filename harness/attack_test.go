@@ -244,16 +244,7 @@ func TestWorkspaceBadInput(t *testing.T) {
 	// A file cap well below the 10,000 writes below: each accepted write is
 	// fsynced, and the cap's rule is the same at 100 as at 2000.
 	limits.MaxFiles = 100
-	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: ws, Limits: limits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := room.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	cs := memSession(t, room)
+	cs := memSession(t, openRoomClosed(t, pkg, RoomConfig{Expect: id, Workspace: ws, Limits: limits}))
 	cases := []struct {
 		path, content string
 		rule          error

@@ -19,16 +19,7 @@ func TestWriteSourceBattery(t *testing.T) {
 	pkg, id := writePackage(t, testFiles())
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
-	room, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: ws, Limits: DefaultLimits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := room.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	cs := memSession(t, room)
+	cs := memSession(t, openRoomClosed(t, pkg, RoomConfig{Expect: id, Workspace: ws, Limits: DefaultLimits}))
 	deep := strings.Repeat("d/", DefaultLimits.MaxDepth) + "f.go"
 	for _, c := range []struct {
 		path string

@@ -162,6 +162,22 @@ func openRoomAt(path string, c RoomConfig) (*Room, error) {
 	return OpenRoom(c)
 }
 
+// openRoomClosed opens the room (openRoomAt) and closes it when the test
+// ends, failing the test if the close fails.
+func openRoomClosed(t *testing.T, pkg string, c RoomConfig) *Room {
+	t.Helper()
+	room, err := openRoomAt(pkg, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := room.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return room
+}
+
 func sha(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])

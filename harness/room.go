@@ -437,7 +437,7 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	}
 	if errors.Is(err, ErrSessionBudget) {
 		// The client's flood, refused by name; the transcript is whole.
-		return fail(1, err)
+		return fail(fault.ExitCode(err), err)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fail(2, err)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,8 +43,9 @@ type Room struct {
 // transcript bytes, as one session may (Limits.MaxSessionCalls,
 // MaxSessionBytes). A client that floods the room would otherwise grow the
 // transcript past what its readers take in. The call is refused by name,
-// recorded, and the session ends with a whole transcript.
-var ErrSessionBudget = errors.New("session budget spent")
+// recorded, and the session ends with a whole transcript. Classed Refused
+// where it is made (internal/fault): the room exits 1 on it.
+var ErrSessionBudget = fault.New(fault.Refused, "session budget spent")
 
 // spend counts one tool call against the session's budget. Past it, the
 // call is recorded as refused and the budget's error returned; the

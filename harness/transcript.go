@@ -304,10 +304,11 @@ func (t *Transcript) write(lead []byte, v map[string]any) error {
 	return nil
 }
 
-// call records one tool call. outcome is "listed", "served", "refused" or
-// "written"; fields carry path, bytes, sha256 or the refusal. A call that
-// cannot be recorded is kept as the first write error, which Err returns:
-// the server consults it after every handler, before answering.
+// call records one tool call. outcome is "listed", "served", "refused",
+// "written" or "session_ended" (Room.spend); fields carry path, bytes,
+// sha256 or the refusal. A call that cannot be recorded is kept as the
+// first write error, which Err returns: the server consults it after every
+// handler, before answering.
 func (t *Transcript) call(tool, outcome string, fields map[string]any) {
 	if t == nil {
 		return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -226,17 +227,23 @@ func TestCutLineNamedExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	cutAt := bytes.LastIndexByte(b, '\n') + 1
-	for name, tampered := range map[string][]byte{
-		// One byte of the cut line changed: its sha256 no longer matches.
-		"cut line edited": append(append(append([]byte{}, good[:cutAt]...), 'y'), good[cutAt+1:]...),
+	// The cut line's number, and the end line's once the cut line is gone.
+	at := fmt.Sprintf("line %d: ", bytes.Count(good[:cutAt], []byte("\n"))+1)
+	for name, c := range map[string]struct {
+		tampered []byte
+		want     string // the refusal's line and rule
+	}{
+		// One byte of the cut line changed: its sha256 no longer matches,
+		// and the line is read (and refused) as a whole one.
+		"cut line edited": {append(append(append([]byte{}, good[:cutAt]...), 'y'), good[cutAt+1:]...), at},
 		// The cut line taken out: the end line's cut_line names nothing.
-		"cut line removed": append(append([]byte{}, good[:cutAt]...), good[len(b)+1:]...),
+		"cut line removed": {append(append([]byte{}, good[:cutAt]...), good[len(b)+1:]...), at + "cut_line names no cut line before it"},
 	} {
-		if bytes.Equal(tampered, good) {
+		if bytes.Equal(c.tampered, good) {
 			t.Fatalf("%s: changed nothing", name)
 		}
-		if _, err := ReadTranscript(tampered); !errors.Is(err, ErrTranscript) {
-			t.Errorf("%s: ReadTranscript = %v, want %v", name, err, ErrTranscript)
+		if _, err := ReadTranscript(c.tampered); !errors.Is(err, ErrTranscript) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: ReadTranscript = %v, want %v naming %q", name, err, ErrTranscript, c.want)
 		}
 	}
 }
