@@ -50,7 +50,7 @@ stamped into the binary, or today.`,
 				return fault.AsUnusable(err)
 			}
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			root := cmd.Root()
 			root.DisableAutoGenTag = true // no generation time in the pages: they depend on the tree only

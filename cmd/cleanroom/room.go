@@ -69,11 +69,11 @@ func (f *roomFlags) options(ctx context.Context) (harness.ServeOptions, error) {
 		return o, fault.AsUnusable(errors.New("give --workspace NEWDIR"))
 	}
 	if o.Workspace, err = filepath.Abs(f.workspace); err != nil {
-		return o, fault.AsUnusable(err)
+		return o, err
 	}
 	if f.transcript != "" {
 		if o.Transcript, err = filepath.Abs(f.transcript); err != nil {
-			return o, fault.AsUnusable(err)
+			return o, err
 		}
 	}
 	return o, nil
@@ -117,7 +117,7 @@ func (f *roomFlags) source(ctx context.Context) (harness.ServeOptions, error) {
 	}
 	var err error
 	if o.PackageDir, err = filepath.Abs(o.PackageDir); err != nil {
-		return o, fault.AsUnusable(err)
+		return o, err
 	}
 	return o, nil
 }
@@ -280,7 +280,7 @@ on an error or was interrupted, or the room did not start.`,
 				}
 				path, err := filepath.Abs(resume)
 				if err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 				if prior, err = harness.ReadResumable(path); err != nil {
 					return fault.AsRefused(err)

@@ -101,13 +101,13 @@ non-zero or was killed (timeout, memory), or the room refused the package;
 					return fault.AsUnusable(fmt.Errorf("--bind-ro %q: want SRC:/opt/DEST", b))
 				}
 				if src, err = filepath.Abs(src); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 				o.Binds = append(o.Binds, sandbox.Bind{Source: src, Destination: dst})
 			}
 			if home != "" {
 				if o.Home, err = filepath.Abs(home); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 			}
 			if o.Relay, err = os.Executable(); err != nil {

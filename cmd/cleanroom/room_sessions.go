@@ -15,7 +15,6 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/harness"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/spf13/cobra"
 )
 
@@ -92,11 +91,11 @@ them. Entries of DIR that are not session directories are not listed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := filepath.Abs(args[0])
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			entries, err := os.ReadDir(dir)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			list := []sessionEntry{}
 			for _, e := range entries {

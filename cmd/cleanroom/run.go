@@ -202,7 +202,7 @@ and --binary override or describe it.`,
 				return err
 			}
 			if opt.Reference, err = experiment.ParseAdapterSpec(b, refFile); err != nil {
-				return fault.AsRefused(err)
+				return err
 			}
 		}
 		if impl != "" {
@@ -496,7 +496,7 @@ the record broke a rule, 2 unusable arguments.`,
 		}
 		r, err := experiment.ParseRecord(b, args[0])
 		if err != nil {
-			return fault.AsRefused(err)
+			return err
 		}
 		id := r.ComputeRunID()
 		v := map[string]any{"file": args[0], "run_id": id, "recorded": r.RunID, "match": id == r.RunID}

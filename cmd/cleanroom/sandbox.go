@@ -455,11 +455,11 @@ binary and to the host paths by absolute path.`,
 			}
 			exe, err := os.Executable()
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			dir, err := filepath.Abs(out)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			if _, err := sandbox.WriteBundle(cfg, dir, exe); err != nil {
 				// An existing --out is unusable, as every command's existing
