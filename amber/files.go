@@ -19,8 +19,10 @@ import (
 )
 
 // ErrNotRegular refuses a path that is a symlink, FIFO, device or directory
-// where a file is expected.
-var ErrNotRegular = fault.New(fault.Unusable, "not a regular file")
+// where a file is expected. It is evidence's sentinel, so a refusal of
+// readCapped (made by evidence's bounded reader) and of openRegular is the
+// same error.
+var ErrNotRegular = evidence.ErrNotRegular
 
 // errTooLarge refuses a file over its cap.
 var errTooLarge = fault.New(fault.Refused, "file over the size cap")
@@ -30,11 +32,8 @@ var errTooLarge = fault.New(fault.Refused, "file over the size cap")
 // forever and a symlink could point the check at one file and the use at
 // another.
 func openRegular(path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, err := openNoFollow(path)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, nil, fmt.Errorf("%s: %w (symbolic link)", path, ErrNotRegular)
-		}
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
@@ -49,12 +48,26 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 	return f, fi, nil
 }
 
-// readCapped reads a whole regular file of at most max bytes, opened as
-// openRegular opens (no final symbolic link) and read by evidence's one
-// bounded reader; a longer file, or one that grows past max while read, is
-// errTooLarge.
+// openNoFollow opens path for reading, refusing a final symbolic link
+// (ErrNotRegular: a link could point the check at one file and the use at
+// another) and not waiting on a FIFO (O_NONBLOCK: opening one would block
+// until a writer came). Whether it is a regular file is the caller's
+// fstat.
+func openNoFollow(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%s: %w (symbolic link)", path, ErrNotRegular)
+	}
+	return f, err
+}
+
+// readCapped reads a whole regular file of at most max bytes, opened
+// without following a final symbolic link (openNoFollow) and read by
+// evidence's one bounded reader, whose fstat refuses anything but a
+// regular file (ErrNotRegular); a longer file, or one that grows past max
+// while read, is errTooLarge.
 func readCapped(path string, max int64) ([]byte, error) {
-	f, _, err := openRegular(path)
+	f, err := openNoFollow(path)
 	if err != nil {
 		return nil, err
 	}
