@@ -434,7 +434,7 @@ func snapshot(dir string) (map[string]string, error) {
 			if err != nil {
 				return err
 			}
-			out[rel] = pkgwalk.SHA256Hex([]byte("symlink:" + target))
+			out[rel] = linkSum(target)
 		default:
 			out[rel] = pkgwalk.SHA256Hex([]byte("special:" + d.Type().String()))
 		}
@@ -447,6 +447,10 @@ func snapshot(dir string) (map[string]string, error) {
 	}
 	return out, err
 }
+
+// linkSum is how snapshot records a symbolic link: by its target, never
+// followed; checkEvaluatorInputs compares against it.
+func linkSum(target string) string { return pkgwalk.SHA256Hex([]byte("symlink:" + target)) }
 
 // ErrEvaluatorInput: the workspace the evaluator reads holds something
 // other than directories, regular files and links that stay inside it.
@@ -481,7 +485,7 @@ func checkEvaluatorInputs(ws string, before map[string]string) error {
 			if err != nil {
 				return err
 			}
-			if sum, ok := before[rel]; ok && sum == pkgwalk.SHA256Hex([]byte("symlink:"+target)) {
+			if sum, ok := before[rel]; ok && sum == linkSum(target) {
 				return nil // the case's own link, as checked out
 			}
 			if j := filepath.Join(filepath.Dir(rel), target); filepath.IsAbs(target) || j == ".." || strings.HasPrefix(j, "../") {
