@@ -23,8 +23,9 @@
 // root's on the host); after it,
 // once every process of the candidate is gone, set-uid and set-gid bits
 // are stripped and FIFOs, sockets and devices are named
-// (Result.Workspace, RuleSpecialFile) for the caller to refuse before it
-// reads the workspace. A cgroup namespace hides the host's cgroup paths.
+// (Result.Workspace, RuleSpecialFile; RuleUnwalked when the walk could not
+// finish): the caller refuses to read the workspace when
+// WorkspaceRefused(Result.Workspace) holds, the one check of both rules. A cgroup namespace hides the host's cgroup paths.
 //
 // A default-deny seccomp filter (installed by sandboxinit before
 // libcontainer's init runs, and inherited by the command) allows what
