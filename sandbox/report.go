@@ -89,7 +89,9 @@ func CheckKernel() (*KernelReport, error) {
 // process's user gets and why. The error wraps ErrUnsupported and names
 // the missing pieces when the sandbox cannot run here in any mode.
 func CheckMode() (*KernelReport, error) {
-	r := &KernelReport{Root: os.Geteuid() == 0 && !NeedsRootless() && !rootless().on, Namespaces: map[string]bool{}, Controllers: []string{}, Missing: []string{}}
+	// Host root: NeedsRootless already requires euid 0 in the initial
+	// user namespace of any process but the rootless child.
+	r := &KernelReport{Root: !NeedsRootless() && !rootless().on, Namespaces: map[string]bool{}, Controllers: []string{}, Missing: []string{}}
 	for _, ns := range reportedNamespaces {
 		_, err := os.Lstat(filepath.Join("/proc/self/ns", ns))
 		r.Namespaces[ns] = err == nil
