@@ -83,8 +83,11 @@
 // nothing is resolved except names beneath an open directory, with
 // RESOLVE_BENEATH and no symlink (a walk resolves one name beneath its
 // parent's descriptor; Emit's copy resolves a file's package path beneath
-// the source root's). openat2 is required (Linux 5.6); without it the walk
-// refuses to run rather than fall back to path resolution.
+// the source root's). Where the kernel has no openat2 (Linux before 5.6,
+// gVisor) internal/fsx enforces the same rules with a walk from
+// descriptors (O_PATH|O_NOFOLLOW per component); an openat2 forbidden by a
+// seccomp filter (EPERM) makes the walk refuse to run rather than fall
+// back to path resolution.
 // Symlinks in the path leading to a root are followed (only the final
 // component is checked); callers pass paths they chose.
 //

@@ -194,12 +194,14 @@ func walkFrom(ctx context.Context, d *os.File, prefix, root string, opts WalkOpt
 		return nil, fmt.Errorf("fstat %s: %w", root, err)
 	}
 
-	// No openat2, no walk: falling back to a path-based resolver would be
-	// a downgrade an attacker could ask for (seccomp filters return ENOSYS
-	// or EPERM for it in some containers).
+	// No safe lookup, no walk: falling back to a path-based resolver
+	// would be a downgrade an attacker could ask for. fsx answers a
+	// kernel without openat2 (ENOSYS) with its descriptor walk, which
+	// keeps every rule; a seccomp filter that forbids openat2 (EPERM) is
+	// refused here.
 	probe, err := openEntry(int(d.Fd()), ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		return nil, fmt.Errorf("openat2 is unavailable (%w): the package walk needs Linux 5.6 or later and no seccomp filter on openat2", err)
+		return nil, fmt.Errorf("openat2 is refused (%w): the package walk needs openat2 (Linux 5.6) or a kernel that lacks it outright, not a seccomp filter on it", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("openat2 on %s: %w", root, err)

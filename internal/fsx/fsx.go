@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,7 +51,8 @@ const (
 	FollowInside
 )
 
-// Open opens name beneath the directory dirfd with openat2(2): flags (the
+// Open opens name beneath the directory dirfd with openat2(2) (or the
+// walk that enforces the same rules where the kernel has none): flags (the
 // access mode and what the caller needs, e.g. O_DIRECTORY, O_NONBLOCK,
 // O_CREAT|O_EXCL) plus O_CLOEXEC|O_NOFOLLOW|O_NOCTTY (O_CLOEXEC only
 // with O_PATH), resolved with
@@ -58,6 +60,10 @@ const (
 // unless an option says otherwise. mode is the permission of a file O_CREAT
 // makes. It returns the raw errno (compare with errors.Is).
 func Open(dirfd int, name string, flags int, mode uint32, opts ...Option) (int, error) {
+	return auto().open(dirfd, name, flags, mode, opts...)
+}
+
+func (r resolver) open(dirfd int, name string, flags int, mode uint32, opts ...Option) (int, error) {
 	resolve := uint64(resolveBeneath)
 	for _, o := range opts {
 		switch o {
@@ -67,29 +73,55 @@ func Open(dirfd int, name string, flags int, mode uint32, opts ...Option) (int, 
 			resolve &^= unix.RESOLVE_NO_SYMLINKS
 		}
 	}
-	return openat2(dirfd, name, &unix.OpenHow{
+	return r.openat2(dirfd, name, &unix.OpenHow{
 		Flags:   withAlways(flags),
 		Mode:    uint64(mode),
 		Resolve: resolve,
 	})
 }
 
-// OpenFile opens the directory dir (O_NOFOLLOW: dir itself must not be a
-// symbolic link; links in the path leading to it are the caller's choice)
+// OpenFile opens the directory dir (dir itself must not be a symbolic
+// link: ENOTDIR; links in the path leading to it are the caller's choice)
 // and name beneath it as [Open] does, and returns the file named
 // dir/name. Errors are *os.PathError naming dir/name.
 func OpenFile(dir, name string, flags int, mode uint32, opts ...Option) (*os.File, error) {
+	return auto().openFile(dir, name, flags, mode, opts...)
+}
+
+func (r resolver) openFile(dir, name string, flags int, mode uint32, opts ...Option) (*os.File, error) {
 	full := filepath.Join(dir, filepath.FromSlash(name))
-	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	d, err := openDirNoFollow(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	fd, err := Open(int(d.Fd()), name, flags, mode, opts...)
+	defer unix.Close(d)
+	fd, err := r.open(d, name, flags, mode, opts...)
 	if err != nil {
-		return nil, &os.PathError{Op: "openat2", Path: full, Err: err}
+		return nil, &os.PathError{Op: r.op(), Path: full, Err: err}
 	}
 	return os.NewFile(uintptr(fd), full), nil
+}
+
+// openDirNoFollow opens the directory dir O_PATH for use as a dirfd,
+// refusing a symbolic link as its last component with ENOTDIR (what
+// O_DIRECTORY|O_NOFOLLOW answers on Linux). The type is read from the
+// O_PATH descriptor of the entry itself: gVisor's runsc 20221219 follows
+// a link to a directory despite O_DIRECTORY|O_NOFOLLOW.
+func openDirNoFollow(dir string) (int, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, &os.PathError{Op: "fstat", Path: dir, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		unix.Close(fd)
+		return -1, &os.PathError{Op: "open", Path: dir, Err: unix.ENOTDIR}
+	}
+	return fd, nil
 }
 
 // OpenPath opens the absolute path with no symbolic or magic link followed
@@ -97,7 +129,11 @@ func OpenFile(dir, name string, flags int, mode uint32, opts ...Option) (*os.Fil
 // (a state root): the path starts at / and so necessarily crosses mounts,
 // which is why RESOLVE_BENEATH and RESOLVE_NO_XDEV do not apply.
 func OpenPath(path string, flags int) (int, error) {
-	return openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+	return auto().openPath(path, flags)
+}
+
+func (r resolver) openPath(path string, flags int) (int, error) {
+	return r.openat2(unix.AT_FDCWD, path, &unix.OpenHow{
 		Flags:   withAlways(flags),
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
@@ -113,16 +149,47 @@ func withAlways(flags int) uint64 {
 	return uint64(flags)
 }
 
-// openat2 calls openat2(2), retrying once when the call was interrupted
-// (EINTR: a signal arrived during a blocking open) or the kernel asked for
-// a retry (EAGAIN: with RESOLVE_BENEATH a concurrent rename or mount
-// anywhere on the system makes the lookup give up rather than risk an
-// escape). A second failure is returned: a tree being renamed under us
-// without pause is not one to keep trying on.
-func openat2(dirfd int, name string, how *unix.OpenHow) (int, error) {
-	fd, err := unix.Openat2(dirfd, name, how)
+// resolver is how a name is resolved: by openat2(2), or by [walk] where
+// the kernel has no openat2. Tests run every case through both.
+type resolver struct{ walk bool }
+
+// auto is this kernel's resolver, decided once: the walk only when
+// openat2 answers ENOSYS (Linux before 5.6; gVisor, whose runsc 20221219
+// does not implement it). Any other failure of openat2 (EPERM from a
+// seccomp filter) is left to surface from the calls themselves: the walk
+// is for a kernel that lacks the call, not for one that forbids it.
+var auto = sync.OnceValue(func() resolver {
+	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC})
+	if err == nil {
+		unix.Close(fd)
+	}
+	return resolver{walk: errors.Is(err, unix.ENOSYS)}
+})
+
+// op names the call in an *os.PathError.
+func (r resolver) op() string {
+	if r.walk {
+		return "openat"
+	}
+	return "openat2"
+}
+
+// openat2 calls openat2(2) (or walks), retrying once when the call was
+// interrupted (EINTR: a signal arrived during a blocking open) or the
+// kernel asked for a retry (EAGAIN: with RESOLVE_BENEATH a concurrent
+// rename or mount anywhere on the system makes the lookup give up rather
+// than risk an escape; the walk says EAGAIN when the last component was
+// replaced between its check and its open). A second failure is returned:
+// a tree being renamed under us without pause is not one to keep trying
+// on.
+func (r resolver) openat2(dirfd int, name string, how *unix.OpenHow) (int, error) {
+	call := unix.Openat2
+	if r.walk {
+		call = walk
+	}
+	fd, err := call(dirfd, name, how)
 	if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
-		fd, err = unix.Openat2(dirfd, name, how)
+		fd, err = call(dirfd, name, how)
 	}
 	return fd, err
 }
