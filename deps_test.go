@@ -24,9 +24,10 @@ import (
 // not exist, and an import along no rule all fail TestDependencies.
 const dependencyRules = `
 # Leaves: the standard library and third-party modules only.
-NONE < ., internal/durable, internal/fault, internal/fsx, internal/hosttree, internal/ident, internal/textsafe, internal/testshared, pkgwalk/internal/sha2x,
+NONE < ., internal/fault, internal/fsx, internal/hosttree, internal/ident, internal/textsafe, internal/testshared, pkgwalk/internal/sha2x,
 	sandbox/seal, sandbox/cgprime, sandbox/sandboxinit, bench/mcpclient, docs;
 
+internal/fsx < internal/durable;
 internal/fault, internal/fsx < evidence;
 # Schema validation: not linked by the room (evidence/schema's own test).
 evidence < evidence/schema;

@@ -66,7 +66,7 @@ func publishDir(stage, dir string, perm os.FileMode, flags uint) error {
 		return err
 	}
 	return withDir(parent, func(fd int) error {
-		if err := unix.Renameat2(fd, filepath.Base(stage), fd, filepath.Base(dir), flags); err != nil {
+		if err := rename(fd, filepath.Base(stage), filepath.Base(dir), flags, true); err != nil {
 			switch {
 			case flags&unix.RENAME_NOREPLACE != 0 && errors.Is(err, unix.EEXIST):
 				return &os.PathError{Op: "create", Path: dir, Err: fs.ErrExist}

@@ -7,13 +7,17 @@
 // behind), is fsynced, then moved into place by a rename relative to a
 // descriptor of the directory, and the directory is fsynced. A name never
 // holds partial bytes. [Create] never replaces anything (renameat2
-// RENAME_NOREPLACE); [Replace] swaps whole files atomically. A whole
-// directory is written into a [StageDir] beside its name and published by
-// [CreateDir] the same way: a reader sees all of it or none.
+// RENAME_NOREPLACE; where renameat2 takes no flags — gVisor's runsc
+// 20221219 answers EINVAL — link(2), which never replaces either, then
+// the temporary name removed; see noreplace.go for a directory); [Replace]
+// swaps whole files atomically. A whole directory is written into a
+// [StageDir] beside its name and published by [CreateDir] the same way: a
+// reader sees all of it or none.
 //
-// Directories are opened O_DIRECTORY|O_NOFOLLOW and temporary files are
-// created O_CREAT|O_EXCL|O_NOFOLLOW beneath that descriptor, so a symlink
-// planted at the directory or the temporary name cannot redirect a write.
+// Directories are opened refusing a symbolic link (fsx.OpenDir) and
+// temporary files are created O_CREAT|O_EXCL|O_NOFOLLOW beneath that
+// descriptor, so a symlink planted at the directory or the temporary name
+// cannot redirect a write.
 //
 // It refuses a name that is not a plain file name ([ErrBadName]) and
 // [MkdirAll] over anything but a directory (syscall.ENOTDIR). It owns no

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"golang.org/x/sys/unix"
 )
 
@@ -82,7 +83,7 @@ func publishAt(fd int, dir, name string, data []byte, perm os.FileMode, flags ui
 	if err != nil {
 		return err
 	}
-	if err := unix.Renameat2(fd, tmp, fd, name, flags); err != nil {
+	if err := rename(fd, tmp, name, flags, false); err != nil {
 		_ = unix.Unlinkat(fd, tmp, 0)
 		if errors.Is(err, unix.EEXIST) {
 			return &os.PathError{Op: "create", Path: filepath.Join(dir, name), Err: fs.ErrExist}
@@ -179,11 +180,12 @@ func isDir(dir string, fi fs.FileInfo) error {
 }
 
 func withDir(dir string, fn func(fd int) error) error {
-	// O_NOFOLLOW: a directory swapped for a symlink is refused, so nothing
-	// is published into wherever the link points.
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// A directory swapped for a symlink is refused (ENOTDIR), so nothing
+	// is published into wherever the link points; fsx.OpenDir also
+	// refuses it on gVisor, where O_NOFOLLOW alone would not.
+	fd, err := fsx.OpenDir(dir)
 	if err != nil {
-		return &os.PathError{Op: "open", Path: dir, Err: err}
+		return err
 	}
 	defer unix.Close(fd)
 	return fn(fd)

@@ -102,6 +102,25 @@ func (r resolver) openFile(dir, name string, flags int, mode uint32, opts ...Opt
 	return os.NewFile(uintptr(fd), full), nil
 }
 
+// OpenDir opens the directory dir O_RDONLY|O_DIRECTORY|O_CLOEXEC (to
+// read, fsync or lock it), refusing a symbolic link as its last component
+// with ENOTDIR, as O_DIRECTORY|O_NOFOLLOW does on Linux, but on gVisor
+// too, whose runsc 20221219 follows the link despite O_NOFOLLOW. Links in
+// the path leading to dir are the caller's choice. The directory opened
+// is the one typed: reopened through its O_PATH descriptor (".").
+func OpenDir(dir string) (int, error) {
+	pfd, err := openDirNoFollow(dir)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pfd)
+	fd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return fd, nil
+}
+
 // openDirNoFollow opens the directory dir O_PATH for use as a dirfd,
 // refusing a symbolic link as its last component with ENOTDIR (what
 // O_DIRECTORY|O_NOFOLLOW answers on Linux). The type is read from the
