@@ -50,6 +50,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// `netcheck-own` is `sandbox hook --own-netns` (the check of the
+	// namespace it runs in), its verdict one JSON line on stdout.
+	if len(os.Args) == 2 && os.Args[1] == "netcheck-own" {
+		os.Exit(netcheckOwnMain())
+	}
 	// `sandbox seal-hook …` is the bundle's seal probe hook.
 	if len(os.Args) > 2 && os.Args[1] == "sandbox" && os.Args[2] == "seal-hook" {
 		os.Exit(sealHookMain(os.Args[3:]))

@@ -1,11 +1,19 @@
 package sandbox
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"net/netip"
+	"os"
+	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -109,6 +117,17 @@ func TestIsolationCheckTampered(t *testing.T) {
 			problem: "policy rule beyond the kernel defaults",
 		},
 		{
+			// Wider than the loopback range: 126.0.0.0/8 is not loopback.
+			name: "route through lo to a prefix holding the loopback range",
+			tamper: func(t *testing.T, h *netlink.Handle) {
+				lo, err := h.LinkByName("lo")
+				mustDo(t, err)
+				_, wide, _ := net.ParseCIDR("126.0.0.0/7")
+				mustDo(t, h.RouteAdd(&netlink.Route{Dst: wide, LinkIndex: lo.Attrs().Index, Scope: netlink.SCOPE_LINK}))
+			},
+			problem: "unexpected route in table 254 on \"lo\"",
+		},
+		{
 			name: "route to a public prefix",
 			tamper: func(t *testing.T, h *netlink.Handle) {
 				lo, err := h.LinkByName("lo")
@@ -139,6 +158,161 @@ func TestIsolationCheckTampered(t *testing.T) {
 				t.Errorf("problems %q do not name %q", rec.Problems, tc.problem)
 			}
 		})
+	}
+}
+
+// gVisor's netstack keeps 127.0.0.0/8 in the main table on lo: the same
+// route made by this kernel passes, as nothing sent through lo leaves.
+func TestIsolationCheckLoopbackRangeInMainTable(t *testing.T) {
+	t.Parallel()
+	h, check := isolatedNS(t)
+	lo, err := h.LinkByName("lo")
+	mustDo(t, err)
+	_, loop, _ := net.ParseCIDR("127.0.0.0/8")
+	mustDo(t, h.RouteAdd(&netlink.Route{Dst: loop, LinkIndex: lo.Attrs().Index, Scope: netlink.SCOPE_LINK, Table: unix.RT_TABLE_MAIN}))
+	rec, err := check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Enforced {
+		t.Fatalf("127.0.0.0/8 dev lo in the main table refused: %q", rec.Problems)
+	}
+}
+
+// stackAnswers is a network stack's netlink answers, for the stacks this
+// kernel cannot be made to answer like (gVisor's netstack).
+type stackAnswers struct {
+	links            []netlink.Link
+	routes           []netlink.Route
+	rulesErr, getErr error
+}
+
+func (s stackAnswers) LinkList() ([]netlink.Link, error) { return s.links, nil }
+func (s stackAnswers) RouteListFiltered(int, *netlink.Route, uint64) ([]netlink.Route, error) {
+	return s.routes, nil
+}
+func (s stackAnswers) RuleList(int) ([]netlink.Rule, error) { return nil, s.rulesErr }
+func (s stackAnswers) RouteGet(net.IP) ([]netlink.Route, error) {
+	return nil, s.getErr
+}
+
+// What runsc 20221219 --network=none answers (recorded with `ip` and
+// `cleanroom sandbox hook --own-netns` under `runsc do`): lo alone, the
+// loopback routes in the main table, EOPNOTSUPP to the rule dump and to
+// every route lookup. With lo the only link that is full isolation;
+// with any other link the same answers are no proof, and the check
+// says so (a problem, or an incomplete check).
+func TestIsolationCheckStackWithoutRulesOrLookups(t *testing.T) {
+	t.Parallel()
+	lo := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: 1, Name: "lo", Flags: net.FlagUp}}
+	eth := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: 2, Name: "eth0", Flags: net.FlagUp}}
+	route := func(cidr string, dev int, gw string) netlink.Route {
+		_, dst, _ := net.ParseCIDR(cidr)
+		return netlink.Route{LinkIndex: dev, Dst: dst, Gw: net.ParseIP(gw), Table: unix.RT_TABLE_MAIN, Type: unix.RTN_UNICAST}
+	}
+	gvisor := []netlink.Route{route("127.0.0.0/8", 1, ""), route("::1/128", 1, "")}
+	for _, tc := range []struct {
+		name    string
+		stack   stackAnswers
+		exp     Expectation
+		errIs   error  // the check could not complete
+		problem string // "" = enforced
+	}{
+		{name: "gVisor, lo only", stack: stackAnswers{links: []netlink.Link{lo}, routes: gvisor, rulesErr: unix.EOPNOTSUPP, getErr: unix.EOPNOTSUPP}},
+		{name: "a second link, no rule dump", stack: stackAnswers{links: []netlink.Link{lo, eth}, routes: gvisor, rulesErr: unix.EOPNOTSUPP, getErr: unix.EOPNOTSUPP}, errIs: unix.EOPNOTSUPP},
+		{name: "a second link, no lookups", stack: stackAnswers{links: []netlink.Link{lo, eth}, routes: gvisor, getErr: unix.EOPNOTSUPP}, problem: "route lookup 1.1.1.1"},
+		{name: "allowlisted, no lookups", stack: stackAnswers{links: []netlink.Link{lo}, routes: gvisor, getErr: unix.EOPNOTSUPP},
+			exp: Expectation{Allow: []Endpoint{{Addr: netip.MustParseAddr("192.0.2.1"), Port: 443}}}, problem: "route lookup 1.1.1.1"},
+		{name: "lo only, another lookup error", stack: stackAnswers{links: []netlink.Link{lo}, routes: gvisor, rulesErr: unix.EOPNOTSUPP, getErr: unix.EINVAL}, problem: "route lookup 1.1.1.1"},
+		{name: "lo only, another rule dump error", stack: stackAnswers{links: []netlink.Link{lo}, routes: gvisor, rulesErr: unix.EINVAL, getErr: unix.EOPNOTSUPP}, errIs: unix.EINVAL},
+		{name: "lo only, a public route through lo", stack: stackAnswers{links: []netlink.Link{lo}, routes: append(slices.Clone(gvisor), route("10.0.0.0/8", 1, "")), rulesErr: unix.EOPNOTSUPP, getErr: unix.EOPNOTSUPP}, problem: "unexpected route in table 254"},
+		{name: "lo only, the loopback range via a gateway", stack: stackAnswers{links: []netlink.Link{lo}, routes: []netlink.Route{route("127.0.0.0/8", 1, "127.0.0.2")}, rulesErr: unix.EOPNOTSUPP, getErr: unix.EOPNOTSUPP}, problem: "unexpected route"},
+		{name: "lo only, a default route", stack: stackAnswers{links: []netlink.Link{lo}, routes: []netlink.Route{route("0.0.0.0/0", 1, "")}, rulesErr: unix.EOPNOTSUPP, getErr: unix.EOPNOTSUPP}, problem: "default route in table 254"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, err := checkWith(tc.stack, tc.exp)
+			if tc.errIs != nil {
+				if !errors.Is(err, tc.errIs) {
+					t.Fatalf("err %v, want %v (record %+v)", err, tc.errIs, rec)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.problem == "" {
+				if !rec.Enforced || len(rec.Problems) != 0 {
+					t.Fatalf("not enforced: %q", rec.Problems)
+				}
+				if !slices.Equal(rec.Rules, []string{"EOPNOTSUPP"}) || len(rec.RouteGet) != len(publicTargets) || rec.RouteGet[0].Result != "EOPNOTSUPP" {
+					t.Errorf("the stack's answers are not recorded as they came: rules %q, lookups %+v", rec.Rules, rec.RouteGet)
+				}
+				return
+			}
+			if rec.Enforced || !slices.ContainsFunc(rec.Problems, func(p string) bool { return strings.Contains(p, tc.problem) }) {
+				t.Errorf("enforced=%v, problems %q do not name %q", rec.Enforced, rec.Problems, tc.problem)
+			}
+		})
+	}
+}
+
+// ownVerdict is what `netcheck-own` prints.
+type ownVerdict struct {
+	Record   *IsolationCheck
+	Problems []string
+	Err      string
+}
+
+func netcheckOwnMain() int {
+	rec, err := CheckOwnIsolation(Expectation{})
+	v := ownVerdict{Record: rec}
+	if rec != nil {
+		v.Problems = rec.Problems
+	}
+	if err != nil {
+		v.Err = err.Error()
+	}
+	b, _ := json.Marshal(v)
+	fmt.Printf("\nverdict %s\n", b)
+	return 0
+}
+
+// Under gVisor (runsc --network=none, as a Kubernetes RuntimeClass runs
+// it) the check of the own namespace completes and proves full
+// isolation: Debian's runsc 20221219 can neither enter a namespace nor
+// answer a rule dump or a route lookup, and the check must still reach
+// its verdict from what that stack does answer.
+func TestOwnIsolationUnderGVisor(t *testing.T) {
+	needSandbox(t)
+	runsc, err := exec.LookPath("runsc")
+	if err != nil {
+		t.Skip("runsc is not installed (Debian package runsc)")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// `runsc do` runs a command in a sandbox over the host's root (this
+	// test binary included), its state under a directory of the test's.
+	out, err := exec.CommandContext(ctx, runsc, "--root", t.TempDir(), "--network=none", "do", exe, "netcheck-own").CombinedOutput()
+	if err != nil {
+		t.Fatalf("runsc do: %v\n%s", err, out)
+	}
+	_, line, ok := strings.Cut(string(out), "verdict ")
+	if !ok {
+		t.Fatalf("no verdict in the output:\n%s", out)
+	}
+	var v ownVerdict
+	if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &v); err != nil {
+		t.Fatalf("verdict %q: %v", line, err)
+	}
+	if v.Err != "" || v.Record == nil || !v.Record.Enforced || len(v.Problems) != 0 {
+		t.Fatalf("under gVisor: %+v (problems %q)", v, v.Problems)
+	}
+	if len(v.Record.Links) != 1 || v.Record.Links[0].Name != "lo" {
+		t.Errorf("links %+v, want lo alone", v.Record.Links)
 	}
 }
 
@@ -224,7 +398,7 @@ func TestIsolationCheckOwnNamespaceWithoutCapabilities(t *testing.T) {
 		// Without capabilities, entering even the namespace the thread is
 		// in is refused: what the check must not depend on.
 		r.setns = unix.Setns(int(ns), unix.CLONE_NEWNET)
-		r.rec, r.err = CheckIsolation(ns, Expectation{})
+		r.rec, r.err = CheckOwnIsolation(Expectation{})
 	}()
 	r := <-done
 	if r.failed != "" {

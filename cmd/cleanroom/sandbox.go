@@ -482,14 +482,25 @@ binary and to the host paths by absolute path.`,
 
 func newSandboxHookCmd() *cobra.Command {
 	var record string
+	var own bool
 	c := &cobra.Command{
-		Use:         "hook [--record FILE]",
+		Use:         "hook [--record FILE] [--own-netns]",
 		Annotations: map[string]string{annotationStdout: stdoutStream},
 		Short:       "OCI createRuntime hook: the mechanism check on the container's network namespace (state on stdin)",
-		Hidden:      true,
-		Args:        cobra.NoArgs,
+		Long: `OCI createRuntime hook: the mechanism check on the container's network
+namespace, named by the OCI state on stdin. With --own-netns it checks the
+namespace it runs in instead and reads nothing: the first step of a
+Kubernetes Job's command (exit 1 unless the pod is fully isolated).`,
+		Hidden: true,
+		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rec, err := sandbox.RunHook(cmd.InOrStdin(), record)
+			var rec *sandbox.IsolationCheck
+			var err error
+			if own {
+				rec, err = sandbox.RunOwnHook(record)
+			} else {
+				rec, err = sandbox.RunHook(cmd.InOrStdin(), record)
+			}
 			if rec != nil {
 				printIsolation(cmd.ErrOrStderr(), rec)
 			}
@@ -497,6 +508,7 @@ func newSandboxHookCmd() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&record, "record", "", "write the isolation record here (create-exclusive)")
+	c.Flags().BoolVar(&own, "own-netns", false, "check the network namespace this command runs in (no OCI state read)")
 	return c
 }
 
