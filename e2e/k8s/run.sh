@@ -63,7 +63,7 @@ need=()
 for p in etcd:etcd-server containerd:containerd runc:runc runsc:runsc openssl:openssl node:nodejs; do
   command -v "${p%%:*}" >/dev/null || need+=("${p#*:}")
 done
-[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+[ -x /usr/lib/cni/loopback ] && [ -x /usr/lib/cni/host-local ] || need+=(containernetworking-plugins)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || die "apt-get install ${need[*]}"
 fi
