@@ -559,7 +559,7 @@ for class in $CLASSES; do
   # recorded them (whole seconds): scheduling, sandbox, image, run.
   per=$(kubectl get jobs -o jsonpath='{range .items[*]}{.metadata.name} {.status.startTime} {.status.completionTime}{"\n"}{end}' |
     grep "^blind-$class-" | sort -V | while read -r n s c; do [ -n "$c" ] && echo $(( $(date -d "$c" +%s) - $(date -d "$s" +%s) )); done | paste -sd/ || true)
-  collected=0; verified=0; isolated=0; inpod=(); verdicts=(); reason=""; problems=""; enosys=""; nologs=""
+  collected=0; verified=0; isolated=0; inpod=(); verdicts=(); reason=""; problems=""; nologs=""
   "$CR" fleet collect --runs "$W/plan-$class/runs.json" --from "$W/share" --into "$W/collected-$class" >"$W/log/collect-$class.log" 2>&1 || true
   for i in $(seq 1 "$N"); do
     name=blind-$class-$i
@@ -571,7 +571,6 @@ for class in $CLASSES; do
     # that is only REVEALED (a run that never completed, as under runsc).
     v=$("$CR" run verify --world "$W/collected-$class/$name" 2>/dev/null || true)
     echo "$v" | grep -q "^VERIFIED" && echo "$v" | grep -q "^run .* COMPLETE$" && verified=$((verified+1))
-    grep -q 'openat2 .*function not implemented' "$W/log/pod-$name.log" && enosys="openat2 ENOSYS in $name"
     # The run's isolation verdict, from the check's record and exit:
     # full, not isolated (a problem found), or not proved (the check
     # could not complete, which is no pass either).
@@ -599,16 +598,11 @@ for class in $CLASSES; do
   line="$class: planned $N, completed $completed, collected $collected, verified $verified; per-run $([ -n "$per" ] && echo "${per}s" || echo none) (mean ${mean:-?}s; in-pod command $(IFS=/; echo "${inpod[*]:-?}")s; local ${LOCAL_MS:+$(ms2s "$LOCAL_MS")}s; cluster/local ${ratio:-?}x); apply→all Jobs done $(ms2s "$total")s"
   line+="; in-pod isolation check per run: $(IFS=/; echo "${verdicts[*]}") (full in $isolated/$N)${problems:+ (seen: $problems)}"
   [ -n "$nologs" ] && line+="; kubectl logs FAILED: $nologs" && FAIL=1
+  # Every class must complete and verify every run: gVisor too, since
+  # cleanroom walks descriptors where openat2 is ENOSYS (internal/fsx).
   if [ "$verified" != "$N" ]; then
-    why=${stuck:-$reason}
-    # Debian's runsc 20221219 has no openat2 (ENOSYS), which cleanroom's
-    # evidence reader needs: named as what it is, not as a flaky run.
-    if [ "$class" = gvisor ] && [ -n "$enosys" ]; then
-      line+="; NOT COMPLETE: $(runsc --version 2>/dev/null | head -1) answers ENOSYS to openat2 ($why)"
-    else
-      line+="; FAILED: ${why:-see $W/log}"
-      FAIL=1
-    fi
+    line+="; FAILED: ${stuck:-${reason:-see $W/log}}"
+    FAIL=1
   fi
   SUMMARY+=("$line")
   step "$line"
