@@ -198,6 +198,8 @@ start() { # name, then the command: logs to $W/log/name.log, PID kept
   mkdir -p "$W/log"
   "$@" >"$W/log/$name.log" 2>&1 &
   PIDS+=($!)
+  # Stopped by PID in the teardown, not as a job: no "Killed" notice.
+  disown $!
 }
 waitfor() { # description, seconds, command…
   local what=$1 secs=$2; shift 2
