@@ -323,10 +323,13 @@ CNI
 ip link add "$NODELINK" type bridge || die "adding the node's link $NODELINK"
 ip addr add "$NODEIP/32" dev "$NODELINK" && ip link set "$NODELINK" up || die "addressing $NODELINK"
 # The kubelet's cgroup root must exist; a new cpuset cgroup (v1) starts
-# with no CPUs and no memory nodes, so it gets its parent's.
+# with no CPUs and no memory nodes, so it gets its parent's (a v2 root
+# has no cpuset.cpus of its own: there the child inherits).
 for c in $CGDIRS; do
   mkdir "$c$CGROOT" || die "creating the cgroup $c$CGROOT"
-  [ -e "$c$CGROOT/cpuset.cpus" ] && { cat "${c}cpuset.cpus" >"$c$CGROOT/cpuset.cpus"; cat "${c}cpuset.mems" >"$c$CGROOT/cpuset.mems"; }
+  if [ -e "${c}cpuset.cpus" ]; then
+    cat "${c}cpuset.cpus" >"$c$CGROOT/cpuset.cpus" && cat "${c}cpuset.mems" >"$c$CGROOT/cpuset.mems" || die "cpuset of $c$CGROOT"
+  fi
 done
 #
 # runsc through containerd's runc shim (Debian ships no
