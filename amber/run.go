@@ -467,10 +467,12 @@ var ErrEvaluatorInput = errors.New("evaluator input is not a regular file")
 // escaping target reads the evaluator's own filesystem (/dev/zero, /proc,
 // the oracle) instead of the candidate's files.
 func checkEvaluatorInputs(ws string, before map[string]string) error {
-	root, err := os.OpenFile(ws, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// A symlink at ws is refused (fsx.OpenDir: on gVisor too).
+	fd, err := fsx.OpenDir(ws)
 	if err != nil {
 		return err
 	}
+	root := os.NewFile(uintptr(fd), ws)
 	defer root.Close()
 	return filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,10 +38,12 @@ func (w *World) lockState(ctx context.Context, create bool) (*stateLock, error) 
 	} else if err := mkdirDurable(w.StateDir()); err != nil {
 		return nil, fmt.Errorf("state root %s: %w", w.StateDir(), err)
 	}
-	f, err := os.OpenFile(w.StateDir(), os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// A symlink at the state root is refused (fsx.OpenDir: on gVisor too).
+	fd, err := fsx.OpenDir(w.StateDir())
 	if err != nil {
 		return nil, fmt.Errorf("state root %s: %w", w.StateDir(), err)
 	}
+	f := os.NewFile(uintptr(fd), w.StateDir())
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {

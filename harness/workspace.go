@@ -127,10 +127,11 @@ func checkWorkspacePath(dir string) error {
 	return nil
 }
 
-// openWorkspaceDir opens dir as a Workspace; O_NOFOLLOW: a link swapped in
-// at dir would carry every write out of the workspace.
+// openWorkspaceDir opens dir as a Workspace refusing a symlink at dir
+// (fsx.OpenDir, on gVisor too): a link swapped in at dir would carry every
+// write out of the workspace.
 func openWorkspaceDir(dir string, limits Limits) (*Workspace, error) {
-	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := fsx.OpenDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening workspace %s: %w", dir, err)
 	}

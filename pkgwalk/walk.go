@@ -256,9 +256,10 @@ func walkFrom(ctx context.Context, d *os.File, prefix, root string, opts WalkOpt
 // walk.
 func openRoot(root string) (*os.File, *RefusalError, error) {
 	// Clean first: a trailing "/" or "/." would make the kernel follow a
-	// final symlink that O_NOFOLLOW is there to refuse.
+	// final symlink that O_NOFOLLOW is there to refuse. fsx.OpenDir
+	// refuses the symlink on gVisor too (ENOTDIR).
 	root = filepath.Clean(root)
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := fsx.OpenDir(root)
 	if err == nil {
 		return os.NewFile(uintptr(fd), root), nil, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,9 +24,10 @@ var ErrHeld = errors.New("directory held by a live process")
 // too when dir was removed before the lock was taken (a clean-up got there
 // first).
 func HoldDir(dir string) (release func(), err error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// A symlink at dir is refused (fsx.OpenDir: on gVisor too).
+	fd, err := fsx.OpenDir(dir)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+		return nil, err
 	}
 	err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 	if errors.Is(err, unix.EWOULDBLOCK) {
@@ -109,12 +111,13 @@ func RemoveStaleStages(dir string) ([]string, error) {
 // that holds the lock every writer of dir takes may call it: a temporary
 // file of a live writer would go too. It returns the names removed.
 func RemoveTemps(dir string) ([]string, error) {
-	// O_NOFOLLOW: a directory swapped for a symlink is not listed or
-	// cleaned through it.
-	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	// A directory swapped for a symlink is not listed or cleaned
+	// through it (fsx.OpenDir: on gVisor too).
+	fd, err := fsx.OpenDir(dir)
 	if err != nil {
 		return nil, err
 	}
+	f := os.NewFile(uintptr(fd), dir)
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {

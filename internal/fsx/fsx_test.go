@@ -637,3 +637,34 @@ func TestOpenRace(t *testing.T) {
 		}
 	})
 }
+
+// OpenDir opens a directory to read, and refuses a symbolic link at its
+// last component with ENOTDIR as Linux's O_DIRECTORY|O_NOFOLLOW does (on
+// gVisor too: TestUnderGVisor runs this there).
+func TestOpenDir(t *testing.T) {
+	t.Parallel()
+	dir, _ := tree(t)
+	fd, err := OpenDir(filepath.Join(dir, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if !sameFile(t, fd, filepath.Join(dir, "sub")) {
+		t.Error("OpenDir(sub) opened another directory")
+	}
+	// Readable: it lists the directory.
+	buf := make([]byte, 4096)
+	if n, err := unix.Getdents(fd, buf); err != nil || n == 0 {
+		t.Errorf("getdents on OpenDir's descriptor = %d, %v", n, err)
+	}
+	for name, want := range map[string]error{"dirlink": unix.ENOTDIR, "file": unix.ENOTDIR, "fifo": unix.ENOTDIR, "missing": unix.ENOENT} {
+		fd, err := OpenDir(filepath.Join(dir, name))
+		if err == nil {
+			unix.Close(fd)
+		}
+		var pe *os.PathError
+		if !errors.Is(err, want) || !errors.As(err, &pe) || pe.Path != filepath.Join(dir, name) {
+			t.Errorf("OpenDir(%s) = %v, want a PathError naming it with %v", name, err, want)
+		}
+	}
+}
