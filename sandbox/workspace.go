@@ -212,7 +212,9 @@ func walkLevel(d *os.File, rel string, depth int, fn func(dirfd int, name, rel s
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			continue
 		}
-		sub, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		// A directory swapped for a symlink since the fstatat is refused,
+		// not followed (fsx.OpenDirAt: on gVisor too).
+		sub, err := fsx.OpenDirAt(dirfd, name)
 		if err != nil {
 			return fmt.Errorf("%s: %w", filepath.Join(rel, name), err)
 		}

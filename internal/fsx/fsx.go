@@ -90,7 +90,7 @@ func OpenFile(dir, name string, flags int, mode uint32, opts ...Option) (*os.Fil
 
 func (r resolver) openFile(dir, name string, flags int, mode uint32, opts ...Option) (*os.File, error) {
 	full := filepath.Join(dir, filepath.FromSlash(name))
-	d, err := openDirNoFollow(dir)
+	d, err := openDirNoFollow(unix.AT_FDCWD, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -106,39 +106,47 @@ func (r resolver) openFile(dir, name string, flags int, mode uint32, opts ...Opt
 // read, fsync or lock it), refusing a symbolic link as its last component
 // with ENOTDIR, as O_DIRECTORY|O_NOFOLLOW does on Linux, but on gVisor
 // too, whose runsc 20221219 follows the link despite O_NOFOLLOW. Links in
-// the path leading to dir are the caller's choice. The directory opened
-// is the one typed: reopened through its O_PATH descriptor (".").
+// the path leading to dir are the caller's choice. Errors are
+// *os.PathError naming dir.
 func OpenDir(dir string) (int, error) {
-	pfd, err := openDirNoFollow(dir)
+	return OpenDirAt(unix.AT_FDCWD, dir)
+}
+
+// OpenDirAt is [OpenDir] for name relative to the directory dirfd (as
+// openat(2) resolves it: only its last component is checked). The
+// directory opened is the one typed: reopened through the O_PATH
+// descriptor that was checked (".").
+func OpenDirAt(dirfd int, name string) (int, error) {
+	pfd, err := openDirNoFollow(dirfd, name)
 	if err != nil {
 		return -1, err
 	}
 	defer unix.Close(pfd)
 	fd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, &os.PathError{Op: "open", Path: dir, Err: err}
+		return -1, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	return fd, nil
 }
 
-// openDirNoFollow opens the directory dir O_PATH for use as a dirfd,
+// openDirNoFollow opens the directory name (relative to dirfd) O_PATH,
 // refusing a symbolic link as its last component with ENOTDIR (what
 // O_DIRECTORY|O_NOFOLLOW answers on Linux). The type is read from the
 // O_PATH descriptor of the entry itself: gVisor's runsc 20221219 follows
 // a link to a directory despite O_DIRECTORY|O_NOFOLLOW.
-func openDirNoFollow(dir string) (int, error) {
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+func openDirNoFollow(dirfd int, name string) (int, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, &os.PathError{Op: "open", Path: dir, Err: err}
+		return -1, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return -1, &os.PathError{Op: "fstat", Path: dir, Err: err}
+		return -1, &os.PathError{Op: "fstat", Path: name, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		unix.Close(fd)
-		return -1, &os.PathError{Op: "open", Path: dir, Err: unix.ENOTDIR}
+		return -1, &os.PathError{Op: "open", Path: name, Err: unix.ENOTDIR}
 	}
 	return fd, nil
 }

@@ -668,3 +668,27 @@ func TestOpenDir(t *testing.T) {
 		}
 	}
 }
+
+// OpenDirAt checks the last component beneath a directory descriptor the
+// same way.
+func TestOpenDirAt(t *testing.T) {
+	t.Parallel()
+	dir, dirfd := tree(t)
+	fd, err := OpenDirAt(dirfd, "sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameFile(t, fd, filepath.Join(dir, "sub")) {
+		t.Error("OpenDirAt(sub) opened another directory")
+	}
+	unix.Close(fd)
+	for name, want := range map[string]error{"dirlink": unix.ENOTDIR, "file": unix.ENOTDIR, "missing": unix.ENOENT} {
+		fd, err := OpenDirAt(dirfd, name)
+		if err == nil {
+			unix.Close(fd)
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("OpenDirAt(%s) = %v, want %v", name, err, want)
+		}
+	}
+}

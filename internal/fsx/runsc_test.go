@@ -16,7 +16,7 @@ import (
 func TestUnderGVisor(t *testing.T) {
 	t.Parallel()
 	for mode, out := range testshared.UnderGVisor(t, "^(TestOpen|TestCrossed)") {
-		for _, want := range []string{"--- PASS: TestOpen/walk", "--- PASS: TestOpenLands/walk", "--- PASS: TestOpenFile/walk", "--- PASS: TestOpenFollowInside/walk", "--- PASS: TestOpenDir", "\nPASS\n"} {
+		for _, want := range []string{"--- PASS: TestOpen/walk", "--- PASS: TestOpenLands/walk", "--- PASS: TestOpenFile/walk", "--- PASS: TestOpenFollowInside/walk", "--- PASS: TestOpenDir", "--- PASS: TestOpenDirAt", "\nPASS\n"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("the tests under runsc (%s) did not say %q:\n%s", mode, strings.TrimSpace(want), out)
 			}
