@@ -48,7 +48,10 @@ func portableMounts(spec *specs.Spec) error {
 		slices.SortFunc(subs, func(a, b *mountinfo.Info) int { return strings.Compare(a.Mountpoint, b.Mountpoint) })
 		for _, s := range subs {
 			rel, err := filepath.Rel(m.Source, s.Mountpoint)
-			if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			// Outside is ".." or "../…" only: a submount named "..x" below
+			// the source is inside and must get its read-only bind, or it
+			// would stay writable in the bundle.
+			if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
 				continue // the source's own mount, or a sibling sharing its prefix (/usr2)
 			}
 			// Without this bind the submount would keep its own

@@ -252,6 +252,15 @@ func TestBundlePortableMounts(t *testing.T) {
 		t.Skipf("mount tmpfs: %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(sub, unix.MNT_DETACH) })
+	// A submount whose name starts with ".." is inside the source too.
+	dots := filepath.Join(src, "..x")
+	if err := os.Mkdir(dots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dots, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dots, unix.MNT_DETACH) })
 	s := &specs.Spec{Mounts: []specs.Mount{
 		{Destination: "/opt/x", Type: "bind", Source: src, Options: []string{"rbind", "ro", "rro", "nosuid", "nodev"}},
 		{Destination: "/w", Type: "bind", Source: "/tmp", Options: []string{"bind", "rw"}},
@@ -261,6 +270,7 @@ func TestBundlePortableMounts(t *testing.T) {
 	}
 	want := []specs.Mount{
 		{Destination: "/opt/x", Type: "bind", Source: src, Options: []string{"rbind", "ro", "nosuid", "nodev"}},
+		{Destination: "/opt/x/..x", Type: "bind", Source: dots, Options: []string{"bind", "ro", "nosuid", "nodev"}},
 		{Destination: "/opt/x/a/sub", Type: "bind", Source: sub, Options: []string{"bind", "ro", "nosuid", "nodev"}},
 		{Destination: "/w", Type: "bind", Source: "/tmp", Options: []string{"bind", "rw"}},
 	}
