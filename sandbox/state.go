@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
@@ -164,7 +165,8 @@ func privateStateRoot(dir string, fd int) (err error) {
 // private tmpfs (mountBundle) and takes the run's owner lock in it. The
 // state root is held with a shared flock until the lock is taken, so `sandbox
 // gc` (which holds it exclusively) never sees a run half-made. end unmounts
-// the tmpfs, removes the directory and then releases the lock.
+// the tmpfs, removes the directory and then releases the lock; it may be
+// called more than once and acts only the first time.
 func startRun(stateDir, id string) (bundle string, end func(), err error) {
 	if rootless().on {
 		if err := prepareRootlessStateRoot(stateDir); err != nil {
@@ -202,13 +204,16 @@ func startRun(stateDir, id string) (bundle string, end func(), err error) {
 		_ = unix.Unlinkat(root, id, unix.AT_REMOVEDIR)
 		return "", nil, fmt.Errorf("sandbox run lock %s: %w", filepath.Join(bundle, runLockName), err)
 	}
-	return bundle, func() {
+	// Once only: lock is a bare descriptor number, and a second close
+	// would close whatever another goroutine has opened under that number
+	// since (a parallel run's config file, a runtime's pipe).
+	return bundle, sync.OnceFunc(func() {
 		unmount()
 		// By now the bundle is an empty mount point.
 		_ = unix.Rmdir(bundle)
 		unix.Close(lock)
 		releaseStateRoot(stateDir)
-	}, nil
+	}), nil
 }
 
 // releaseStateRoot undoes privateStateRoot's bind when the run that ends
