@@ -24,7 +24,7 @@ import (
 // not exist, and an import along no rule all fail TestDependencies.
 const dependencyRules = `
 # Leaves: the standard library and third-party modules only.
-NONE < ., internal/fault, internal/fsx, internal/hosttree, internal/ident, internal/textsafe, internal/testshared, pkgwalk/internal/sha2x,
+NONE < ., internal/deathsig, internal/fault, internal/fsx, internal/hosttree, internal/ident, internal/textsafe, internal/testshared, pkgwalk/internal/sha2x,
 	sandbox/seal, sandbox/cgprime, sandbox/sandboxinit, bench/mcpclient, docs;
 
 internal/fsx < internal/durable;
@@ -34,7 +34,7 @@ evidence < evidence/schema;
 
 evidence, internal/durable, internal/ident, pkgwalk/internal/sha2x < pkgwalk;
 evidence, internal/durable < sign;
-internal/durable, internal/fault, internal/fsx, internal/hosttree, sandbox/cgprime, sandbox/sandboxinit, sandbox/seal < sandbox;
+internal/deathsig, internal/durable, internal/fault, internal/fsx, internal/hosttree, sandbox/cgprime, sandbox/sandboxinit, sandbox/seal < sandbox;
 
 # Blind runs. The holdout (scorer, challenge set, findings register) knows
 # nothing of runs; experiment replays a COMPLETE run with it.
@@ -44,7 +44,7 @@ experiment < internal/worldinit;
 experiment, sandbox < adapter;
 
 # The clean room: no container runtime, no holdout.
-pkgwalk, sandbox/seal < harness < harness/roomstage < cmd/cleanroom-room;
+internal/deathsig, pkgwalk, sandbox/seal < harness < harness/roomstage < cmd/cleanroom-room;
 # Any agent in the sandbox against the clean room.
 harness, sandbox < agentroom;
 
@@ -77,6 +77,8 @@ var (
 		"internal/fsx":   {"golang.org/x/sys/"},
 		"internal/ident": {},
 		"internal/fault": {},
+		// The room links it too (harness starts the sealed server).
+		"internal/deathsig": {},
 	}
 	// The room's binary starts several times per session and links no
 	// container runtime and no Kubernetes types.

@@ -8,10 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cleanroom-dev/cleanroom/internal/deathsig"
 )
 
 // Invocation is one adapter run, ready to execute.
@@ -145,27 +146,13 @@ func (UnsandboxedRunner) Run(ctx context.Context, inv Invocation) (Outcome, erro
 	cmd.Env = minimalEnv()
 	var stderr tailBuffer
 	cmd.Stderr = &stderr
-	// Its own process group, so the timeout kills everything it started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	// PDEATHSIG fires when the thread that forked the adapter exits, not
-	// the process: another goroutine that locks that thread and ends
-	// (netns and sandbox code does) would kill the adapter mid-run. The
-	// thread stays this goroutine's until the adapter is reaped.
-	started, done := make(chan error, 1), make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		done <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+	// Its own process group, so the timeout kills everything it started;
+	// deathsig, so it dies with this process.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	done, err := deathsig.Start(cmd)
+	if err != nil {
 		return Outcome{}, fmt.Errorf("starting adapter: %w", err)
 	}
-	var err error
 	timedOut := false
 	select {
 	case err = <-done:

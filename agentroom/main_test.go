@@ -13,6 +13,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/harness"
+	"github.com/cleanroom-dev/cleanroom/internal/deathsig"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/cleanroom-dev/cleanroom/sandbox/sandboxinit"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
@@ -74,7 +75,7 @@ func needAgentRoom(t testing.TB) {
 	if os.Geteuid() != 0 {
 		t.Skip("room agent needs root (the candidate sandbox and the seal)")
 	}
-	if err := seal.SealedCommand("/bin/true", nil, nil).Run(); err != nil {
+	if err := deathsig.Run(seal.SealedCommand("/bin/true", nil, nil)); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
 	if _, err := sandbox.CheckKernel(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/internal/deathsig"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
@@ -131,7 +132,7 @@ func TestAC4HardLinkBeforeSeal(t *testing.T) {
 	pkg, id := writePackage(t, testFiles())
 	mount := t.TempDir()
 	cmd := seal.SealedCommand(os.Args[0], []string{childMarker, "ac4", pkg, id, mount}, nil)
-	out, err := cmd.CombinedOutput()
+	out, err := deathsig.CombinedOutput(cmd)
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
@@ -186,7 +187,7 @@ func TestServeStageMeasuresTheAssertedMount(t *testing.T) {
 	pkg, id := writePackage(t, testFiles())
 	mount := t.TempDir()
 	cmd := seal.SealedCommand(os.Args[0], []string{childMarker, "swap-after-assert", pkg, id, mount}, nil)
-	out, err := cmd.CombinedOutput()
+	out, err := deathsig.CombinedOutput(cmd)
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/internal/deathsig"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -74,8 +75,7 @@ func testServeMain(a []string) int {
 // namespaces and mount (root, or user namespaces allowed).
 func needSeal(t testing.TB) {
 	t.Helper()
-	cmd := seal.SealedCommand("/bin/true", nil, nil)
-	if err := cmd.Run(); err != nil {
+	if err := deathsig.Run(seal.SealedCommand("/bin/true", nil, nil)); err != nil {
 		t.Skipf("cannot create mount+network namespaces here (%v): the seal needs root or unprivileged user namespaces", err)
 	}
 }

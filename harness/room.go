@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/cleanroom-dev/cleanroom/internal/deathsig"
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
@@ -155,50 +156,38 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	done := make(chan error, 1)
-	go func() {
-		// Pdeathsig fires when the creating thread exits: keep this thread
-		// for the whole life of the child.
-		runtime.LockOSThread()
-		exe, what := "/proc/self/exe", "the sealed server"
-		if o.Stage != nil {
-			exe, what = StageExe(o.Stage), "the sealed server (room binary "+o.Stage.Name()+")"
+	exe, what := "/proc/self/exe", "the sealed server"
+	if o.Stage != nil {
+		exe, what = StageExe(o.Stage), "the sealed server (room binary "+o.Stage.Name()+")"
+	}
+	cmd := seal.SealedCommand(exe, args, stageEnv)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	waited, err := deathsig.Start(cmd)
+	runtime.KeepAlive(o.Stage) // its descriptor is the executable's name until the exec
+	if err != nil {
+		// Creating the namespaces is the first thing the kernel may
+		// refuse (no privilege, no user namespaces here).
+		// The room binary is named: the error's own path is only
+		// /proc/self/fd/N, and an exec it refuses (a file being
+		// written: ETXTBSY) is not the namespaces' fault.
+		return fmt.Errorf("starting %s in new namespaces: %w: %w", what, ErrNoIsolation, err)
+	}
+	stop := o.Stop
+	for {
+		select {
+		case err := <-waited:
+			return exitErr(err)
+		case sig := <-sigs:
+			_ = cmd.Process.Signal(sig)
+		case <-stop:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			stop = nil
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			// Reaped; its status is the kill's, named after the cause.
+			return fmt.Errorf("%w (the room was killed: %v)", ctx.Err(), <-waited)
 		}
-		cmd := seal.SealedCommand(exe, args, stageEnv)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-		err := cmd.Start()
-		runtime.KeepAlive(o.Stage) // its descriptor is the executable's name until the exec
-		if err != nil {
-			// Creating the namespaces is the first thing the kernel may
-			// refuse (no privilege, no user namespaces here).
-			// The room binary is named: the error's own path is only
-			// /proc/self/fd/N, and an exec it refuses (a file being
-			// written: ETXTBSY) is not the namespaces' fault.
-			done <- fmt.Errorf("starting %s in new namespaces: %w: %w", what, ErrNoIsolation, err)
-			return
-		}
-		waited := make(chan error, 1)
-		go func() { waited <- cmd.Wait() }()
-		stop := o.Stop
-		for {
-			select {
-			case err := <-waited:
-				done <- exitErr(err)
-				return
-			case sig := <-sigs:
-				_ = cmd.Process.Signal(sig)
-			case <-stop:
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				stop = nil
-			case <-ctx.Done():
-				_ = cmd.Process.Kill()
-				// Reaped; its status is the kill's, named after the cause.
-				done <- fmt.Errorf("%w (the room was killed: %v)", ctx.Err(), <-waited)
-				return
-			}
-		}
-	}()
-	return <-done
+	}
 }
 
 func exitErr(err error) error {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cleanroom-dev/cleanroom/internal/deathsig"
 	"github.com/cleanroom-dev/cleanroom/sandbox/seal"
 	"golang.org/x/sys/unix"
 )
@@ -137,7 +138,7 @@ func TestOpenStageNotExecutableHere(t *testing.T) {
 	t.Parallel()
 	needSeal(t)
 	cmd := seal.SealedCommand(os.Args[0], []string{childMarker, "stage-noexec", t.TempDir()}, nil)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := deathsig.CombinedOutput(cmd); err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 }

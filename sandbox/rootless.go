@@ -11,13 +11,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/cleanroom-dev/cleanroom/internal/deathsig"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -287,28 +287,22 @@ func EnterRootless(args []string) (int, error) {
 	cmd.Env = append(os.Environ(), rootlessEnv+"=1")
 	cmd.SysProcAttr = userNSAttr(unix.CLONE_NEWNS)
 	cmd.SysProcAttr.Setpgid = true
-	// The parent-death signal follows the thread that forked: keep it.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, unix.SIGTERM, unix.SIGHUP)
 	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
+	waited, err := deathsig.Start(cmd)
+	if err != nil {
 		return 0, userNSRefusal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				_ = cmd.Process.Signal(s)
-			case <-done:
-				return
-			}
+wait:
+	for {
+		select {
+		case s := <-sigs:
+			_ = cmd.Process.Signal(s)
+		case err = <-waited:
+			break wait
 		}
-	}()
-	err = cmd.Wait()
-	close(done)
+	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -324,14 +318,14 @@ func EnterRootless(args []string) (int, error) {
 
 // userNSAttr is a new user namespace mapping this process's euid and egid
 // to 0 (setgroups denied, as the kernel requires of an unprivileged
-// mapping), plus the namespaces in extra; the child dies with this thread.
+// mapping), plus the namespaces in extra. Started with deathsig.Start,
+// the child dies with this process.
 func userNSAttr(extra uintptr) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{
 		Cloneflags:                 unix.CLONE_NEWUSER | extra,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
 		GidMappingsEnableSetgroups: false,
-		Pdeathsig:                  unix.SIGKILL,
 	}
 }
 
@@ -386,12 +380,11 @@ func probeRootless() error {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = userNSAttr(unix.CLONE_NEWNS | unix.CLONE_NEWNET)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
+	waited, err := deathsig.Start(cmd)
+	if err != nil {
 		return userNSRefusal(err)
 	}
-	if err := cmd.Wait(); err != nil {
+	if err := <-waited; err != nil {
 		line, _ := bufio.NewReader(io.LimitReader(&stderr, 4096)).ReadString('\n')
 		return userNSRefusal(errors.New(cmp.Or(strings.TrimSpace(line), err.Error())))
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cleanroom-dev/cleanroom/internal/deathsig"
 )
 
 // TestCheckSealedEntry checks the mountinfo half of the assertion on lines
@@ -203,14 +205,14 @@ func assertDescriptors(dir string) error {
 // TestSealInNamespaces seals real tmpfs views in fresh namespaces.
 func TestSealInNamespaces(t *testing.T) {
 	t.Parallel()
-	if err := SealedCommand("/bin/true", nil, nil).Run(); err != nil {
+	if err := deathsig.Run(SealedCommand("/bin/true", nil, nil)); err != nil {
 		t.Skipf("cannot create mount+network namespaces here: %v", err)
 	}
 	for _, mode := range []string{"full", "bind-only", "busy", "descriptors"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			cmd := SealedCommand(os.Args[0], []string{sealChild, mode, dir}, nil)
-			out, err := cmd.CombinedOutput()
+			out, err := deathsig.CombinedOutput(cmd)
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", mode, err, out)
 			}

@@ -33,13 +33,16 @@ var (
 // The child gets no environment beyond env: the sealed server must not
 // inherit the caller's secrets (an API key in the relay's environment).
 // Stdin, stdout and stderr are left for the caller to set.
+//
+// Start it with internal/deathsig (Start, Run, CombinedOutput), which adds
+// the parent-death signal: the sealed server must not outlive the process
+// that relays to it, and the signal must not fire before (it follows the
+// forking thread, which deathsig keeps locked until the child is reaped).
 func SealedCommand(exe string, args []string, env []string) *exec.Cmd {
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append([]string{}, env...)
 	attr := &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWNET,
-		// The sealed server must not outlive the process that relays to it.
-		Pdeathsig: syscall.SIGKILL,
 	}
 	if os.Geteuid() != 0 {
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
