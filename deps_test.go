@@ -24,7 +24,7 @@ import (
 // not exist, and an import along no rule all fail TestDependencies.
 const dependencyRules = `
 # Leaves: the standard library and third-party modules only.
-NONE < ., internal/deathsig, internal/fault, internal/fsx, internal/hosttree, internal/ident, internal/textsafe, internal/testshared, pkgwalk/internal/sha2x,
+NONE < ., internal/capbuf, internal/deathsig, internal/fault, internal/fsx, internal/hosttree, internal/ident, internal/textsafe, internal/testshared, pkgwalk/internal/sha2x,
 	sandbox/seal, sandbox/cgprime, sandbox/sandboxinit, bench/mcpclient, docs;
 
 internal/fsx < internal/durable;
@@ -46,10 +46,10 @@ experiment, sandbox < adapter;
 # The clean room: no container runtime, no holdout.
 internal/deathsig, pkgwalk, sandbox/seal < harness < harness/roomstage < cmd/cleanroom-room;
 # Any agent in the sandbox against the clean room.
-harness, sandbox < agentroom;
+harness, internal/capbuf, sandbox < agentroom;
 
 # AMBER and fleets.
-evidence/schema, pkgwalk, sandbox, sign < amber;
+evidence/schema, internal/capbuf, pkgwalk, sandbox, sign < amber;
 amber, experiment < fleet;
 
 # Rendering.

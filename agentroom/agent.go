@@ -1,7 +1,6 @@
 package agentroom
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/harness"
+	"github.com/cleanroom-dev/cleanroom/internal/capbuf"
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 )
@@ -344,23 +344,13 @@ const versionTimeout = time.Minute
 func version(ctx context.Context, o Options) string {
 	cfg := o.sandboxConfig([]string{o.Command[0], "--version"})
 	cfg.Timeout = versionTimeout
-	var out limitedBuffer
+	out := capbuf.Buffer{Max: 4096}
 	res, err := sandbox.Exec(ctx, cfg, sandbox.Stdio{Stdout: &out})
 	if err != nil || res.Status != sandbox.StatusExited || res.ExitCode != 0 {
 		return ""
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
 	return strings.ToValidUTF8(strings.TrimSpace(line), "\uFFFD")
-}
-
-// limitedBuffer keeps the first 4 KiB written to it and discards the rest.
-type limitedBuffer struct{ bytes.Buffer }
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := 4096 - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
 }
 
 // agentLine is the transcript's "agent" line.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cleanroom-dev/cleanroom/internal/capbuf"
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
@@ -57,9 +58,8 @@ const maxGitOutput = 64 << 20
 // git runs git in dir and returns its stdout.
 func git(ctx context.Context, dir string, isolated bool, args ...string) ([]byte, error) {
 	cmd := gitCmd(ctx, dir, isolated, args...)
-	var out, stderr bytes.Buffer
-	cmd.Stdout = &limitedBuffer{buf: &out, max: maxGitOutput}
-	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 64 << 10}
+	out, stderr := &capbuf.Buffer{Max: maxGitOutput}, &capbuf.Buffer{Max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = out, stderr
 	if err := cmd.Run(); err != nil {
 		return out.Bytes(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
 	}
@@ -71,9 +71,8 @@ func git(ctx context.Context, dir string, isolated bool, args ...string) ([]byte
 func gitCountLines(ctx context.Context, dir string, args ...string) (int64, error) {
 	cmd := gitCmd(ctx, dir, true, args...)
 	var n lineCounter
-	var stderr bytes.Buffer
-	cmd.Stdout = &n
-	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 64 << 10}
+	stderr := &capbuf.Buffer{Max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = &n, stderr
 	if err := cmd.Run(); err != nil {
 		return 0, &GitError{Args: args, Stderr: stderr.String(), Err: err}
 	}
@@ -92,22 +91,6 @@ func gitCmd(ctx context.Context, dir string, isolated bool, args ...string) *exe
 	cmd.Dir = dir
 	cmd.Env = gitEnv(isolated)
 	return cmd
-}
-
-type limitedBuffer struct {
-	buf *bytes.Buffer
-	max int
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := l.max - l.buf.Len(); room > 0 {
-		if len(p) > room {
-			l.buf.Write(p[:room])
-		} else {
-			l.buf.Write(p)
-		}
-	}
-	return len(p), nil
 }
 
 var reGitVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^git version ([0-9][0-9A-Za-z.\-+]*)`) })

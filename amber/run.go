@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/capbuf"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/fsx"
@@ -565,21 +566,18 @@ func evaluate(ctx context.Context, o RunOptions, ws string) (map[string]float64,
 		}
 		return nil
 	}
-	var stdout limitedBufferW
-	stdout.max = maxOracleOutput
-	var stderr limitedBufferW
-	stderr.max = 64 << 10
+	stdout, stderr := &capbuf.Buffer{Max: maxOracleOutput}, &capbuf.Buffer{Max: 64 << 10}
 	out, err := o.Isolation.Run(ctx, ContainerSpec{
 		Args: []string{"/bin/sh", "/package/" + OracleEvaluator, "/workspace"}, Workspace: ws, PackageEmit: emit,
 		Timeout: defaultEvalTimeout,
-	}, &stdout, &stderr)
+	}, stdout, stderr)
 	if err != nil {
 		return nil, stdout.Bytes(), fmt.Errorf("evaluator container: %w", err)
 	}
 	if out.PreStart != "" || out.Status != "exited" || out.ExitCode != 0 {
 		return nil, stdout.Bytes(), fmt.Errorf("evaluator %s with exit %d: %s %s", out.Status, out.ExitCode, out.PreStart, strings.TrimSpace(stderr.String()))
 	}
-	if stdout.over {
+	if stdout.Truncated() {
 		return nil, stdout.Bytes(), fmt.Errorf("evaluator output over %d bytes", maxOracleOutput)
 	}
 	obj, err := evidence.ReadObject(bytes.TrimSpace(stdout.Bytes()))
@@ -596,23 +594,6 @@ func evaluate(ctx context.Context, o RunOptions, ws string) (map[string]float64,
 		scores[n] = f
 	}
 	return scores, stdout.Bytes(), nil
-}
-
-type limitedBufferW struct {
-	bytes.Buffer
-	max  int
-	over bool
-}
-
-func (l *limitedBufferW) Write(p []byte) (int, error) {
-	if room := l.max - l.Len(); room < len(p) {
-		l.over = true
-		if room > 0 {
-			l.Buffer.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return l.Buffer.Write(p)
 }
 
 // extractPack unpacks oracle.pack into dir (which must be empty), hashing
