@@ -79,24 +79,13 @@ func writeNew(path string, b []byte, mode os.FileMode) error {
 	return nil
 }
 
-// readCapped reads the regular file at path, of at most max bytes: a FIFO
-// named as a key is refused instead of waited on, a device instead of read
-// without end (evidence.ReadRegularFile).
-func readCapped(path string, max int64) ([]byte, error) {
-	b, err := evidence.ReadRegularFile(path, max)
-	switch {
-	case errors.Is(err, evidence.ErrFileTooLarge):
-		return nil, &KeyError{Path: path, Err: fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)}
-	case errors.Is(err, evidence.ErrNotRegular):
-		return nil, &KeyError{Path: path, Err: evidence.ErrNotRegular}
-	}
-	return b, err
-}
-
 // LoadSigner reads an unencrypted OpenSSH Ed25519 private key (as written by
 // GenerateKey or `ssh-keygen -t ed25519 -N ""`).
 func LoadSigner(path string) (*Signer, error) {
-	b, err := readCapped(path, maxKeyFile)
+	// The one bounded reader: a FIFO named as a key is refused instead of
+	// waited on, a device instead of read without end; its errors name
+	// the file and carry its rule (evidence.ErrNotRegular, ErrFileTooLarge).
+	b, err := evidence.ReadRegularFile(path, maxKeyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +135,8 @@ func Fingerprint(pub ssh.PublicKey) string { return ssh.FingerprintSHA256(pub) }
 // LoadPublicKey reads a public key file holding one authorized_keys line
 // (PATH.pub as GenerateKey or ssh-keygen writes it). Only Ed25519 is accepted.
 func LoadPublicKey(path string) (ssh.PublicKey, error) {
-	b, err := readCapped(path, maxKeyFile)
+	b, err := evidence.ReadRegularFile(path, maxKeyFile) // as LoadSigner
+
 	if err != nil {
 		return nil, err
 	}
