@@ -831,31 +831,15 @@ func EntryFromManifest(m *Manifest, manifestSHA256 string) *Entry {
 // ErrIndexBusy: another writer holds the index.
 var ErrIndexBusy = fault.New(fault.Refused, "index is being written by another process")
 
-// lockIndex takes an exclusive flock on the index directory for one
+// lockIndex holds the index directory (durable.HoldDir) for one
 // load-append-sign cycle: two writers appending at once would both extend
 // the same tree and one checkpoint would not cover the other's leaf.
 func lockIndex(dir string) (func(), error) {
-	// O_DIRECTORY: a FIFO given as the index is refused (ENOTDIR) instead
-	// of blocking the open until a writer comes.
-	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
+	unlock, err := durable.HoldDir(dir)
+	if errors.Is(err, durable.ErrHeld) {
+		return nil, fmt.Errorf("%s: %w", dir, ErrIndexBusy)
 	}
-	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		d.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%s: %w", dir, ErrIndexBusy)
-		}
-		return nil, err
-	}
-	return func() {
-		// Unlocked explicitly: a child forked meanwhile holds a copy of the
-		// descriptor until its exec, and closing ours alone would release
-		// the lock only then. Should the unlock fail, the close (with the
-		// last copy) still releases it.
-		_ = unix.Flock(int(d.Fd()), unix.LOCK_UN)
-		d.Close()
-	}, nil
+	return unlock, err
 }
 
 // AppendCaseFile appends an active entry to the index at dir, signing the

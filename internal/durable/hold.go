@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"golang.org/x/sys/unix"
@@ -22,7 +23,8 @@ var ErrHeld = errors.New("directory held by a live process")
 // on the directory's own descriptor (opened O_NOFOLLOW), so the directory
 // holds no file of the lock's. ErrHeld when another holds it; an error
 // too when dir was removed before the lock was taken (a clean-up got there
-// first).
+// first). It is also the one writer's lock of a directory (the AMBER
+// index). release may be called more than once.
 func HoldDir(dir string) (release func(), err error) {
 	// A symlink at dir is refused (fsx.OpenDir: on gVisor too).
 	fd, err := fsx.OpenDir(dir)
@@ -44,7 +46,16 @@ func HoldDir(dir string) (release func(), err error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	return func() { unix.Close(fd) }, nil
+	// Once only: a second close would close whatever descriptor took the
+	// number meanwhile.
+	return sync.OnceFunc(func() {
+		// Unlocked explicitly: a child forked meanwhile holds a copy of the
+		// descriptor until its exec, and closing ours alone would release
+		// the lock only then. Should the unlock fail, the close (with the
+		// last copy) still releases it.
+		_ = unix.Flock(fd, unix.LOCK_UN)
+		unix.Close(fd)
+	}), nil
 }
 
 // heldInfix marks a staging directory made by StageDirHeld.

@@ -86,3 +86,40 @@ func TestRemoveTemps(t *testing.T) {
 		t.Errorf("left %v, want %v", names, want)
 	}
 }
+
+// release lets the lock go at once and may be called again without
+// closing a descriptor that took its number since.
+func TestHoldDirRelease(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	release, err := HoldDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	again, err := HoldDir(dir)
+	if err != nil {
+		t.Fatalf("HoldDir after release: %v", err)
+	}
+	defer again()
+	// Files opened now fill the lowest free descriptor numbers, the one
+	// the first hold had among them.
+	var files []*os.File
+	for range 64 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		files = append(files, f)
+	}
+	release()
+	for _, f := range files {
+		if _, err := f.Stat(); err != nil {
+			t.Fatalf("a second release closed another's descriptor: %v", err)
+		}
+	}
+	if _, err := HoldDir(dir); !errors.Is(err, ErrHeld) {
+		t.Errorf("HoldDir while held again: %v, want ErrHeld", err)
+	}
+}
