@@ -845,20 +845,17 @@ func lockIndex(dir string) (func(), error) {
 // AppendCaseFile appends an active entry to the index at dir, signing the
 // new checkpoint with the note key in skeyPath.
 func AppendCaseFile(dir, skeyPath string, e *Entry) (*Index, error) {
-	unlock, err := lockIndex(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	ix, skey, err := loadForWrite(dir, skeyPath)
-	if err != nil {
-		return nil, err
-	}
-	return ix, ix.Append(skey, e)
+	return writeIndex(dir, skeyPath, func(ix *Index, skey string) error { return ix.Append(skey, e) })
 }
 
 // RetireCaseFile retires caseID in the index at dir.
 func RetireCaseFile(dir, skeyPath, caseID, date string) (*Index, error) {
+	return writeIndex(dir, skeyPath, func(ix *Index, skey string) error { return ix.Retire(skey, caseID, date) })
+}
+
+// writeIndex is one load-change-sign cycle of the index at dir, under its
+// lock (lockIndex).
+func writeIndex(dir, skeyPath string, change func(ix *Index, skey string) error) (*Index, error) {
 	unlock, err := lockIndex(dir)
 	if err != nil {
 		return nil, err
@@ -868,7 +865,7 @@ func RetireCaseFile(dir, skeyPath, caseID, date string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ix, ix.Retire(skey, caseID, date)
+	return ix, change(ix, skey)
 }
 
 // LoadIndexUnchecked reads index.pub and entries.jsonl without checking

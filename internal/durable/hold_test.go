@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
 
 // A held staging directory survives RemoveStaleStages; once its holder is
@@ -102,23 +104,7 @@ func TestHoldDirRelease(t *testing.T) {
 		t.Fatalf("HoldDir after release: %v", err)
 	}
 	defer again()
-	// Files opened now fill the lowest free descriptor numbers, the one
-	// the first hold had among them.
-	var files []*os.File
-	for range 64 {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		files = append(files, f)
-	}
-	release()
-	for _, f := range files {
-		if _, err := f.Stat(); err != nil {
-			t.Fatalf("a second release closed another's descriptor: %v", err)
-		}
-	}
+	testshared.ClosesNothingElse(t, release)
 	if _, err := HoldDir(dir); !errors.Is(err, ErrHeld) {
 		t.Errorf("HoldDir while held again: %v, want ErrHeld", err)
 	}

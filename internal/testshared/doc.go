@@ -3,7 +3,9 @@
 // it skip with a message saying so; CI has it (read-only).
 //
 // It owns only locating (and FullFS, a full file system for tests of failed
-// writes, and UnderGVisor, a package's tests run again inside runsc): it never writes to ../shared, never copies from it into the
+// writes; UnderGVisor, a package's tests run again inside runsc;
+// ClosesNothingElse, the check that a release acts once): it never writes
+// to ../shared, never copies from it into the
 // repository, and refuses (fails the test) when the repository root itself
 // cannot be found.
 package testshared
