@@ -205,6 +205,10 @@ func (o *ServeOptions) check() error {
 	if o.Limits == (Limits{}) {
 		o.Limits = DefaultLimits
 	}
+	// Before any namespace is made: the room would refuse them anyway.
+	if err := o.Limits.check(); err != nil {
+		return err
+	}
 	if o.ViewBytes == 0 {
 		o.ViewBytes = DefaultViewBytes
 	}
@@ -475,6 +479,9 @@ type RoomConfig struct {
 // read and hashed once; its identity must be Expect), reads the prompt out
 // of the measured bytes, and creates the workspace and the transcript.
 func OpenRoom(c RoomConfig) (*Room, error) {
+	if err := c.Limits.check(); err != nil {
+		return nil, err
+	}
 	view, err := pkgwalk.OpenViewAt(c.ViewDir, c.RootLabel, c.Expect)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
@@ -46,7 +47,8 @@ type Limits struct {
 	MaxDepth      int
 	// MaxSessionCalls and MaxSessionBytes are one session's budget: tool
 	// calls, and bytes of its transcript. Past either the session ends
-	// (ErrSessionBudget). 0 means the default's value.
+	// (ErrSessionBudget). 0 means the default's value; a MaxSessionBytes
+	// over the default's is refused (errSessionBytes).
 	MaxSessionCalls int
 	MaxSessionBytes int
 }
@@ -69,13 +71,29 @@ var DefaultLimits = Limits{
 	MaxSessionBytes: MaxTranscriptBytes / 2,
 }
 
-// session returns the session budget, the default's for a zero field.
+// errSessionBytes: Limits.MaxSessionBytes over the default's, which is the
+// most a session may write and its transcript still be read whole (half
+// the readers' MaxTranscriptBytes). Honouring it would make a transcript
+// no reader takes in; lowering it without a word would end a session
+// sooner than its caller asked.
+var errSessionBytes = fault.New(fault.Refused, "session byte budget over the transcript readers' limit")
+
+// check refuses limits the room cannot honour.
+func (l Limits) check() error {
+	if l.MaxSessionBytes > DefaultLimits.MaxSessionBytes {
+		return fmt.Errorf("%w: %d bytes asked, at most %d", errSessionBytes, l.MaxSessionBytes, DefaultLimits.MaxSessionBytes)
+	}
+	return nil
+}
+
+// session returns the session budget, the default's for a zero field
+// (check has refused a byte budget over the default's).
 func (l Limits) session() (calls, bytes int) {
 	calls, bytes = l.MaxSessionCalls, l.MaxSessionBytes
 	if calls <= 0 {
 		calls = DefaultLimits.MaxSessionCalls
 	}
-	if bytes <= 0 || bytes > DefaultLimits.MaxSessionBytes {
+	if bytes <= 0 {
 		bytes = DefaultLimits.MaxSessionBytes
 	}
 	return calls, bytes
