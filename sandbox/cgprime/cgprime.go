@@ -104,13 +104,22 @@ var (
 // the first write to cgroup.procs then waits a fraction of a millisecond
 // (0.26 ms median on a 2-core host), while priming costs a write, a read
 // and a timer wake-up every millisecond — a quarter of `sandbox exec`'s
-// CPU time there (bench/notes.md, Session 6).
-func waitIsShort() bool {
-	on := func(path string) bool {
-		b, err := os.ReadFile(path)
-		return err == nil && strings.TrimSpace(string(b)) == "1"
-	}
-	return on(rcuExpedited) && !on(rcuNormal)
+// CPU time there (bench/notes.md, Session 6). The switches are read once
+// per process, not on every start: they are the host's settings, and a
+// process that starts many containers would read the same two files each
+// time (a change made while it runs is seen by the next process).
+var waitIsShort = readOnce()
+
+// readOnce returns a waitIsShort that reads the switches at its first
+// call (tests make a new one after standing in files of their own).
+func readOnce() func() bool {
+	return sync.OnceValue(func() bool {
+		on := func(path string) bool {
+			b, err := os.ReadFile(path)
+			return err == nil && strings.TrimSpace(string(b)) == "1"
+		}
+		return on(rcuExpedited) && !on(rcuNormal)
+	})
 }
 
 // write writes the PID once a millisecond until quit is closed; it

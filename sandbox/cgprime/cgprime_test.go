@@ -37,7 +37,27 @@ func setRCUSwitch(t *testing.T, path *string, content string) {
 	}
 	saved := *path
 	*path = file
-	t.Cleanup(func() { *path = saved })
+	waitIsShort = readOnce()
+	t.Cleanup(func() {
+		*path = saved
+		waitIsShort = readOnce()
+	})
+}
+
+// The switches are read once: a change after the first answer is not
+// read again (every start would otherwise read two sysfs files).
+func TestSwitchesReadOnce(t *testing.T) {
+	setRCUSwitch(t, &rcuExpedited, "1\n")
+	setRCUSwitch(t, &rcuNormal, "0\n")
+	if !waitIsShort() {
+		t.Fatal("expedited grace periods: want a short wait")
+	}
+	if err := os.WriteFile(rcuExpedited, []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !waitIsShort() {
+		t.Error("the switch was read again after the first answer")
+	}
 }
 
 // With expedited grace periods the attach barely waits, so priming makes
