@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,11 +213,14 @@ func TestAppendDriveAfterCutShortLine(t *testing.T) {
 }
 
 // TestDriveEndpointAbuse: a response that never ends and one over the size
-// cap end the session with an error within the request deadline, recorded
-// with stop "error"; neither is read into memory past the cap.
+// cap end the session with an error (the request deadline's, the cap's),
+// recorded with stop "error", after no more requests than the retry
+// policy allows; the oversized one is not read to its end.
 func TestDriveEndpointAbuse(t *testing.T) {
 	t.Parallel()
 	needSeal(t)
+	// sentAll: a handler wrote its whole response (the relay read on).
+	var sentAll atomic.Bool
 	cases := []struct {
 		name    string
 		handler http.HandlerFunc
@@ -238,17 +242,31 @@ func TestDriveEndpointAbuse(t *testing.T) {
 					return
 				}
 			}
+			sentAll.Store(true)
 		}, fmt.Sprintf("over %d bytes", maxModelResponse)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
-			r := driveHandler(t, testFiles(), c.handler, 5, 2*time.Second)
+			var requests atomic.Int64
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				c.handler(w, r)
+			})
+			sentAll.Store(false)
+			r := driveHandler(t, testFiles(), h, 5, 2*time.Second)
 			if r.err == nil || !strings.Contains(r.err.Error(), c.want) {
 				t.Fatalf("Drive: %v, want an error naming %q", r.err, c.want)
 			}
-			if d := time.Since(start); d > 30*time.Second {
-				t.Errorf("Drive took %v", d)
+			// The session ended, after the first request and at most the
+			// two retries driveAt's policy allows: nothing asked again
+			// without end.
+			if n := requests.Load(); n < 1 || n > 3 {
+				t.Errorf("the endpoint got %d requests, want 1 to 3", n)
+			}
+			// 64 MiB against an 8 MiB cap: the relay stopped reading, so
+			// the handler's writes failed before the end.
+			if sentAll.Load() {
+				t.Error("the whole response was read, past the cap")
 			}
 			lines := transcriptLines(t, r.tpath)
 			if stop, _ := lines[len(lines)-1].Get("stop"); stop != StopError {
