@@ -13,29 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
-
-// binDir holds the cleanroom binary built once for all guides.
-var binDir string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "cleanroom-guides-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "cleanroom"), "./cmd/cleanroom")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building cleanroom: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(2)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
 
 // block is one runnable fenced block of a guide.
 type block struct {
@@ -139,6 +119,8 @@ func TestGuides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The binary `make build` makes, as the guides tell the reader to use.
+	_, binDir := testshared.Cleanroom(t)
 	// Every guide in guides/ runs, not only the ones the issue named: a
 	// guide added later cannot rot unnoticed either.
 	files, err := filepath.Glob(filepath.Join("guides", "*.md"))

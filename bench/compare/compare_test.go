@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -128,41 +126,12 @@ func TestScriptsParse(t *testing.T) {
 	}
 }
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-	buildDir  string
-)
-
-// TestMain removes the binary the tests share.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// buildCleanroom builds bin/cleanroom's twin once for all the tests.
+// buildCleanroom is bin/cleanroom's twin, built once for every test
+// package that runs it (testshared.Cleanroom).
 func buildCleanroom(t *testing.T) string {
 	t.Helper()
-	root := testshared.RepoRoot(t)
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "bench-test-"); buildErr != nil {
-			return
-		}
-		builtBin = filepath.Join(buildDir, "cleanroom")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/cleanroom")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
+	bin, _ := testshared.Cleanroom(t)
+	return bin
 }
 
 // TestQuickDriver runs the driver end to end at smoke sizes over the

@@ -5,77 +5,25 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
-	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
 
-var (
-	cliOnce sync.Once
-	cliDir  string // holds the binary cliBinary built; removed by TestMain
-	cliBin  string
-	cliErr  error
-)
-
-// TestMain removes the binary the tests share.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if cliDir != "" {
-		os.RemoveAll(cliDir)
-	}
-	os.Exit(code)
-}
-
-// cliBinary builds the cleanroom binary (and beside it the room binary it
-// is linked with, as make does) once for the tests that share it,
-// with the VCS stamp (this machine's go env sets -buildvcs=false; the flag
-// on the command line overrides it), as "cleanroom" in a directory of its
-// own (with cleanroom-room beside it), so a completion script can call it
-// by name through PATH.
+// cliBinary is the cleanroom binary the tests share, built as make builds
+// it (with the room binary beside it, stamped with the VCS revision), as
+// "cleanroom" in a directory of its own, so a completion script can call it
+// by name through PATH (testshared.Cleanroom).
 func cliBinary(t *testing.T) (bin, dir string) {
 	t.Helper()
-	cliOnce.Do(func() {
-		if cliDir, cliErr = os.MkdirTemp("", "cleanroom-cli-test-"); cliErr != nil {
-			return
-		}
-		cliBin = filepath.Join(cliDir, "cleanroom")
-		// As `make build` does: the room binary without cgo, then the
-		// command line with the room binary's build ID linked in.
-		stage := filepath.Join(cliDir, harness.StageName)
-		build := exec.Command("go", "build", "-o", stage, "../cleanroom-room")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			cliErr = fmt.Errorf("go build ../cleanroom-room: %v\n%s", err, out)
-			return
-		}
-		id, err := exec.Command("go", "tool", "buildid", stage).Output()
-		if err != nil {
-			cliErr = fmt.Errorf("go tool buildid: %v", err)
-			return
-		}
-		ldflags := "-X github.com/cleanroom-dev/cleanroom/harness.stageBuildID=" + strings.TrimSpace(string(id))
-		out, err := exec.Command("go", "build", "-buildvcs=true", "-ldflags", ldflags, "-o", cliBin, ".").CombinedOutput()
-		if err != nil {
-			// Outside a git checkout (a source tarball) there is nothing to stamp.
-			if out2, err2 := exec.Command("go", "build", "-buildvcs=false", "-ldflags", ldflags, "-o", cliBin, ".").CombinedOutput(); err2 != nil {
-				cliErr = fmt.Errorf("go build: %v\n%s\n%s", err2, out, out2)
-			}
-		}
-	})
-	if cliErr != nil {
-		t.Fatal(cliErr)
-	}
-	return cliBin, cliDir
+	return testshared.Cleanroom(t)
 }
 
 // TestVersion: the revision printed is the checkout's HEAD as git itself

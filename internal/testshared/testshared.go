@@ -10,20 +10,11 @@ import (
 // walking up from the test's working directory.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	dir, err := findRoot()
 	if err != nil {
-		t.Fatalf("getwd: %v", err)
+		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
+	return dir
 }
 
 // Dir returns the shared/ folder beside the repository (…/shared next to the
