@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
@@ -18,7 +19,7 @@ import (
 // 4864 bytes) and carries its path, digest and index entry, so 10,000
 // files of 4 KiB (39 MiB) take about 49 MiB, more than package + 8 MiB.
 func TestServeMemoryLimitCoversTheView(t *testing.T) {
-	dir := t.TempDir()
+	dir := testshared.ManyFilesDir(t)
 	const files, size = 10000, 4096
 	b := make([]byte, size)
 	for i := range b {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
 )
@@ -365,7 +366,7 @@ func TestWalkEmptyFile(t *testing.T) {
 // 10,000 files: every one listed, with its own digest, in path order.
 func TestWalkTenThousandFiles(t *testing.T) {
 	t.Parallel()
-	root := filepath.Join(t.TempDir(), "pkg")
+	root := filepath.Join(testshared.ManyFilesDir(t), "pkg")
 	const n = 10000
 	for i := range n {
 		writeFile(t, filepath.Join(root, fmt.Sprintf("d%02d/f%05d.txt", i%100, i)), fmt.Sprintf("file %d\n", i))
