@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,10 +55,60 @@ type testRepo struct {
 	After  string
 }
 
+// repoTemplates holds, per number of commits, one repository made by
+// makeTestRepo's git commands; newTestRepo hands each test a copy. The
+// identity and dates are fixed, so a copy has the objects, refs, tag and
+// note a fresh build would have: one cp instead of a dozen git starts per
+// test (git's start-up was most of this package's CPU).
+var repoTemplates struct {
+	sync.Mutex
+	dir   string // removed by TestMain
+	repos map[int]testRepo
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if repoTemplates.dir != "" {
+		os.RemoveAll(repoTemplates.dir)
+	}
+	os.Exit(code)
+}
+
+// newTestRepo returns a repository of its own for the test (a copy of the
+// template with that many commits).
 func newTestRepo(t testing.TB, commits int) testRepo {
 	t.Helper()
 	needGit(t)
+	tpl := templateRepo(t, commits)
 	dir := filepath.Join(t.TempDir(), "src")
+	if out, err := exec.Command("cp", "-a", tpl.Dir, dir).CombinedOutput(); err != nil {
+		t.Fatalf("copying the test repository: %v\n%s", err, out)
+	}
+	return testRepo{Dir: dir, Cutoff: tpl.Cutoff, After: tpl.After}
+}
+
+func templateRepo(t testing.TB, commits int) testRepo {
+	t.Helper()
+	repoTemplates.Lock()
+	defer repoTemplates.Unlock()
+	if r, ok := repoTemplates.repos[commits]; ok {
+		return r
+	}
+	if repoTemplates.dir == "" {
+		dir, err := os.MkdirTemp("", "amber-test-repos-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		repoTemplates.dir, repoTemplates.repos = dir, map[int]testRepo{}
+	}
+	r := makeTestRepo(t, filepath.Join(repoTemplates.dir, fmt.Sprint(commits)), commits)
+	repoTemplates.repos[commits] = r
+	return r
+}
+
+// makeTestRepo makes the repository testRepo describes in dir.
+func makeTestRepo(t testing.TB, dir string, commits int) testRepo {
+	t.Helper()
 	gitT(t, "", "init", "--quiet", "-b", "main", dir)
 	for i := 0; i < commits; i++ {
 		writeFile(t, filepath.Join(dir, fmt.Sprintf("src/f%d.go", i)), fmt.Sprintf("package src\n\nconst V%d = %d\n", i, i))
