@@ -53,7 +53,7 @@ func rootlessBinary(t *testing.T) string {
 		t.Skip("python3 is not installed: the candidate's probe is a Python script")
 	}
 	bin, dir := cliBinary(t)
-	// The binary's directory is 0700: nobody must reach it.
+	// nobody must reach the binary's directory.
 	if err := os.Chmod(dir, 0o711); err != nil {
 		t.Fatal(err)
 	}
