@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // The self-test's two claims, as [SelfTest] states them.
@@ -13,6 +15,10 @@ const (
 	ClaimReadsAsJSONParse = "every accepted input reads exactly as JavaScript's JSON.parse reads it"
 	ClaimOnlyAmbiguous    = "every refusal of an input that RFC 8259 allows is one of the ambiguous classes; every other refusal is an input outside RFC 8259"
 )
+
+// errSelfTest: a vector disagrees with a claim. The check ran and failed
+// (internal/fault: refused): a reader that fails its self-test reads nothing.
+var errSelfTest = fault.New(fault.Refused, "evidence self-test failed")
 
 // Vector is one built-in self-test input. An accepted vector carries
 // JSParse, the JSON.parse reading of Input in the dump form of [JSDump]
@@ -214,7 +220,7 @@ func SelfTest() (Report, error) {
 	rep.Claims = []ClaimResult{parse, ambig}
 	rep.Passed = parse.Proved && ambig.Proved
 	if !rep.Passed {
-		return rep, fmt.Errorf("evidence self-test failed: %s", strings.Join(slices.Concat(parse.Failures, ambig.Failures), "; "))
+		return rep, fmt.Errorf("%w: %s", errSelfTest, strings.Join(slices.Concat(parse.Failures, ambig.Failures), "; "))
 	}
 	return rep, nil
 }

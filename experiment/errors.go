@@ -279,8 +279,14 @@ func hasRule(ps []*RunProblem, rule RunRule) bool {
 }
 
 // FaultClass is Refused (internal/fault): a run broke a rule; Unusable when its cause
-// is an input that could not be read at all.
-func (e *RunProblem) FaultClass() fault.Class { return fault.RuleClass(e.Err) }
+// is an input that could not be read at all, or when it names no run (or
+// several): a --run that selects nothing is an argument that cannot be used.
+func (e *RunProblem) FaultClass() fault.Class {
+	if e.Rule == ErrRunUnknown || e.Rule == ErrRunAmbiguous {
+		return fault.Unusable
+	}
+	return fault.RuleClass(e.Err)
+}
 
 // FaultClass is Refused (internal/fault): a record does not verify.
 func (*VerifyError) FaultClass() fault.Class { return fault.Refused }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
@@ -47,8 +48,10 @@ const (
 
 // ErrPackageMarker: the world's cleanroom-package file does not name a
 // package directory the world can use (not a clean relative path, the state
-// root or beneath it, a path through a symbolic link, or not a file).
-var ErrPackageMarker = errors.New("world package marker unusable")
+// root or beneath it, a path through a symbolic link, or not a file). The
+// world cannot be used as one (internal/fault: unusable), as a world that is
+// not there.
+var ErrPackageMarker = fault.New(fault.Unusable, "world package marker unusable")
 
 // Instrument names the reference protocol's measuring instrument file by
 // file (TRVM-FORMATS §5.3), paths relative to the package root. A world

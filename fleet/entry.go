@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -24,8 +24,9 @@ const EntryFileName = "fleet-entry.json"
 // ErrPlanEntry: a result does not name its own plan entry (no sidecar, a
 // sidecar naming another run, run digest or plan, or one bound to another
 // record). Two runs with the same srel, bpkg and candidate but another
-// image or command differ only here.
-var ErrPlanEntry = errors.New("plan entry")
+// image or command differ only here. A rule of the plan (internal/fault:
+// refused), also for bind's flags, which name the entry.
+var ErrPlanEntry = fault.New(fault.Refused, "plan entry")
 
 // maxEntrySize bounds the sidecar read: four short strings.
 const maxEntrySize = 4096

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -400,6 +401,10 @@ func TestParseRunsRefusals(t *testing.T) {
 			var le *RunListError
 			if !errors.As(err, &le) || le.Pointer != tc.pointer || le.File != "runs.json" {
 				t.Errorf("refusal %#v, want pointer %q in runs.json", le, tc.pointer)
+			}
+			// The list was read and breaks a rule: exit 1 from every command.
+			if c := fault.ClassOf(err); c != fault.Refused {
+				t.Errorf("%v is %v, want %v", err, c, fault.Refused)
 			}
 		})
 	}

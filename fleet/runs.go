@@ -12,6 +12,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/ident"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -102,6 +103,10 @@ func (e *RunListError) Error() string {
 }
 
 func (e *RunListError) Unwrap() error { return e.Rule }
+
+// FaultClass is Refused (internal/fault): a run list was read and breaks a
+// rule.
+func (*RunListError) FaultClass() fault.Class { return fault.Refused }
 
 // The shapes are compiled on first use, not at start-up: every start of the
 // binary (the room's stages too) would otherwise pay for them.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -57,24 +58,26 @@ const (
 	maxConversation = evidence.MaxSize - 64<<10
 )
 
-// The named stops other than the model's own, as errors (errors.Is).
+// The named stops other than the model's own, as errors (errors.Is): a
+// budget ended the session before the model stopped, so it is refused as
+// a completed session (internal/fault: refused).
 var (
 	// ErrMaxTurns: the turn limit ended the session; the model did not
 	// stop of its own accord, so the session is not a completed one.
-	ErrMaxTurns    = errors.New("turn limit reached before the model stopped")
-	ErrTokenBudget = errors.New("token budget reached before the model stopped")
-	ErrWallTime    = errors.New("wall-time budget reached before the model stopped")
+	ErrMaxTurns    = fault.New(fault.Refused, "turn limit reached before the model stopped")
+	ErrTokenBudget = fault.New(fault.Refused, "token budget reached before the model stopped")
+	ErrWallTime    = fault.New(fault.Refused, "wall-time budget reached before the model stopped")
 	// ErrToolErrors: the model named tools that do not exist, or sent
 	// arguments that are not JSON (or none), MaxToolErrors times; each was
 	// answered to it as a tool error until then.
-	ErrToolErrors = errors.New("tool-error cap reached")
+	ErrToolErrors = fault.New(fault.Refused, "tool-error cap reached")
 	// ErrCutOff: MaxCutOffs replies in a row called no tool and their
 	// finish_reason is none of stop, tool_calls, function_call (or
 	// absent): length and content_filter say the endpoint cut it short,
 	// and a value this relay does not know is not taken for the model
 	// stopping either. A cut reply is recorded and asked again (it is not
 	// added to the conversation) until the cap.
-	ErrCutOff = errors.New("reply cut off before the model stopped")
+	ErrCutOff = fault.New(fault.Refused, "reply cut off before the model stopped")
 	// ErrRetriesExhausted: a transient failure (429, 408, 5xx, a reset
 	// connection, a timeout) persisted through every retry.
 	ErrRetriesExhausted = errors.New("model request failed after every retry")
@@ -254,23 +257,29 @@ func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
 	}
 	loopErr := d.loop(ctx)
 	if loopErr != nil && res.Stop == "" {
+		// The session ended on an error or a signal: the work was not
+		// done, whatever the error says of what was refused on the way (a
+		// reply the relay refuses), so it is no verdict (internal/fault:
+		// unusable). A named stop keeps its sentinel's class.
 		res.Stop = StopError
 		if ctx.Err() != nil {
 			res.Stop, loopErr = StopInterrupted, fmt.Errorf("%w: %w", ErrInterrupted, loopErr)
 		}
+		loopErr = fault.AsUnusable(loopErr)
 	}
 	// What the conversation holds that no turn line has yet (the last
 	// reply, or one the relay refused) is recorded before the room's end.
+	// A session that could not be recorded is unusable as above.
 	if ferr := d.flushTurn(); ferr != nil && loopErr == nil {
-		loopErr = ferr
+		loopErr = fault.AsUnusable(ferr)
 	}
 	// Closing the session ends the server, which writes its end line.
 	if cerr := cs.Close(); cerr != nil && loopErr == nil && !errors.Is(cerr, io.EOF) {
-		loopErr = fmt.Errorf("closing the sealed room: %w", cerr)
+		loopErr = fault.AsUnusable(fmt.Errorf("closing the sealed room: %w", cerr))
 	}
 	if o.Transcript != "" && res.Stop != "" {
 		if err := appendDrive(o.Transcript, res, o.Profile, d.messages, loopErr); err != nil && loopErr == nil {
-			loopErr = err
+			loopErr = fault.AsUnusable(err)
 		}
 	}
 	return res, loopErr

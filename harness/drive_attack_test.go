@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // driveRun is one Drive against the scripted model over files.
@@ -127,6 +128,11 @@ func TestDriveHostileReplies(t *testing.T) {
 			r := driveScripted(t, c.files, c.replies, 5)
 			if !errors.Is(r.err, c.rule) {
 				t.Fatalf("Drive: %v, want %v", r.err, c.rule)
+			}
+			// The session ended on an error: no verdict, whatever the
+			// rule (exit 2, docs/exit-codes.md).
+			if fault.ClassOf(r.err) != fault.Unusable {
+				t.Errorf("Drive: %v is %v, want %v", r.err, fault.ClassOf(r.err), fault.Unusable)
 			}
 			if len(r.fm.requests) != c.wantTurns || r.res == nil || r.res.Stop != StopError {
 				t.Fatalf("%d requests, result %+v; want %d request(s) and stop %s", len(r.fm.requests), r.res, c.wantTurns, StopError)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // TestRetryAfter: delay-seconds and an HTTP-date are read; anything else
@@ -151,6 +153,9 @@ func TestDriveBudgets(t *testing.T) {
 			r := driveWith(t, testFiles(), fm, c.set)
 			if !errors.Is(r.err, c.err) || r.res == nil || r.res.Stop != c.stop {
 				t.Fatalf("Drive: %v, %+v; want stop %s (%v)", r.err, r.res, c.stop, c.err)
+			}
+			if fault.ClassOf(r.err) != fault.Refused {
+				t.Errorf("Drive: %v is %v, want %v (a named stop: exit 1)", r.err, fault.ClassOf(r.err), fault.Refused)
 			}
 			b, _ := os.ReadFile(r.tpath)
 			doc, err := ReadTranscript(b)

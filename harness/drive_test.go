@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
 // fakeModel is a scripted chat-completions server: reply i answers
@@ -89,6 +90,10 @@ func TestDrive(t *testing.T) {
 			res, err, ws, tpath, id := r.res, r.err, r.ws, r.tpath, r.bpkg
 			if !errors.Is(err, c.wantErr) && !(err == nil && c.wantErr == nil) {
 				t.Fatalf("Drive: %v, want %v", err, c.wantErr)
+			}
+			// A named stop is a refusal (exit 1, docs/exit-codes.md).
+			if c.wantErr != nil && fault.ClassOf(err) != fault.Refused {
+				t.Errorf("Drive: %v is %v, want %v", err, fault.ClassOf(err), fault.Refused)
 			}
 			if res.Stop != c.wantStop || res.Turns != c.wantTurns || res.Usage["total_tokens"] != 12*c.wantTurns {
 				t.Errorf("result %+v, want stop %s after %d turns", res, c.wantStop, c.wantTurns)

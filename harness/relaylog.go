@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
 )
@@ -56,11 +56,13 @@ func (r *relayRecord) line(rec map[string]any) error {
 	if err != nil {
 		return fmt.Errorf("transcript %s: %w", r.path, err)
 	}
+	// A record that cannot take the line is no verdict on anyone's input:
+	// the session could not be recorded (internal/fault: unusable).
 	if st.Size() == 0 {
-		return fmt.Errorf("%w: %s: empty, no start line", ErrTranscript, r.path)
+		return fault.AsUnusable(fmt.Errorf("%w: %s: empty, no start line", ErrTranscript, r.path))
 	}
 	if !whole {
-		return fmt.Errorf("%w: %s: the last line was cut short; the %v line is not appended", ErrTranscript, r.path, rec["event"])
+		return fault.AsUnusable(fmt.Errorf("%w: %s: the last line was cut short; the %v line is not appended", ErrTranscript, r.path, rec["event"]))
 	}
 	rec["time"] = time.Now().UTC().Format(time.RFC3339Nano)
 	b, err := evidence.Canonical(rec)
@@ -154,11 +156,11 @@ func appendDrive(path string, r *DriveResult, profile string, messages []any, lo
 var (
 	// ErrNotResumable: the session completed (the model stopped), or
 	// its room is still running (it holds the transcript's lock).
-	ErrNotResumable = errors.New("transcript cannot be resumed")
+	ErrNotResumable = fault.New(fault.Refused, "transcript cannot be resumed")
 	// ErrResumeMismatch: the fresh room does not open the conversation
 	// as the recorded one did, or the workspace is not what the record
 	// says the room wrote.
-	ErrResumeMismatch = errors.New("resumed session does not match its record")
+	ErrResumeMismatch = fault.New(fault.Refused, "resumed session does not match its record")
 )
 
 // PriorSession is an interrupted session as its transcript records it.
@@ -284,7 +286,8 @@ func checkWorkspace(dir string, written []any) error {
 	seen := 0
 	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			// A workspace gone or unreadable is not the one recorded.
+			return fmt.Errorf("%w: %w", ErrResumeMismatch, err)
 		}
 		rel, _ := filepath.Rel(dir, path)
 		switch {
@@ -299,7 +302,7 @@ func checkWorkspace(dir string, written []any) error {
 		}
 		b, err := evidence.ReadRegularFile(path, int64(DefaultLimits.MaxTotalBytes))
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrResumeMismatch, err)
 		}
 		if pkgwalk.SHA256Hex(b) != h {
 			return fmt.Errorf("%w: workspace file %s is not the bytes the record says were written", ErrResumeMismatch, rel)

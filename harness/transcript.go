@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
 )
@@ -402,8 +403,9 @@ func cutNamed(l string, lines []string, i int) bool {
 	return n == float64(len(l)) && sum == pkgwalk.SHA256Hex([]byte(l))
 }
 
-// ErrTranscript is wrapped by every refusal of ReadTranscript.
-var ErrTranscript = errors.New("malformed transcript")
+// ErrTranscript is wrapped by every refusal of ReadTranscript: the record
+// was read and breaks a rule (internal/fault: refused).
+var ErrTranscript = fault.New(fault.Refused, "malformed transcript")
 
 // MaxTranscriptBytes bounds a transcript file its readers take in (`room
 // transcript`, the run report): JSON Lines, one line per tool call, each

@@ -54,8 +54,10 @@ var (
 	// ErrAlreadyClassified: a classification is immutable; a finding is
 	// classified once.
 	ErrAlreadyClassified = fault.New(fault.Refused, "finding already classified")
-	// ErrEntry: a required field of an entry is missing or malformed.
-	ErrEntry = fault.New(fault.Refused, "log entry incomplete")
+	// ErrEntry: a required field of an entry to append is missing or
+	// malformed: the arguments that make it cannot be used (an entry
+	// read back that breaks the chain is ErrLog).
+	ErrEntry = fault.New(fault.Unusable, "log entry incomplete")
 )
 
 // Log is an append-only log of immutable entries in one directory:

@@ -274,12 +274,12 @@ func NeedsRootless() bool {
 // terminal's signal reaches it through this process only. If this process dies, the
 // kernel kills the child (parent-death signal), and with it its
 // containers and its mount namespace. An error means the namespace could
-// not be made; it wraps ErrUnsupported and names the sysctl that forbids
-// it when one does.
+// not be made or the child not run; it wraps ErrRootless (ErrUnsupported:
+// no isolation here) and names the sysctl that forbids it when one does.
 func EnterRootless(args []string) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return 0, fmt.Errorf("rootless re-execution: %w", err)
+		return 0, fmt.Errorf("%w: rootless re-execution: %w", ErrRootless, err)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Args[0] = os.Args[0]
@@ -311,7 +311,7 @@ wait:
 		return ee.ExitCode(), nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rootless re-execution: %w", err)
+		return 0, fmt.Errorf("%w: rootless re-execution: %w", ErrRootless, err)
 	}
 	return 0, nil
 }

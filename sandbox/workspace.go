@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/internal/hosttree"
 	"golang.org/x/sys/unix"
@@ -44,6 +45,11 @@ func (e *PathRefusal) Is(target error) bool { return target == ErrHostPath || ta
 
 // Unwrap returns the underlying error.
 func (e *PathRefusal) Unwrap() error { return e.Err }
+
+// FaultClass is Unusable (internal/fault): a directory the sandbox will not
+// bind is an argument that cannot be used as one, as a file given where a
+// directory is needed.
+func (*PathRefusal) FaultClass() fault.Class { return fault.Unusable }
 
 // The system trees (internal/hosttree, shared with every command that
 // writes where an operator points) are refused as a workspace or package:
