@@ -42,7 +42,7 @@ func newAmberKeyGenCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := sign.GenerateKeyWithComment(out, identity); err != nil {
-				return fault.AsUnusable(err) // an existing key (sign.ErrKeyExists) is an output that exists
+				return err // an existing key (sign.ErrKeyExists) is an output that exists: unusable
 			}
 			s, err := sign.LoadSigner(out)
 			if err != nil {
@@ -94,7 +94,7 @@ committer date are then recorded in the manifest's provenance
 			o.Signer = s
 			if cutoffOutput != "" {
 				if o.CutoffRuleOutput, err = evidence.ReadRegularFile(cutoffOutput, evidence.MaxSize); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 			}
 			if len(provenance) > 0 {

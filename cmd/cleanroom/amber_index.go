@@ -9,7 +9,6 @@ import (
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"github.com/spf13/cobra"
 )
@@ -169,7 +168,7 @@ func newAmberIndexVerifyCmd() *cobra.Command {
 			if since != "" {
 				old, err := evidence.ReadRegularFile(since, evidence.MaxSize)
 				if err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 				cp, err := ix.VerifySince(old)
 				if err != nil {
@@ -216,7 +215,7 @@ func newAmberIndexProveCmd() *cobra.Command {
 			// Created exclusively and whole: a proof handed on is never
 			// silently replaced, nor left half-written.
 			if err := durable.CreateFile(filepath.Clean(out), proof, 0o644); err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			return printResult(cmd, map[string]any{"case_id": args[1], "out": out}, func(w io.Writer) { fmt.Fprintf(w, "wrote %s\n", out) })
 		},
@@ -265,7 +264,7 @@ func newAmberIndexVerifyProofCmd() *cobra.Command {
 			}
 			b, err := evidence.ReadRegularFile(args[0], evidence.MaxSize)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			p, err := amber.VerifyProof(b, vkey)
 			if err != nil {

@@ -61,7 +61,7 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 			}
 			iso := &amber.SandboxIsolation{StateDir: stateDir}
 			if err := iso.Available(); err != nil {
-				return fault.AsNoIsolation(err)
+				return err
 			}
 			o.Isolation = iso
 			o.Progress = progressLine(cmd)

@@ -185,7 +185,8 @@ func leafCommands(c *cobra.Command) []*cobra.Command {
 //     input cannot be read, exit 2; a FIFO, a regular file or a dangling
 //     link where a directory is expected, or over an output: exit 2;
 //   - garbage in a file the command reads: the bytes were read and a rule
-//     says no, exit 1.
+//     says no, exit 1; so is a file over the size its reader takes (a
+//     sparse 1 GiB file: refused by its size, never read).
 //
 // The code is checked where the bad input is what stopped the command (its
 // message names the path); a run stopped first by another argument says
@@ -294,6 +295,14 @@ func TestEveryCommandBadInputs(t *testing.T) {
 		{"directory", func() string { _, p, _, _ := makeInputs(); return p }, map[string]int{slotFile: 2, slotOut: 2}},
 		{"dangling link", func() string { _, _, p, _ := makeInputs(); return p }, map[string]int{slotFile: 2, slotDir: 2, slotOut: 2}},
 		{"garbage", func() string { _, _, _, p := makeInputs(); return p }, map[string]int{slotFile: 1, slotDir: 2, slotOut: 2}},
+		// Over every cap a file argument has (the largest, a transcript's,
+		// is 256 MiB): its reader refuses it by its size, before reading
+		// it, as it refuses garbage. Sparse: it costs no disk, and a
+		// reader that read it would show in the suite's time.
+		{"too large", func() string {
+			p, _, _, _ := makeInputs()
+			return sparseFile(t, filepath.Join(filepath.Dir(p), "too-large"), 1<<30)
+		}, map[string]int{slotFile: 1}},
 	}
 	leaves := leafCommands(newRootCmd())
 	if len(leaves) < 60 {
@@ -369,6 +378,23 @@ func TestEveryCommandBadInputs(t *testing.T) {
 	}
 }
 
+// sparseFile makes a file of size bytes at p that holds no data: larger
+// than any cap at no cost in disk.
+func sparseFile(t *testing.T, p string, size int64) string {
+	t.Helper()
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func (s slot) String() string {
 	if s.flag != "" {
 		return "--" + s.flag
@@ -431,6 +457,81 @@ func TestNeighbouringFaultsOneCode(t *testing.T) {
 			code, _, stderr := runCLI(t, c.args...)
 			if code != 2 || !strings.Contains(stderr, c.want) {
 				t.Errorf("exit %d, want 2 naming %s:\n%s", code, c.want, stderr)
+			}
+		})
+	}
+}
+
+// TestFaultsClassedWhereMade: faults a command used to re-class by hand
+// exit with the code every other command gives the same fault, now that the
+// class is decided where the error is made (docs/exit-codes.md). Each case
+// was a wrong code: a missing --resume transcript was "refused" (1), a
+// bundle --out under a missing directory too, a package schema of garbage
+// was unusable (2) for score, check and interop and refused (1) for
+// fixture, a FIFO as the world's declaration was refused (1) for the
+// findings register only.
+func TestFaultsClassedWhereMade(t *testing.T) {
+	t.Parallel()
+	w := runWorld(t)
+	dir := t.TempDir()
+	pkg := filepath.Join(w, "docs", "spec", "proof-wire")
+	holdoutDir := filepath.Join(w, "governance", "holdout")
+	garbage := filepath.Join(dir, "garbage.jsonl")
+	if err := os.WriteFile(garbage, []byte("\x00\x01garbage{[\xff\xfe\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	absent := filepath.Join(dir, "absent.jsonl")
+	drive := func(resume string) []string {
+		return []string{"room", "drive", "--resume", resume, "--package", pkg, "--expect", "bpkg-" + strings.Repeat("0", 64),
+			"--model", "m", "--endpoint", "http://127.0.0.1:9/v1", "--api-key-env", "CLEANROOM_TEST_UNSET_KEY"}
+	}
+	// A package whose recipe schema is garbage.
+	badPkg := filepath.Join(dir, "badpkg")
+	if err := os.CopyFS(badPkg, os.DirFS(pkg)); err != nil {
+		t.Fatal(err)
+	}
+	badSchema := filepath.Join(badPkg, "experiment", "holdout-recipe-v1.schema.json")
+	if err := os.WriteFile(badSchema, []byte("\x00garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	obs := filepath.Join(dir, "obs.json")
+	if err := os.WriteFile(obs, []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A world whose declaration (experiment/world.json, optional) is a FIFO.
+	fifoWorld := filepath.Join(dir, "fifo-world")
+	if err := os.CopyFS(fifoWorld, os.DirFS(w)); err != nil {
+		t.Fatal(err)
+	}
+	decl := filepath.Join(fifoWorld, "docs", "spec", "proof-wire", "experiment", "world.json")
+	if err := unix.Mkfifo(decl, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		code  int
+		names string // what the message must name
+	}{
+		{"room drive --resume of a missing transcript", drive(absent), 2, absent},
+		{"room drive --resume of garbage", drive(garbage), 1, garbage},
+		{"sandbox bundle --out under a missing directory", []string{"sandbox", "bundle", "--out", filepath.Join(dir, "absent", "bundle"), "--", "/bin/true"}, 2, "absent"},
+		{"holdout fixture, schema of garbage", []string{"holdout", "fixture", filepath.Join(badPkg, "experiment")}, 1, badSchema},
+		{"holdout score, schema of garbage", []string{"holdout", "score", "--package", badPkg, "--challenges", holdoutDir, "--observations", obs}, 1, badSchema},
+		{"holdout check, schema of garbage", []string{"holdout", "check", holdoutDir, "--package", badPkg}, 1, badSchema},
+		{"holdout interop, schema of garbage", []string{"holdout", "interop", "--package", badPkg, obs, obs}, 1, badSchema},
+		{"run finding list, declaration a FIFO", []string{"run", "finding", "list", "--world", fifoWorld}, 2, "world.json"},
+		{"run finding classify, declaration a FIFO", []string{"run", "finding", "classify", "--world", fifoWorld, "find-0", "--class", "SPEC_GAP", "--ruling", "x"}, 2, "world.json"},
+		{"run question add, declaration a FIFO", []string{"run", "question", "add", "--world", fifoWorld, "--revision", "1", "--question", "q", "--why", "w", "--ruling", "r", "--class", "SPEC_GAP"}, 2, "world.json"},
+		// Unchanged codes, now classed where made: an entry the arguments
+		// leave incomplete is unusable (holdout's entry rule).
+		{"run finding classify, no ruling", []string{"run", "finding", "classify", "--world", w, "find-0", "--class", "SPEC_GAP", "--ruling", " "}, 2, "needs a ruling"},
+		{"run question add, no question", []string{"run", "question", "add", "--world", w, "--revision", "1", "--why", "w", "--ruling", "r", "--class", "SPEC_GAP"}, 2, "required"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, c.args...)
+			if code != c.code || !strings.Contains(stderr, c.names) {
+				t.Errorf("exit %d, want %d naming %s:\n%s", code, c.code, c.names, stderr)
 			}
 		})
 	}

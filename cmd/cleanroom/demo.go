@@ -72,7 +72,7 @@ artifacts stay in the output directory (a fresh temporary directory unless
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out, err := demoOutDir(outDir)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			env := &demoEnv{out: out, ids: map[string]string{}}
 			w := cmd.OutOrStdout()

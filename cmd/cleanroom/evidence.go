@@ -158,7 +158,7 @@ its SHA-256 instead. A refused file exits 1 naming the rule and location.`,
 			}
 			out, err := evidence.Canonical(v)
 			if err != nil {
-				return fault.AsRefused(fmt.Errorf("%s: %w", args[0], err))
+				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			if jsonOutput(cmd) {
 				return printResult(cmd, map[string]any{"file": args[0], "canonical": string(out), "sha256": pkgwalk.SHA256Hex(out)}, nil)
@@ -187,10 +187,7 @@ It exits 1 if any vector disagrees.`,
 			if err != nil {
 				return err
 			}
-			if testErr != nil {
-				return fault.AsRefused(testErr)
-			}
-			return nil
+			return testErr
 		},
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +31,7 @@ func readRuns(path string) ([]fleet.Run, []byte, error) {
 	}
 	runs, err := fleet.ParseRuns(b, path)
 	if err != nil {
-		return nil, nil, fault.AsRefused(err)
+		return nil, nil, err
 	}
 	return runs, b, nil
 }
@@ -63,7 +62,7 @@ cleanroom fleet bind, and collect with --runs DIR/runs.json.`,
 			}
 			plan, err := fleet.WritePlan(runs, raw, out)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			return printResult(cmd, plan, func(w io.Writer) {
 				fmt.Fprintf(w, "plan sha256 %s\n", plan.PlanSHA256)
@@ -102,11 +101,8 @@ record (rule "plan entry"). An existing entry is never replaced.`,
 				return fault.AsUnusable(fmt.Errorf("bind needs --results, --kind, --run, --run-sha256 and --plan-sha256 (or the plan's Job environment)"))
 			}
 			e, err := fleet.Bind(dir, kind, run, runSHA, planSHA)
-			if errors.Is(err, fleet.ErrPlanEntry) || errors.Is(err, fleet.ErrName) {
-				return fault.AsRefused(err)
-			}
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			return printResult(cmd, e, func(w io.Writer) {
 				fmt.Fprintf(w, "bound %s to run %s (run_sha256 %s, plan %s, record %s)\n",
@@ -160,7 +156,7 @@ refused before anything is written (exit 2).`,
 			}
 			rep, err := fleet.Collect(cmd.Context(), runs, from, into, opt)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			if err := printResult(cmd, rep, func(w io.Writer) { printCollect(w, rep) }); err != nil {
 				return err

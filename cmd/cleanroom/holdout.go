@@ -82,7 +82,7 @@ failure document {error, exit_code, refused: "…"}.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := holdout.LoadPackageSchemas(pkg)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			chs, err := loadChallenges(challenges)
 			if err != nil {
@@ -106,7 +106,7 @@ failure document {error, exit_code, refused: "…"}.`,
 					}
 					return refusedJSON(err)
 				}
-				return fault.AsUnusable(err)
+				return err
 			}
 			if err := printResult(cmd, rep.JSON(), func(w io.Writer) { printScore(w, rep) }); err != nil {
 				return err
@@ -171,7 +171,7 @@ too, "self-test fixture malformed", naming the file and the member.`,
 				return err
 			}
 			if !r.OK() {
-				return fault.AsRefused(fmt.Errorf("%w: %d problems", holdout.ErrSelfTest, len(r.Problems)))
+				return fmt.Errorf("%w: %d problems", holdout.ErrSelfTest, len(r.Problems))
 			}
 			return nil
 		},
@@ -268,7 +268,7 @@ documents naming different releases are refused.`,
 			if pkg != "" {
 				var err error
 				if s, err = holdout.LoadPackageSchemas(pkg); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 			}
 			docs := make([]holdout.Document, 0, len(args))
@@ -336,7 +336,7 @@ the committed set.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := holdout.LoadPackageSchemas(pkg)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			// A directory that is not there is unusable input, not a
 			// holdout set refused.
@@ -362,7 +362,7 @@ the committed set.`,
 					return err
 				}
 				if probs := holdout.ValidateChallenges(s, h.Challenges); len(probs) > 0 {
-					return fault.AsRefused(&holdout.RefusedError{Problems: probs})
+					return &holdout.RefusedError{Problems: probs}
 				}
 			}
 			preds := 0

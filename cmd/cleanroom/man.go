@@ -58,7 +58,7 @@ stamped into the binary, or today.`,
 			// (CLEANROOM-RUN-PIN), so man's header names the page read.
 			hdr := &doc.GenManHeader{Section: "1", Date: &date, Source: "cleanroom " + readBuildVersion().Version, Manual: "cleanroom manual"}
 			if err := doc.GenManTree(root, hdr, dir); err != nil {
-				return fault.AsUnusable(fmt.Errorf("writing man pages into %s: %w", dir, err))
+				return fmt.Errorf("writing man pages into %s: %w", dir, err)
 			}
 			pages, _ := filepath.Glob(filepath.Join(dir, "*.1"))
 			return printResult(cmd, map[string]any{"dir": dir, "pages": len(pages)}, func(w io.Writer) {

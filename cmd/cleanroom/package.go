@@ -49,7 +49,7 @@ func packageWalk(dir, holdoutDir string) (*pkgwalk.Tree, error) {
 func measurePackage(cmd *cobra.Command, dir, holdoutDir, rootLabel string) (*pkgwalk.Tree, *pkgwalk.Manifest, string, error) {
 	tree, err := packageWalk(dir, holdoutDir)
 	if err != nil {
-		return nil, nil, "", fault.AsUnusable(err)
+		return nil, nil, "", err
 	}
 	m, err := pkgwalk.NewManifest(tree, rootLabel)
 	if err != nil {
@@ -57,7 +57,7 @@ func measurePackage(cmd *cobra.Command, dir, holdoutDir, rootLabel string) (*pkg
 	}
 	id, err := m.ID()
 	if err != nil {
-		return nil, nil, "", fault.AsUnusable(err)
+		return nil, nil, "", err
 	}
 	return tree, m, id, nil
 }
@@ -185,7 +185,7 @@ device and inode, so no spelling of the path can place it inside). With
 			if out != "" {
 				// Refuse before the walk, so a bad --out costs nothing.
 				if inside, err := pkgwalk.IsInside(dir, out); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				} else if inside {
 					return packageFailure(cmd, dir, &pkgwalk.RefusalError{Path: out, Rule: pkgwalk.ErrOutputInside, Detail: "inside " + dir})
 				}
@@ -202,7 +202,7 @@ device and inode, so no spelling of the path can place it inside). With
 			if out == "" && !jsonOutput(cmd) {
 				rec, err := m.MarshalRecord(note)
 				if err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 				_, err = cmd.OutOrStdout().Write(rec)
 				return err
@@ -347,14 +347,11 @@ equal the pinned bpkg. Every difference is listed, exit 1.`,
 			var err error
 			if manifestPath != "" {
 				if m, err = pkgwalk.ReadManifestFile(manifestPath); err != nil {
-					if errors.Is(err, os.ErrNotExist) {
-						return fault.AsUnusable(err)
-					}
 					return packageFailure(cmd, manifestPath, err)
 				}
 			} else {
 				if tree, err = packageWalk(dir, ""); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 				if m, err = pkgwalk.NewManifest(tree, rootLabel); err != nil {
 					return packageFailure(cmd, dir, err)
@@ -362,7 +359,7 @@ equal the pinned bpkg. Every difference is listed, exit 1.`,
 			}
 			id, err := m.ID()
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			if expect != "" && id != expect {
 				return packageFailure(cmd, dir, &pkgwalk.RefusalError{Path: ".", Rule: pkgwalk.ErrNotPinned, Detail: fmt.Sprintf("%s, pinned %s", id, expect)})

@@ -153,7 +153,7 @@ does not or the record broke a rule, 2 unusable arguments.`,
 			}
 			id, err := r.ID()
 			if err != nil {
-				return fault.AsRefused(err)
+				return err
 			}
 			res := idResult{File: args[0], ID: id, Recorded: r.SpecReleaseID, Match: id == r.SpecReleaseID, ReleaseType: r.ReleaseType}
 			if b, err := r.Bytes(); err == nil {
@@ -162,7 +162,7 @@ does not or the record broke a rule, 2 unusable arguments.`,
 			if showPreimage {
 				pre, err := r.Preimage()
 				if err != nil {
-					return fault.AsRefused(err)
+					return err
 				}
 				res.Preimage = string(pre)
 			}
@@ -288,10 +288,10 @@ arguments.`,
 			}
 			res := diffResult{A: args[0], B: args[1], Changes: experiment.DiffReleases(a, b), Substantive: []string{}}
 			if res.SrelA, err = a.ID(); err != nil {
-				return fault.AsRefused(err)
+				return err
 			}
 			if res.SrelB, err = b.ID(); err != nil {
-				return fault.AsRefused(err)
+				return err
 			}
 			res.SrelMoved = res.SrelA != res.SrelB
 			if res.Changes == nil {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -58,8 +57,9 @@ file that exists.`,
 			file   string
 			render func(io.Writer) error
 		}{{htmlFile, rep.HTML}, {mdFile, rep.Markdown}}
+		// An output that exists is unusable (fs.ErrExist, internal/fault).
 		exists := func(err error) error {
-			return fault.AsUnusable(fmt.Errorf("%w (give --replace to overwrite it)", err))
+			return fmt.Errorf("%w (give --replace to overwrite it)", err)
 		}
 		if !replace {
 			// Both files or neither: an existing second output is refused
@@ -86,7 +86,7 @@ file that exists.`,
 				if errors.Is(err, fs.ErrExist) {
 					return exists(err)
 				}
-				return fault.AsUnusable(err)
+				return err
 			}
 			written = append(written, out.file)
 		}

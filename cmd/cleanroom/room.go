@@ -90,7 +90,7 @@ func (f *roomFlags) source(ctx context.Context) (harness.ServeOptions, error) {
 		// a world without a pinned run is refused (1).
 		w, err := experiment.OpenWorld(f.world)
 		if err != nil {
-			return o, fault.AsUnusable(err)
+			return o, err
 		}
 		pin, err := worldPin(ctx, w)
 		if err != nil {
@@ -175,7 +175,7 @@ anything else (a --world that does not exist, unusable arguments).`,
 					return err
 				}
 				if session, err = newRoomSession(sessions); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 				o.Workspace, o.Transcript = session.workspace(), session.transcript()
 				fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: room serve: session %s\n", session.dir)
@@ -283,10 +283,10 @@ on an error or was interrupted, or the room did not start.`,
 					return err
 				}
 				if prior, err = harness.ReadResumable(path); err != nil {
-					return fault.AsRefused(err)
+					return err
 				}
 				if prior.BlindPackageID != o.Expect {
-					return fault.AsRefused(fmt.Errorf("%w: the transcript records %s, the pin is %s", harness.ErrResumeMismatch, prior.BlindPackageID, o.Expect))
+					return fmt.Errorf("%w: the transcript records %s, the pin is %s", harness.ErrResumeMismatch, prior.BlindPackageID, o.Expect)
 				}
 				o.Workspace, o.Transcript, o.Resume = prior.Workspace, path, true
 			} else if o, err = f.options(cmd.Context()); err != nil {
@@ -332,18 +332,9 @@ on an error or was interrupted, or the room did not start.`,
 					return perr
 				}
 			}
-			for _, named := range []error{harness.ErrMaxTurns, harness.ErrCutOff, harness.ErrTokenBudget, harness.ErrWallTime, harness.ErrToolErrors} {
-				if errors.Is(err, named) {
-					return fault.AsRefused(err)
-				}
-			}
-			if errors.Is(err, harness.ErrNotResumable) || errors.Is(err, harness.ErrResumeMismatch) {
-				return fault.AsRefused(err)
-			}
-			if err != nil {
-				return fault.AsUnusable(err)
-			}
-			return nil
+			// Classed by Drive: a named budget stop or a refused resumption
+			// is refused (1), a session that ended on an error unusable (2).
+			return err
 		},
 	}
 	f.register(c)
@@ -399,11 +390,11 @@ output is a summary; --json prints the whole document.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := evidence.ReadRegularFile(args[0], harness.MaxTranscriptBytes)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			doc, err := harness.ReadTranscript(b)
 			if err != nil {
-				return fault.AsRefused(fmt.Errorf("%s: %w", args[0], err))
+				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			return printResult(cmd, doc, func(w io.Writer) {
 				// Shown escaped: the transcript holds what the model (or the

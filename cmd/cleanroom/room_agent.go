@@ -111,10 +111,10 @@ non-zero or was killed (timeout, memory), or the room refused the package;
 				}
 			}
 			if o.Relay, err = os.Executable(); err != nil {
-				return fault.AsUnusable(fmt.Errorf("the relay binary: %w", err))
+				return fmt.Errorf("the relay binary: %w", err)
 			}
 			if o.Relay, err = filepath.EvalSymlinks(o.Relay); err != nil {
-				return fault.AsUnusable(fmt.Errorf("the relay binary: %w", err))
+				return fmt.Errorf("the relay binary: %w", err)
 			}
 			if o.Room.Stage, err = harness.OpenStage(); err == nil {
 				defer o.Room.Stage.Close()
@@ -122,7 +122,7 @@ non-zero or was killed (timeout, memory), or the room refused the package;
 				o.Room.StageArgs = roomstage.Args
 			}
 			if _, err := sandbox.CheckKernel(); err != nil {
-				return fault.AsNoIsolation(err)
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, unix.SIGTERM)
 			defer stop()
@@ -173,10 +173,7 @@ to stdout. Outside such a sandbox there is no room to reach.`,
 			// The process's own stdin and stdout, not cobra's writers
 			// (stdout is wrapped to count bytes): only descriptors can be
 			// handed to the room.
-			if err := agentroom.Relay(os.Stdin, os.Stdout); err != nil {
-				return fault.AsUnusable(err)
-			}
-			return nil
+			return agentroom.Relay(os.Stdin, os.Stdout)
 		},
 	}
 }

@@ -59,15 +59,11 @@ problem is named), 2 unusable arguments.`,
 func openWorld(cmd *cobra.Command) (*experiment.World, error) {
 	dir, _ := cmd.Flags().GetString("world")
 	if cmd.Flags().Changed("world") {
-		w, err := experiment.OpenWorld(dir)
-		if err != nil {
-			return nil, fault.AsUnusable(err)
-		}
-		return w, nil
+		return experiment.OpenWorld(dir)
 	}
 	w, err := experiment.FindWorld(".")
 	if err != nil {
-		return nil, fault.AsUnusable(fmt.Errorf("%w (run it inside a world, or pass --world DIR)", err))
+		return nil, fmt.Errorf("%w (run it inside a world, or pass --world DIR)", err)
 	}
 	if here, herr := experiment.OpenWorld("."); herr == nil && here.Root != w.Root {
 		fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom: world %s (the nearest directory above the current one holding %s/, %s or %s/%s; --world selects another)\n",
@@ -573,10 +569,6 @@ func selectRun(cmd *cobra.Command, opt experiment.VerifyOptions) (*experiment.Wo
 	}
 	sel, err := w.SelectRun(id)
 	if err != nil {
-		// A --run that names no run (or several) is an unusable argument.
-		if errors.Is(err, experiment.ErrRunUnknown) || errors.Is(err, experiment.ErrRunAmbiguous) {
-			return nil, opt, nil, fault.AsUnusable(err)
-		}
 		return nil, opt, nil, err
 	}
 	return w, sel.VerifyOptions(opt), sel, nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -32,7 +31,7 @@ func runnerFlags(c *cobra.Command) func() (adapter.RunOptions, error) {
 			return o, nil
 		}
 		if _, err := sandbox.CheckKernel(); err != nil {
-			return o, fault.AsNoIsolation(fmt.Errorf("the adapters run in the candidate sandbox: %w (--no-sandbox runs them unisolated, recorded as such)", err))
+			return o, fmt.Errorf("the adapters run in the candidate sandbox: %w (--no-sandbox runs them unisolated, recorded as such)", err)
 		}
 		o.Runner = adapter.SandboxRunner{}
 		return o, nil
@@ -317,11 +316,11 @@ under a state on its history.`,
 			}
 			reg, err := w.FindingsRegister()
 			if err != nil {
-				return fault.AsRefused(err)
+				return err
 			}
 			all, err := reg.Findings()
 			if err != nil {
-				return fault.AsRefused(err)
+				return err
 			}
 			fs := all
 			if sel != nil && sel.Summary != nil {
@@ -378,16 +377,14 @@ func newRunFindingClassifyCmd() *cobra.Command {
 			}
 			reg, err := w.FindingsRegister()
 			if err != nil {
-				return fault.AsRefused(err)
+				return err
 			}
+			// The id, the class and the ruling are all arguments: naming no
+			// finding is as unusable as naming no class (holdout.ErrClass,
+			// ErrEntry, ErrUnknownFinding).
 			f, err := reg.Classify(args[0], class, ruling)
 			if err != nil {
-				// The id, the class and the ruling are all arguments: naming
-				// no finding is as unusable as naming no class.
-				if errors.Is(err, holdout.ErrClass) || errors.Is(err, holdout.ErrEntry) || errors.Is(err, holdout.ErrUnknownFinding) {
-					return fault.AsUnusable(err)
-				}
-				return fault.AsRefused(err)
+				return err
 			}
 			return printResult(cmd, findingJSON(f), func(o io.Writer) {
 				fmt.Fprintf(o, "%s  %s → %s (%s)\n", f.ID, f.Path, f.Class, f.ClassifiedIn)
@@ -447,14 +444,11 @@ func newRunQuestionAddCmd() *cobra.Command {
 				q.SupersedingRevision = &sup
 			}
 			if q.Classes, err = w.FindingClasses(); err != nil {
-				return fault.AsRefused(err)
+				return err
 			}
 			e, err := holdout.AskQuestion(w.StateDir(), q)
 			if err != nil {
-				if errors.Is(err, holdout.ErrClass) || errors.Is(err, holdout.ErrEntry) {
-					return fault.AsUnusable(err)
-				}
-				return fault.AsRefused(err)
+				return err
 			}
 			return printResult(cmd, e.Value, func(o io.Writer) { fmt.Fprintf(o, "recorded %s (sha256 %s)\n", e.File, e.SHA256) })
 		},
@@ -482,7 +476,7 @@ func newRunQuestionListCmd() *cobra.Command {
 			}
 			es, err := holdout.Questions(w.StateDir())
 			if err != nil {
-				return fault.AsRefused(err)
+				return err
 			}
 			arr := []any{}
 			for _, e := range es {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -54,10 +53,7 @@ It exits 3 and names every missing piece when it cannot.`,
 			if perr := printResult(cmd, rep, func(w io.Writer) { printKernelReport(w, rep) }); perr != nil {
 				return perr
 			}
-			if err != nil {
-				return fault.AsNoIsolation(err)
-			}
-			return nil
+			return err
 		},
 	}
 }
@@ -241,18 +237,18 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			// and the state root.
 			if f.workspace != "" {
 				if err := sandbox.CheckNewWorkspace(f.workspace, f.stateRoot); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 			}
 			if f.pkgID != "" {
 				// The emit's source is read on the host: the same rules as a
 				// plain --package bind.
 				if _, err := sandbox.CheckHostDir("package", f.pkg, f.stateRoot); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 			}
 			if _, err := sandbox.CheckKernel(); err != nil {
-				return fault.AsNoIsolation(err)
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, unix.SIGTERM)
 			defer stop()
@@ -308,7 +304,7 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 func runRootless(cmd *cobra.Command) error {
 	code, err := sandbox.EnterRootless(os.Args[1:])
 	if err != nil {
-		return fault.AsNoIsolation(err)
+		return err
 	}
 	if code != 0 {
 		return fault.Status(code)
@@ -461,13 +457,11 @@ binary and to the host paths by absolute path.`,
 			if err != nil {
 				return err
 			}
+			// Classed where made: a configuration a bundle cannot express and
+			// an existing --out are unusable (2), as is a --out that cannot be
+			// made; nothing here is a verdict on an input.
 			if _, err := sandbox.WriteBundle(cfg, dir, exe); err != nil {
-				// An existing --out is unusable, as every command's existing
-				// output is (2).
-				if errors.Is(err, sandbox.ErrConfig) || errors.Is(err, fs.ErrExist) {
-					return fault.AsUnusable(err)
-				}
-				return fault.AsRefused(err)
+				return err
 			}
 			return printResult(cmd, map[string]any{"bundle": dir, "config": filepath.Join(dir, "config.json")}, func(w io.Writer) {
 				fmt.Fprintf(w, "bundle written: %s (run with: runc run --bundle %s ID)\n", dir, dir)

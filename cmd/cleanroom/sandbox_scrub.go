@@ -29,11 +29,11 @@ same path rules as --workspace (no system tree, not the state root).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := sandbox.ScrubWorkspace(args[0], stateRoot)
 			if rep == nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			if record != "" {
 				if werr := sandbox.WriteScrubRecord(record, rep); werr != nil {
-					return fault.AsUnusable(werr)
+					return werr
 				}
 			}
 			if perr := printResult(cmd, rep, func(w io.Writer) {

@@ -71,7 +71,7 @@ func inputDir(what, dir string) error {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return fault.AsUnusable(fmt.Errorf("%s: %w", what, err))
+		return fmt.Errorf("%s: %w", what, err) // unreadable: unusable (internal/fault)
 	}
 	if !fi.IsDir() {
 		return fault.AsUnusable(fmt.Errorf("%s: not a directory", what))

@@ -5,7 +5,6 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/worldinit"
 	"github.com/spf13/cobra"
 )
@@ -61,8 +60,9 @@ root label, pinned in the run's bpkg id.`,
 			res, err := worldinit.Init(args[0], worldinit.Options{RootLabel: label})
 			if err != nil {
 				// An occupied target or an unsupported label: the
-				// arguments cannot do the work (nothing was written).
-				return fault.AsUnusable(err)
+				// arguments cannot do the work (nothing was written):
+				// no rule refuses them, so they are unusable (2).
+				return err
 			}
 			return printResult(cmd, res, func(w io.Writer) {
 				fmt.Fprintf(w, "world   %s\npackage %s\nfiles   %d\n", res.Dir, filepath.Join(res.Dir, filepath.FromSlash(res.Package)), len(res.Files))
