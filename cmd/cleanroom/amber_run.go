@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"strings"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
@@ -49,15 +48,15 @@ amber-run-record@cleanroom). Needs root and the sandbox.`,
 			if o.IndexVKey, err = readTrustedVKey(indexPub); err != nil {
 				return err
 			}
-			if o.Sealed, err = netip.ParseAddrPort(sealed); err != nil {
-				return fault.AsUnusable(fmt.Errorf("--sealed: %w", err))
+			s, err := addrPortFlag("--sealed", sealed)
+			if err != nil {
+				return err
 			}
+			o.Sealed = *s
 			if control != "" {
-				ap, err := netip.ParseAddrPort(control)
-				if err != nil {
-					return fault.AsUnusable(fmt.Errorf("--control: %w", err))
+				if o.Control, err = addrPortFlag("--control", control); err != nil {
+					return err
 				}
-				o.Control = &ap
 			}
 			iso := &amber.SandboxIsolation{StateDir: stateDir}
 			if err := iso.Available(); err != nil {

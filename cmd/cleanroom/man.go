@@ -21,7 +21,7 @@ func manDate() (time.Time, error) {
 	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH %q is not a number of seconds: %w", s, err)
+			return time.Time{}, fault.AsUnusable(fmt.Errorf("SOURCE_DATE_EPOCH %q is not a number of seconds: %w", s, err))
 		}
 		return time.Unix(n, 0).UTC(), nil
 	}
@@ -47,7 +47,7 @@ stamped into the binary, or today.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			date, err := manDate()
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err

@@ -282,8 +282,8 @@ source, never inside either.`,
 			if from == "" || into == "" || expect == "" {
 				return fault.AsUnusable(errors.New("emit needs --from, --into and --expect"))
 			}
-			if err := pkgwalk.CheckID(expect); err != nil {
-				return fault.AsUnusable(err)
+			if err := expectFlag(expect); err != nil {
+				return err
 			}
 			p := newWalkProgress("hashing the copy in " + into)
 			m, err := pkgwalk.EmitInto(cmd.Context(), from, into, expect, pkgwalk.EmitIntoOptions{
@@ -338,8 +338,8 @@ equal the pinned bpkg. Every difference is listed, exit 1.`,
 				return fault.AsUnusable(errors.New("verify needs --expect bpkg-… or --manifest FILE"))
 			}
 			if expect != "" {
-				if err := pkgwalk.CheckID(expect); err != nil {
-					return fault.AsUnusable(err)
+				if err := expectFlag(expect); err != nil {
+					return err
 				}
 			}
 			var m *pkgwalk.Manifest

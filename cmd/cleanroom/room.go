@@ -20,7 +20,6 @@ import (
 	"github.com/cleanroom-dev/cleanroom/harness/roomstage"
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/internal/textsafe"
-	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
 
@@ -105,8 +104,8 @@ func (f *roomFlags) source(ctx context.Context) (harness.ServeOptions, error) {
 	case f.pkg != "" && f.expect != "":
 		// Arguments that cannot be used (2), checked before a room starts:
 		// a pin that is not an id, a package that is not a directory.
-		if err := pkgwalk.CheckID(f.expect); err != nil {
-			return o, fault.AsUnusable(err)
+		if err := expectFlag(f.expect); err != nil {
+			return o, err
 		}
 		if err := inputDir("--package "+f.pkg, f.pkg); err != nil {
 			return o, err
@@ -298,7 +297,7 @@ on an error or was interrupted, or the room did not start.`,
 			}
 			extra, err := requestFields(fields)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			serveArgs := []string{"room", "serve", "--package", o.PackageDir, "--expect", o.Expect, "--workspace", o.Workspace}
 			if o.Transcript != "" {
@@ -362,13 +361,14 @@ on an error or was interrupted, or the room did not start.`,
 	return c
 }
 
-// requestFields reads --request-field NAME=JSON values.
+// requestFields reads --request-field NAME=JSON values; another value is an
+// unusable argument (2).
 func requestFields(fields []string) (map[string]json.RawMessage, error) {
 	out := map[string]json.RawMessage{}
 	for _, f := range fields {
 		name, value, ok := strings.Cut(f, "=")
 		if !ok || name == "" || !json.Valid([]byte(value)) {
-			return nil, fmt.Errorf("--request-field %q: want NAME=JSON (a JSON value: a string is quoted)", f)
+			return nil, fault.AsUnusable(fmt.Errorf("--request-field %q: want NAME=JSON (a JSON value: a string is quoted)", f))
 		}
 		out[name] = json.RawMessage(value)
 	}

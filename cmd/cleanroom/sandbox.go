@@ -116,11 +116,13 @@ func (f *sandboxFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.control, "control", "", "positive control IP:PORT that must be reachable (required with --sealed for an allowlisted run)")
 }
 
+// config reads the flags into a sandbox configuration; a value a flag
+// cannot take is an unusable argument (2), whatever rule it breaks.
 func (f *sandboxFlags) config(args []string) (sandbox.Config, error) {
 	cfg := sandbox.Config{Args: args, Workspace: f.workspace, Package: f.pkg, Pids: f.pids, CPUs: f.cpus, Timeout: f.timeout}
 	if f.pkgID != "" {
 		if f.pkg == "" {
-			return cfg, fmt.Errorf("--package-id needs --package")
+			return cfg, fault.AsUnusable(errors.New("--package-id needs --package"))
 		}
 		src, id := f.pkg, f.pkgID
 		cfg.Package = ""
@@ -132,7 +134,7 @@ func (f *sandboxFlags) config(args []string) (sandbox.Config, error) {
 	}
 	mem, err := units.RAMInBytes(f.memory)
 	if err != nil {
-		return cfg, fmt.Errorf("--memory %q: %w", f.memory, err)
+		return cfg, fault.AsUnusable(fmt.Errorf("--memory %q: %w", f.memory, err))
 	}
 	cfg.Memory = mem
 	if cfg.Allow, err = parseNetMode(f.netMode); err != nil {
@@ -151,35 +153,37 @@ func (f *sandboxFlags) config(args []string) (sandbox.Config, error) {
 	return cfg, nil
 }
 
-// addrPortFlag parses the IP:PORT value of flag (--sealed, --control).
+// addrPortFlag parses the IP:PORT value of flag (--sealed, --control);
+// another value is an unusable argument (2).
 func addrPortFlag(flag, v string) (*netip.AddrPort, error) {
 	ap, err := netip.ParseAddrPort(v)
 	if err != nil {
-		return nil, fmt.Errorf("%s %q: want IP:PORT: %w", flag, v, err)
+		return nil, fault.AsUnusable(fmt.Errorf("%s %q: want IP:PORT: %w", flag, v, err))
 	}
 	return &ap, nil
 }
 
-// parseNetMode parses --net: "none" or "allow:IP:PORT,…".
+// parseNetMode parses --net: "none" or "allow:IP:PORT,…". A value --net
+// cannot take is an unusable argument (2), whatever rule it breaks.
 func parseNetMode(s string) ([]sandbox.Endpoint, error) {
 	if s == "none" {
 		return nil, nil
 	}
 	list, ok := strings.CutPrefix(s, "allow:")
 	if !ok || list == "" {
-		return nil, fmt.Errorf("--net %q: want none or allow:IP:PORT[,IP:PORT…]", s)
+		return nil, fault.AsUnusable(fmt.Errorf("--net %q: want none or allow:IP:PORT[,IP:PORT…]", s))
 	}
 	var out []sandbox.Endpoint
 	for _, item := range strings.Split(list, ",") {
 		e, err := sandbox.ParseEndpoint(item)
 		if err != nil {
-			return nil, fmt.Errorf("--net: %w", err)
+			return nil, fault.AsUnusable(fmt.Errorf("--net: %w", err))
 		}
 		out = append(out, e)
 	}
 	// Refused before anything runs, each by its rule.
 	if err := sandbox.CheckAllowlist(out); err != nil {
-		return nil, fmt.Errorf("--net: %w", err)
+		return nil, fault.AsUnusable(fmt.Errorf("--net: %w", err))
 	}
 	return out, nil
 }
@@ -229,7 +233,7 @@ The exit status is CMD's own; 124 when the timeout killed the container,
 			}
 			cfg, err := f.config(args)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			cfg.StateDir = f.stateRoot
 			// The candidate gets write access to --workspace: only an empty
@@ -377,16 +381,16 @@ the check fails.`,
 			}
 			allow, err := parseNetMode(netMode)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			s, err := addrPortFlag("--sealed", sealed)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			var ctl *netip.AddrPort
 			if control != "" {
 				if ctl, err = addrPortFlag("--control", control); err != nil {
-					return fault.AsUnusable(err)
+					return err
 				}
 			}
 			rep, err := sandbox.ProbeVantage(cmd.Context(), allow, *s, ctl)
@@ -447,7 +451,7 @@ binary and to the host paths by absolute path.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := f.config(args)
 			if err != nil {
-				return fault.AsUnusable(err)
+				return err
 			}
 			exe, err := os.Executable()
 			if err != nil {

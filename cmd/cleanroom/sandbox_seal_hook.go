@@ -1,10 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"net/netip"
-
-	"github.com/cleanroom-dev/cleanroom/internal/fault"
 	"github.com/cleanroom-dev/cleanroom/sandbox"
 	"github.com/spf13/cobra"
 )
@@ -20,16 +16,15 @@ func newSandboxSealHookCmd() *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := sandbox.ProbeConfig{}
-			var err error
-			if cfg.Sealed, err = netip.ParseAddrPort(sealed); err != nil {
-				return fault.AsUnusable(fmt.Errorf("--sealed %q: want IP:PORT: %w", sealed, err))
+			s, err := addrPortFlag("--sealed", sealed)
+			if err != nil {
+				return err
 			}
+			cfg.Sealed = *s
 			if control != "" {
-				ap, err := netip.ParseAddrPort(control)
-				if err != nil {
-					return fault.AsUnusable(fmt.Errorf("--control %q: want IP:PORT: %w", control, err))
+				if cfg.Control, err = addrPortFlag("--control", control); err != nil {
+					return err
 				}
-				cfg.Control = &ap
 			}
 			res, err := sandbox.RunSealHook(cmd.Context(), cmd.InOrStdin(), cfg, record)
 			if res != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/spf13/cobra"
 )
 
@@ -58,6 +59,16 @@ func plainMap[V any](m map[string]V) string {
 func progressLine(cmd *cobra.Command) func(string) {
 	w, name := cmd.ErrOrStderr(), cmd.CommandPath()
 	return func(line string) { fmt.Fprintf(w, "%s: %s\n", strings.Replace(name, " ", ": ", 1), line) }
+}
+
+// expectFlag checks the pinned blind_package_id an --expect flag gives: a
+// value that is not one is an unusable argument (2), where the same form in
+// a record read is a refusal (pkgwalk.ErrBadID).
+func expectFlag(id string) error {
+	if err := pkgwalk.CheckID(id); err != nil {
+		return fault.AsUnusable(fmt.Errorf("--expect %w", err))
+	}
+	return nil
 }
 
 // inputDir refuses an input that must be a directory and is not one, or
