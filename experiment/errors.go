@@ -148,9 +148,9 @@ const (
 	// ErrRunUnknown: --run names no run whose receipts are in the state
 	// root.
 	ErrRunUnknown RunRule = "no such run in the state root"
-	// ErrRunAmbiguous: --run names a state several runs' histories share
+	// errRunAmbiguous: --run names a state several runs' histories share
 	// (identical content is one identity, TRVM-FORMATS §5.2).
-	ErrRunAmbiguous RunRule = "run_id names a state several runs share"
+	errRunAmbiguous RunRule = "run_id names a state several runs share"
 	// errRunNotArchived: the run's receipts exist but its record was never
 	// archived beside them, so it cannot be verified as a whole.
 	errRunNotArchived RunRule = "run record not archived"
@@ -282,7 +282,7 @@ func hasRule(ps []*RunProblem, rule RunRule) bool {
 // is an input that could not be read at all, or when it names no run (or
 // several): a --run that selects nothing is an argument that cannot be used.
 func (e *RunProblem) FaultClass() fault.Class {
-	if e.Rule == ErrRunUnknown || e.Rule == ErrRunAmbiguous {
+	if e.Rule == ErrRunUnknown || e.Rule == errRunAmbiguous {
 		return fault.Unusable
 	}
 	return fault.RuleClass(e.Err)

@@ -283,7 +283,7 @@ func (s *SelectedRun) VerifyOptions(opt VerifyOptions) VerifyOptions {
 
 // SelectRun selects a run by the run_id of any of its states (empty: the
 // current record). A run_id several runs' histories share, and which is the
-// latest state of none of them, is ambiguous (ErrRunAmbiguous); one no
+// latest state of none of them, is ambiguous (errRunAmbiguous); one no
 // receipt names is ErrRunUnknown; a run whose record was never archived
 // (written before records were archived) is errRunNotArchived.
 func (w *World) SelectRun(id string) (*SelectedRun, error) {
@@ -332,7 +332,7 @@ func (w *World) SelectRun(id string) (*SelectedRun, error) {
 	case pick == nil:
 		return nil, problem(ErrRunUnknown, w.stateRel(ReceiptsDirName), "no receipt names %s (cleanroom run list shows the runs of this world)", id)
 	case pick.RunID != id && len(through) > 1:
-		return nil, problem(ErrRunAmbiguous, w.stateRel(ReceiptsDirName), "%s is a state on the histories of %d runs (%s): name one by its latest state", id, len(through), strings.Join(through, ", "))
+		return nil, problem(errRunAmbiguous, w.stateRel(ReceiptsDirName), "%s is a state on the histories of %d runs (%s): name one by its latest state", id, len(through), strings.Join(through, ", "))
 	case pick.Current:
 		sel, err := current()
 		if err != nil {

@@ -146,7 +146,7 @@ func TestCollect(t *testing.T) {
 		{blind("blind-linked-file", srel), Refused, ErrResultTree, ""},
 		{blind("blind-linked-dir", srel), Refused, ErrResultTree, ""},
 		{blind("blind-missing", srel), Missing, ErrMissingResult, ""},
-		{blind("..", srel), Refused, ErrName, ""},
+		{blind("..", srel), Refused, errName, ""},
 		{planned(Run{Name: "blind-reference", Kind: KindBlind, Srel: srel, Bpkg: bpkg, Candidate: "javascript"}), Refused, ErrIdentityMismatch, "REVEALED"},
 		{am("amber-good"), Verified, nil, amber.StateValidSuccess},
 		{am("amber-other-case"), Refused, ErrIdentityMismatch, amber.StateValidSuccess},
@@ -391,7 +391,7 @@ func TestCollectAmberCandidateIsProviderThenModel(t *testing.T) {
 // another image and command: each result names its own plan entry, so
 // results swapped between them, a result without its entry, one from
 // another plan and one whose record was exchanged are all refused by
-// ErrPlanEntry — the identity checks alone pass them.
+// errPlanEntry — the identity checks alone pass them.
 func TestCollectRefusesAnotherPlanEntry(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -479,8 +479,8 @@ func TestCollectRefusesAnotherPlanEntry(t *testing.T) {
 				if got.Verdict != tc.want[i] {
 					t.Errorf("%s: %s %v, want %s", got.Name, got.Verdict, got.Problems, tc.want[i])
 				}
-				if tc.want[i] == Refused && !errorsAny(got.Errs, ErrPlanEntry) {
-					t.Errorf("%s: refused by %v, want %v", got.Name, got.Problems, ErrPlanEntry)
+				if tc.want[i] == Refused && !errorsAny(got.Errs, errPlanEntry) {
+					t.Errorf("%s: refused by %v, want %v", got.Name, got.Problems, errPlanEntry)
 				}
 				// The pins alone do not tell the two runs apart.
 				if errorsAny(got.Errs, ErrIdentityMismatch) {
@@ -501,9 +501,9 @@ func TestBindRefusals(t *testing.T) {
 		name, run, runSHA, planSHA string
 		rule                       error
 	}{
-		{"bad name", "../x", hexA, hexB, ErrName},
-		{"short digest", "run-a", "abc", hexB, ErrPlanEntry},
-		{"upper-case plan", "run-a", hexA, strings.ToUpper(hexB), ErrPlanEntry},
+		{"bad name", "../x", hexA, hexB, errName},
+		{"short digest", "run-a", "abc", hexB, errPlanEntry},
+		{"upper-case plan", "run-a", hexA, strings.ToUpper(hexB), errPlanEntry},
 	} {
 		if _, err := Bind(dir, KindBlind, tc.run, tc.runSHA, tc.planSHA); !errors.Is(err, tc.rule) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.rule)

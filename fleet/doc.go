@@ -22,7 +22,7 @@
 // deadline limits. Collect refuses a result that is a symbolic link or
 // holds one (or a hard link), a destination that already exists, a record pinned to
 // another identity than the planned run, and a result that does not name its
-// plan entry (ErrPlanEntry): each Job carries its run name, run digest and
+// plan entry (errPlanEntry): each Job carries its run name, run digest and
 // plan digest in its environment, `cleanroom fleet bind` (Bind) writes them
 // beside the final record with the record's digest, and collect requires
 // them back, so two runs pinned alike but with another image or command

@@ -21,12 +21,12 @@ import (
 // record it belongs to.
 const EntryFileName = "fleet-entry.json"
 
-// ErrPlanEntry: a result does not name its own plan entry (no sidecar, a
+// errPlanEntry: a result does not name its own plan entry (no sidecar, a
 // sidecar naming another run, run digest or plan, or one bound to another
 // record). Two runs with the same srel, bpkg and candidate but another
 // image or command differ only here. A rule of the plan (internal/fault:
 // refused), also for bind's flags, which name the entry.
-var ErrPlanEntry = fault.New(fault.Refused, "plan entry")
+var errPlanEntry = fault.New(fault.Refused, "plan entry")
 
 // maxEntrySize bounds the sidecar read: four short strings.
 const maxEntrySize = 4096
@@ -100,11 +100,11 @@ func Bind(dir, kind, run, runSHA256, planSHA256 string) (*Entry, error) {
 // check refuses an entry whose fields are not a run name and digests.
 func (e *Entry) check() error {
 	if err := checkName(e.Run); err != nil {
-		return fmt.Errorf("%w: run: %w", ErrPlanEntry, err)
+		return fmt.Errorf("%w: run: %w", errPlanEntry, err)
 	}
 	for _, d := range []struct{ name, v string }{{"run_sha256", e.RunSHA256}, {"plan_sha256", e.PlanSHA256}} {
 		if !ident.IsDigest(d.v) {
-			return fmt.Errorf("%w: %s %q: want 64 lowercase hex digits", ErrPlanEntry, d.name, d.v)
+			return fmt.Errorf("%w: %s %q: want 64 lowercase hex digits", errPlanEntry, d.name, d.v)
 		}
 	}
 	return nil
@@ -115,22 +115,22 @@ func readEntry(dir string) (*Entry, error) {
 	p := filepath.Join(dir, EntryFileName)
 	b, err := evidence.ReadRegularFile(p, maxEntrySize)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPlanEntry, err)
+		return nil, fmt.Errorf("%w: %w", errPlanEntry, err)
 	}
 	v, err := evidence.Read(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrPlanEntry, p, err)
+		return nil, fmt.Errorf("%w: %s: %w", errPlanEntry, p, err)
 	}
 	o, ok := v.(*evidence.Object)
 	if !ok || len(o.Names()) != len(entryMembers) {
-		return nil, fmt.Errorf("%w: %s: want an object of %v", ErrPlanEntry, p, entryMembers)
+		return nil, fmt.Errorf("%w: %s: want an object of %v", errPlanEntry, p, entryMembers)
 	}
 	var f [4]string
 	for i, n := range entryMembers {
 		x, _ := o.Get(n)
 		s, ok := x.(string)
 		if !ok {
-			return nil, fmt.Errorf("%w: %s: %s: want a string", ErrPlanEntry, p, n)
+			return nil, fmt.Errorf("%w: %s: %s: want a string", errPlanEntry, p, n)
 		}
 		f[i] = s
 	}
@@ -150,18 +150,18 @@ func checkEntry(r Run, dst string) error {
 	// another record put beside this sidecar (record digest).
 	switch {
 	case e.Run != r.Name:
-		return fmt.Errorf("%w: the result names run %q, planned %q", ErrPlanEntry, e.Run, r.Name)
+		return fmt.Errorf("%w: the result names run %q, planned %q", errPlanEntry, e.Run, r.Name)
 	case e.RunSHA256 != r.Digest:
-		return fmt.Errorf("%w: the result names run_sha256 %s, planned %s (another image, command or pin)", ErrPlanEntry, e.RunSHA256, r.Digest)
+		return fmt.Errorf("%w: the result names run_sha256 %s, planned %s (another image, command or pin)", errPlanEntry, e.RunSHA256, r.Digest)
 	case e.PlanSHA256 != r.PlanSHA256:
-		return fmt.Errorf("%w: the result names plan %s, this run list is %s", ErrPlanEntry, e.PlanSHA256, r.PlanSHA256)
+		return fmt.Errorf("%w: the result names plan %s, this run list is %s", errPlanEntry, e.PlanSHA256, r.PlanSHA256)
 	}
 	got, err := recordDigest(r.Kind, dst)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrPlanEntry, err)
+		return fmt.Errorf("%w: %w", errPlanEntry, err)
 	}
 	if got != e.RecordSHA256 {
-		return fmt.Errorf("%w: the record's sha256 is %s, the entry was bound to %s", ErrPlanEntry, got, e.RecordSHA256)
+		return fmt.Errorf("%w: the record's sha256 is %s, the entry was bound to %s", errPlanEntry, got, e.RecordSHA256)
 	}
 	return nil
 }
@@ -169,7 +169,7 @@ func checkEntry(r Run, dst string) error {
 // checkName is the run-name rule of a run list (a DNS-1123 label).
 func checkName(name string) error {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return fmt.Errorf("%w: %q: %s", ErrName, name, strings.Join(errs, "; "))
+		return fmt.Errorf("%w: %q: %s", errName, name, strings.Join(errs, "; "))
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ import (
 // The rules a run list can break; every refusal wraps one of them.
 var (
 	ErrRunShape     = errors.New("run list shape")     // not an array of closed run objects
-	ErrName         = errors.New("run name")           // not a DNS-1123 label of at most 63 characters
+	errName         = errors.New("run name")           // not a DNS-1123 label of at most 63 characters
 	ErrDuplicateRun = errors.New("duplicate run name") // two runs would be one Job
 	ErrKind         = errors.New("run kind")           // neither blind nor amber, or the other kind's identities
 	ErrIdentity     = errors.New("pinned identity")    // srel, bpkg or the case manifest sha256 is not 64 lowercase hex
@@ -212,7 +212,7 @@ func parseRun(v any, file, ptr string) (Run, error) {
 	// The name becomes the Job's name and its pods' job-name label: a
 	// DNS-1123 label (at most 63 characters) is what both accept.
 	if errs := validation.IsDNS1123Label(r.Name); len(errs) > 0 {
-		return refuse("name", ErrName, "%q: %s", r.Name, strings.Join(errs, "; "))
+		return refuse("name", errName, "%q: %s", r.Name, strings.Join(errs, "; "))
 	}
 	for _, n := range extra {
 		s, err := str(n)

@@ -62,22 +62,22 @@ const (
 // budget ended the session before the model stopped, so it is refused as
 // a completed session (internal/fault: refused).
 var (
-	// ErrMaxTurns: the turn limit ended the session; the model did not
+	// errMaxTurns: the turn limit ended the session; the model did not
 	// stop of its own accord, so the session is not a completed one.
-	ErrMaxTurns    = fault.New(fault.Refused, "turn limit reached before the model stopped")
-	ErrTokenBudget = fault.New(fault.Refused, "token budget reached before the model stopped")
-	ErrWallTime    = fault.New(fault.Refused, "wall-time budget reached before the model stopped")
-	// ErrToolErrors: the model named tools that do not exist, or sent
+	errMaxTurns    = fault.New(fault.Refused, "turn limit reached before the model stopped")
+	errTokenBudget = fault.New(fault.Refused, "token budget reached before the model stopped")
+	errWallTime    = fault.New(fault.Refused, "wall-time budget reached before the model stopped")
+	// errToolErrors: the model named tools that do not exist, or sent
 	// arguments that are not JSON (or none), MaxToolErrors times; each was
 	// answered to it as a tool error until then.
-	ErrToolErrors = fault.New(fault.Refused, "tool-error cap reached")
-	// ErrCutOff: MaxCutOffs replies in a row called no tool and their
+	errToolErrors = fault.New(fault.Refused, "tool-error cap reached")
+	// errCutOff: MaxCutOffs replies in a row called no tool and their
 	// finish_reason is none of stop, tool_calls, function_call (or
 	// absent): length and content_filter say the endpoint cut it short,
 	// and a value this relay does not know is not taken for the model
 	// stopping either. A cut reply is recorded and asked again (it is not
 	// added to the conversation) until the cap.
-	ErrCutOff = fault.New(fault.Refused, "reply cut off before the model stopped")
+	errCutOff = fault.New(fault.Refused, "reply cut off before the model stopped")
 	// ErrRetriesExhausted: a transient failure (429, 408, 5xx, a reset
 	// connection, a timeout) persisted through every retry.
 	ErrRetriesExhausted = errors.New("model request failed after every retry")
@@ -319,13 +319,13 @@ func (d *driver) loop(ctx context.Context) error {
 		switch {
 		case res.Turns >= o.MaxTurns:
 			res.Stop = StopMaxTurns
-			return ErrMaxTurns
+			return errMaxTurns
 		case o.MaxTotalTokens > 0 && totalTokens(res.Usage) >= o.MaxTotalTokens:
 			res.Stop = StopTokenBudget
-			return fmt.Errorf("%w: %d tokens, budget %d", ErrTokenBudget, totalTokens(res.Usage), o.MaxTotalTokens)
+			return fmt.Errorf("%w: %d tokens, budget %d", errTokenBudget, totalTokens(res.Usage), o.MaxTotalTokens)
 		case o.MaxWall > 0 && time.Since(d.start) >= o.MaxWall:
 			res.Stop = StopWallTime
-			return fmt.Errorf("%w: %v", ErrWallTime, o.MaxWall)
+			return fmt.Errorf("%w: %v", errWallTime, o.MaxWall)
 		}
 		res.Turns++
 		msg, finish, err := d.request(ctx)
@@ -345,7 +345,7 @@ func (d *driver) loop(ctx context.Context) error {
 						d.messages = append(d.messages, msg)
 					}
 					res.Stop = StopCutOff
-					return fmt.Errorf("turn %d: %w (finish_reason %q, %d in a row)", res.Turns, ErrCutOff, finish, cutOffs)
+					return fmt.Errorf("turn %d: %w (finish_reason %q, %d in a row)", res.Turns, errCutOff, finish, cutOffs)
 				}
 				if err := d.rec.retry(res.Turns, 0, "cut_off: finish_reason "+finish, 0, msg); err != nil {
 					return err
@@ -383,7 +383,7 @@ func (d *driver) loop(ctx context.Context) error {
 				d.turnErrors++
 				if res.ToolErrors >= o.MaxToolErrors {
 					res.Stop = StopToolErrors
-					return fmt.Errorf("turn %d: %w: %d", res.Turns, ErrToolErrors, res.ToolErrors)
+					return fmt.Errorf("turn %d: %w: %d", res.Turns, errToolErrors, res.ToolErrors)
 				}
 			}
 		}
@@ -398,7 +398,7 @@ func (d *driver) loop(ctx context.Context) error {
 func (d *driver) failed(ctx context.Context, err error) error {
 	if d.o.MaxWall > 0 && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		d.res.Stop = StopWallTime
-		return fmt.Errorf("turn %d: %w: %v (%v)", d.res.Turns, ErrWallTime, d.o.MaxWall, err)
+		return fmt.Errorf("turn %d: %w: %v (%v)", d.res.Turns, errWallTime, d.o.MaxWall, err)
 	}
 	return fmt.Errorf("turn %d: %w", d.res.Turns, err)
 }

@@ -143,9 +143,9 @@ func TestDriveBudgets(t *testing.T) {
 		stop    string
 		err     error
 	}{
-		{"tokens", loop, func(o *DriveOptions) { o.MaxTotalTokens = 30 }, StopTokenBudget, ErrTokenBudget},
-		{"wall time", loop, func(o *DriveOptions) { o.MaxWall = time.Nanosecond }, StopWallTime, ErrWallTime},
-		{"tool errors", []string{toolCall("c1", "rm_rf", `{}`)}, func(o *DriveOptions) { o.MaxToolErrors = 3 }, StopToolErrors, ErrToolErrors},
+		{"tokens", loop, func(o *DriveOptions) { o.MaxTotalTokens = 30 }, StopTokenBudget, errTokenBudget},
+		{"wall time", loop, func(o *DriveOptions) { o.MaxWall = time.Nanosecond }, StopWallTime, errWallTime},
+		{"tool errors", []string{toolCall("c1", "rm_rf", `{}`)}, func(o *DriveOptions) { o.MaxToolErrors = 3 }, StopToolErrors, errToolErrors},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -180,7 +180,7 @@ func TestDriveWallTimeInRequest(t *testing.T) {
 		<-r.Context().Done()
 	})
 	r := driveWith(t, testFiles(), h, func(o *DriveOptions) { o.MaxWall = 300 * time.Millisecond })
-	if !errors.Is(r.err, ErrWallTime) || r.res.Stop != StopWallTime {
+	if !errors.Is(r.err, errWallTime) || r.res.Stop != StopWallTime {
 		t.Fatalf("Drive: %v, %+v; want stop %s", r.err, r.res, StopWallTime)
 	}
 }

@@ -74,14 +74,14 @@ func TestDrive(t *testing.T) {
 			toolCall("c3", "write_source", `{"path":"add.go","content":"package add\n"}`),
 			`{"role":"assistant","content":"done"}`,
 		}, nil, 10, StopModel, nil, 4},
-		{"turn limit", []string{toolCall("c1", "list_files", `{}`)}, nil, 3, StopMaxTurns, ErrMaxTurns, 3},
+		{"turn limit", []string{toolCall("c1", "list_files", `{}`)}, nil, 3, StopMaxTurns, errMaxTurns, 3},
 		// A reply the endpoint cut at its token limit, calling no tool, is
 		// not the model stopping: it is asked again, and after three cut
 		// replies in a row the session ends, not a completed one.
 		{"cut off", []string{
 			toolCall("c1", "list_files", `{}`),
 			`{"role":"assistant","content":"I will now write the fi"}`,
-		}, []string{"tool_calls", "length"}, 10, StopCutOff, ErrCutOff, 4},
+		}, []string{"tool_calls", "length"}, 10, StopCutOff, errCutOff, 4},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

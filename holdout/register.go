@@ -54,10 +54,10 @@ var (
 	// ErrAlreadyClassified: a classification is immutable; a finding is
 	// classified once.
 	ErrAlreadyClassified = fault.New(fault.Refused, "finding already classified")
-	// ErrEntry: a required field of an entry to append is missing or
+	// errEntry: a required field of an entry to append is missing or
 	// malformed: the arguments that make it cannot be used (an entry
 	// read back that breaks the chain is ErrLog).
-	ErrEntry = fault.New(fault.Unusable, "log entry incomplete")
+	errEntry = fault.New(fault.Unusable, "log entry incomplete")
 )
 
 // Log is an append-only log of immutable entries in one directory:
@@ -320,7 +320,7 @@ func (r Register) Classify(id, class, ruling string) (*FindingRecord, error) {
 		return nil, fmt.Errorf("class %q (one of %s): %w", class, strings.Join(r.classes(), ", "), ErrClass)
 	}
 	if strings.TrimSpace(ruling) == "" {
-		return nil, fmt.Errorf("a classification needs a ruling: %w", ErrEntry)
+		return nil, fmt.Errorf("a classification needs a ruling: %w", errEntry)
 	}
 	fs, err := r.Findings()
 	if err != nil {
@@ -412,7 +412,7 @@ type Question struct {
 // AskQuestion appends a question to the questions log under stateDir.
 func AskQuestion(stateDir string, q Question) (LogEntry, error) {
 	if q.FrozenSpecRevision < 1 || q.Question == "" || q.WhyInsufficient == "" || q.Ruling == "" {
-		return LogEntry{}, fmt.Errorf("frozen_spec_revision (≥ 1), question, why_insufficient and ruling are required: %w", ErrEntry)
+		return LogEntry{}, fmt.Errorf("frozen_spec_revision (≥ 1), question, why_insufficient and ruling are required: %w", errEntry)
 	}
 	if cs := classesOr(q.Classes); !slices.Contains(cs, q.Classification) {
 		return LogEntry{}, fmt.Errorf("classification %q (one of %s): %w", q.Classification, strings.Join(cs, ", "), ErrClass)
@@ -420,7 +420,7 @@ func AskQuestion(stateDir string, q Question) (LogEntry, error) {
 	var sup any
 	if q.SupersedingRevision != nil {
 		if *q.SupersedingRevision <= q.FrozenSpecRevision {
-			return LogEntry{}, fmt.Errorf("superseding revision %d is not after %d: %w", *q.SupersedingRevision, q.FrozenSpecRevision, ErrEntry)
+			return LogEntry{}, fmt.Errorf("superseding revision %d is not after %d: %w", *q.SupersedingRevision, q.FrozenSpecRevision, errEntry)
 		}
 		sup = *q.SupersedingRevision
 	}

@@ -53,7 +53,7 @@ func TestRegisterOpenClassify(t *testing.T) {
 		rule              error
 	}{
 		{recs[0].ID, "PROBABLY_FINE", "r", ErrClass},
-		{recs[0].ID, "SPEC_GAP", " ", ErrEntry},
+		{recs[0].ID, "SPEC_GAP", " ", errEntry},
 		{"find-0000000000000", "SPEC_GAP", "r", ErrUnknownFinding},
 		{"find-", "SPEC_GAP", "r", ErrUnknownFinding},
 	}
@@ -139,8 +139,8 @@ func TestQuestions(t *testing.T) {
 		{FrozenSpecRevision: 1, Question: "q", WhyInsufficient: "w", Ruling: "r", Classification: "SPEC_GAP", SupersedingRevision: &one},
 	}
 	for _, q := range bad {
-		if _, err := AskQuestion(state, q); !errors.Is(err, ErrEntry) {
-			t.Errorf("%+v: %v, want ErrEntry", q, err)
+		if _, err := AskQuestion(state, q); !errors.Is(err, errEntry) {
+			t.Errorf("%+v: %v, want errEntry", q, err)
 		}
 	}
 	if _, err := AskQuestion(state, Question{FrozenSpecRevision: 1, Question: "q", WhyInsufficient: "w", Ruling: "r", Classification: "UNSURE"}); !errors.Is(err, ErrClass) {

@@ -39,8 +39,8 @@ func TestBindsRefused(t *testing.T) {
 	}
 	for name, tc := range cases {
 		_, err := Exec(context.Background(), Config{Args: []string{"/bin/true"}, Binds: tc.binds}, Stdio{})
-		if !errors.Is(err, ErrConfig) || !strings.Contains(fmt.Sprint(err), tc.says) {
-			t.Errorf("%s: %v, want %v naming %q", name, err, ErrConfig, tc.says)
+		if !errors.Is(err, errConfig) || !strings.Contains(fmt.Sprint(err), tc.says) {
+			t.Errorf("%s: %v, want %v naming %q", name, err, errConfig, tc.says)
 		}
 	}
 }

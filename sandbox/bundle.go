@@ -39,16 +39,16 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 		return nil, err
 	}
 	if len(cfg.Allow) > 0 {
-		return nil, fmt.Errorf("%w: an OCI bundle can express only full isolation (--net none)", ErrConfig)
+		return nil, fmt.Errorf("%w: an OCI bundle can express only full isolation (--net none)", errConfig)
 	}
 	if cfg.PackageEmit != nil {
-		return nil, fmt.Errorf("%w: the sealed package view is established by exec, not by a bundle", ErrConfig)
+		return nil, fmt.Errorf("%w: the sealed package view is established by exec, not by a bundle", errConfig)
 	}
 	if !filepath.IsAbs(exe) {
-		return nil, fmt.Errorf("%w: binary path %q is not absolute", ErrConfig, exe)
+		return nil, fmt.Errorf("%w: binary path %q is not absolute", errConfig, exe)
 	}
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
-		return nil, fmt.Errorf("%w: bundle dir %q: want an absolute, clean path", ErrConfig, dir)
+		return nil, fmt.Errorf("%w: bundle dir %q: want an absolute, clean path", errConfig, dir)
 	}
 	// Create-exclusive: never write into an existing bundle. Root's, and
 	// the candidate's init may only pass through (0710, its group).
@@ -60,7 +60,7 @@ func WriteBundle(cfg Config, dir, exe string) (*specs.Spec, error) {
 	// let it pass.
 	if err := searchableByCandidate(dir); err != nil {
 		_ = os.Remove(dir)
-		return nil, fmt.Errorf("%w: bundle dir: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: bundle dir: %w", errConfig, err)
 	}
 	if err := os.Chown(dir, 0, CandidateUID); err != nil {
 		return nil, fmt.Errorf("bundle dir: %w", err)

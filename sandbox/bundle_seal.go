@@ -35,10 +35,10 @@ func sealHook(exe, dir string, seal netip.AddrPort, control *netip.AddrPort) spe
 func containerNetNS(r io.Reader) (netns.NsHandle, error) {
 	var st specs.State
 	if err := json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&st); err != nil {
-		return 0, fmt.Errorf("%w: reading the OCI state: %w", ErrConfig, err)
+		return 0, fmt.Errorf("%w: reading the OCI state: %w", errConfig, err)
 	}
 	if st.Pid <= 0 {
-		return 0, fmt.Errorf("%w: the OCI state has no pid", ErrConfig)
+		return 0, fmt.Errorf("%w: the OCI state has no pid", errConfig)
 	}
 	ns, err := netns.GetFromPid(st.Pid)
 	if err != nil {

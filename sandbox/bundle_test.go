@@ -296,8 +296,8 @@ func TestBundleRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "b")
-			if _, err := WriteBundle(tc.cfg, dir, "/bin/true"); !errors.Is(err, ErrConfig) {
-				t.Errorf("got %v, want ErrConfig", err)
+			if _, err := WriteBundle(tc.cfg, dir, "/bin/true"); !errors.Is(err, errConfig) {
+				t.Errorf("got %v, want errConfig", err)
 			}
 			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("a refused bundle left %s behind", dir)

@@ -29,8 +29,8 @@ import (
 
 // Sentinels for Exec's refusals; callers branch with errors.Is.
 var (
-	// ErrConfig: the Config is unusable (the error names the field).
-	ErrConfig = fault.New(fault.Unusable, "invalid sandbox configuration")
+	// errConfig: the Config is unusable (the error names the field).
+	errConfig = fault.New(fault.Unusable, "invalid sandbox configuration")
 	// ErrIsolation: the mechanism-level isolation check did not pass; the
 	// run must be recorded as invalid_infrastructure.
 	ErrIsolation = fault.New(fault.Refused, "network isolation check failed")
@@ -59,14 +59,14 @@ func (e Endpoint) String() string { return netip.AddrPortFrom(e.Addr, e.Port).St
 func ParseEndpoint(s string) (Endpoint, error) {
 	ap, err := netip.ParseAddrPort(s)
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("%w: endpoint %q: want IP:PORT with a literal address: %w", ErrConfig, s, err)
+		return Endpoint{}, fmt.Errorf("%w: endpoint %q: want IP:PORT with a literal address: %w", errConfig, s, err)
 	}
 	if ap.Port() == 0 {
-		return Endpoint{}, fmt.Errorf("%w: endpoint %q: port 0", ErrConfig, s)
+		return Endpoint{}, fmt.Errorf("%w: endpoint %q: port 0", errConfig, s)
 	}
 	// A zoned address names an interface of this host, not a destination.
 	if ap.Addr().Zone() != "" {
-		return Endpoint{}, fmt.Errorf("%w: endpoint %q: not a single unicast address", ErrConfig, s)
+		return Endpoint{}, fmt.Errorf("%w: endpoint %q: not a single unicast address", errConfig, s)
 	}
 	e := Endpoint{Addr: ap.Addr().Unmap(), Port: ap.Port()}
 	// Unspecified, broadcast, multicast, link-local, loopback, the
@@ -184,13 +184,13 @@ func (c *Config) withDefaults() Config {
 
 func (c *Config) validate() error {
 	if len(c.Args) == 0 || c.Args[0] == "" {
-		return fmt.Errorf("%w: no command", ErrConfig)
+		return fmt.Errorf("%w: no command", errConfig)
 	}
 	for _, e := range c.Env {
 		// runc#4340: libcontainer's init reads _LIBCONTAINER_* from its
 		// environment; a candidate-supplied one could steer the init.
 		if strings.HasPrefix(e, "_LIBCONTAINER_") || !strings.Contains(e, "=") {
-			return fmt.Errorf("%w: environment entry %q refused", ErrConfig, e)
+			return fmt.Errorf("%w: environment entry %q refused", errConfig, e)
 		}
 	}
 	stateDir, err := filepath.Abs(c.StateDir)
@@ -212,19 +212,19 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.Memory < 16<<20 {
-		return fmt.Errorf("%w: memory %d bytes: below 16 MiB", ErrConfig, c.Memory)
+		return fmt.Errorf("%w: memory %d bytes: below 16 MiB", errConfig, c.Memory)
 	}
 	if c.Pids < 1 {
-		return fmt.Errorf("%w: pids %d: want at least 1", ErrConfig, c.Pids)
+		return fmt.Errorf("%w: pids %d: want at least 1", errConfig, c.Pids)
 	}
 	if c.CPUs < 0.01 {
-		return fmt.Errorf("%w: cpus %v: want at least 0.01", ErrConfig, c.CPUs)
+		return fmt.Errorf("%w: cpus %v: want at least 0.01", errConfig, c.CPUs)
 	}
 	if c.Timeout <= 0 {
-		return fmt.Errorf("%w: timeout %v: want a positive duration", ErrConfig, c.Timeout)
+		return fmt.Errorf("%w: timeout %v: want a positive duration", errConfig, c.Timeout)
 	}
 	if c.PackageEmit != nil && c.Package != "" {
-		return fmt.Errorf("%w: package and package emit are exclusive", ErrConfig)
+		return fmt.Errorf("%w: package and package emit are exclusive", errConfig)
 	}
 	seen := map[string]bool{}
 	for _, b := range c.Binds {
@@ -232,20 +232,20 @@ func (c *Config) validate() error {
 		// what the isolation relies on.
 		if !filepath.IsAbs(b.Source) || filepath.Clean(b.Source) != b.Source || !strings.HasPrefix(b.Destination, "/opt/") ||
 			filepath.Clean(b.Destination) != b.Destination || seen[b.Destination] {
-			return fmt.Errorf("%w: bind %q to %q: want an absolute clean source and a distinct clean destination under /opt", ErrConfig, b.Source, b.Destination)
+			return fmt.Errorf("%w: bind %q to %q: want an absolute clean source and a distinct clean destination under /opt", errConfig, b.Source, b.Destination)
 		}
 		seen[b.Destination] = true
 		fi, err := os.Lstat(b.Source)
 		if err != nil {
-			return fmt.Errorf("%w: bind: %w", ErrConfig, err)
+			return fmt.Errorf("%w: bind: %w", errConfig, err)
 		}
 		// A symlink would be followed by the bind mount.
 		if !fi.IsDir() && !fi.Mode().IsRegular() {
-			return fmt.Errorf("%w: bind %q: not a directory or regular file (symlinks are refused)", ErrConfig, b.Source)
+			return fmt.Errorf("%w: bind %q: not a directory or regular file (symlinks are refused)", errConfig, b.Source)
 		}
 	}
 	if c.Seal != nil && len(c.Allow) > 0 && c.Control == nil {
-		return fmt.Errorf("%w: an allowlisted run with a seal probe needs a positive control", ErrConfig)
+		return fmt.Errorf("%w: an allowlisted run with a seal probe needs a positive control", errConfig)
 	}
 	return nil
 }
@@ -583,7 +583,7 @@ type VantageReport struct {
 // be invalid_infrastructure; the report is returned either way.
 func ProbeVantage(ctx context.Context, allow []Endpoint, sealed netip.AddrPort, control *netip.AddrPort) (*VantageReport, error) {
 	if len(allow) > 0 && control == nil {
-		return nil, fmt.Errorf("%w: an allowlisted vantage needs a positive control", ErrConfig)
+		return nil, fmt.Errorf("%w: an allowlisted vantage needs a positive control", errConfig)
 	}
 	if err := rootlessAllows(Config{Allow: allow}); err != nil {
 		return nil, err

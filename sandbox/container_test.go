@@ -320,8 +320,8 @@ func TestConfigRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Exec(context.Background(), tc.cfg, Stdio{})
-			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.says) {
-				t.Errorf("got %v, want ErrConfig naming %s", err, tc.says)
+			if !errors.Is(err, errConfig) || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("got %v, want errConfig naming %s", err, tc.says)
 			}
 		})
 	}
@@ -354,8 +354,8 @@ func TestParseEndpoint(t *testing.T) {
 		if tc.ok != (err == nil) || tc.ok && e.String() != tc.want {
 			t.Errorf("ParseEndpoint(%q) = %v, %v", tc.in, e, err)
 		}
-		if !tc.ok && !errors.Is(err, ErrConfig) {
-			t.Errorf("ParseEndpoint(%q) error %v is not ErrConfig", tc.in, err)
+		if !tc.ok && !errors.Is(err, errConfig) {
+			t.Errorf("ParseEndpoint(%q) error %v is not errConfig", tc.in, err)
 		}
 		if tc.rule != nil && !errors.Is(err, tc.rule) {
 			t.Errorf("ParseEndpoint(%q) error %v does not name %v", tc.in, err, tc.rule)

@@ -85,7 +85,7 @@ var (
 )
 
 // CheckAllowlist refuses an allowlist with an entry that is not one remote
-// unicast service: each refusal wraps ErrConfig and names its rule and the
+// unicast service: each refusal wraps errConfig and names its rule and the
 // entry.
 func CheckAllowlist(allow []Endpoint) error {
 	seen := map[Endpoint]bool{}
@@ -109,7 +109,7 @@ func CheckAllowlist(allow []Endpoint) error {
 			rule = ErrAllowDuplicate
 		}
 		if rule != nil {
-			return fmt.Errorf("%w: %w: %s", ErrConfig, rule, e)
+			return fmt.Errorf("%w: %w: %s", errConfig, rule, e)
 		}
 		seen[e] = true
 	}
@@ -126,7 +126,7 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 		if !e.Addr.Is4() {
 			// Host routes, the filter and the check are IPv4-only here;
 			// refuse rather than leave an IPv6 path unfiltered.
-			return nil, fmt.Errorf("%w: %s: IPv6 allowlist entries are not supported", ErrConfig, e)
+			return nil, fmt.Errorf("%w: %s: IPv6 allowlist entries are not supported", errConfig, e)
 		}
 	}
 	hostName, candName := linkNames(id)

@@ -323,8 +323,8 @@ func TestProbeVantage(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ProbeVantage(context.Background(), allow, sealed, nil); !errors.Is(err, ErrConfig) {
-		t.Errorf("allowlisted vantage without control: %v, want ErrConfig", err)
+	if _, err := ProbeVantage(context.Background(), allow, sealed, nil); !errors.Is(err, errConfig) {
+		t.Errorf("allowlisted vantage without control: %v, want errConfig", err)
 	}
 }
 
@@ -387,7 +387,7 @@ func TestCheckAllowlist(t *testing.T) {
 	} {
 		ap := netip.MustParseAddrPort(tc.entry)
 		e := Endpoint{Addr: ap.Addr().Unmap(), Port: ap.Port()}
-		if err := CheckAllowlist([]Endpoint{ok, e}); !errors.Is(err, tc.rule) || !errors.Is(err, ErrConfig) {
+		if err := CheckAllowlist([]Endpoint{ok, e}); !errors.Is(err, tc.rule) || !errors.Is(err, errConfig) {
 			t.Errorf("CheckAllowlist(%s) = %v, want %v", tc.entry, err, tc.rule)
 		}
 		if _, err := ParseEndpoint(tc.entry); !errors.Is(err, tc.rule) {

@@ -40,8 +40,8 @@ func (e *PathRefusal) Error() string {
 	return fmt.Sprintf("%s %q refused (rule %s): %s", e.Role, e.Path, e.Rule, e.Why)
 }
 
-// Is makes errors.Is(err, ErrHostPath) and errors.Is(err, ErrConfig) hold.
-func (e *PathRefusal) Is(target error) bool { return target == ErrHostPath || target == ErrConfig }
+// Is makes errors.Is(err, ErrHostPath) and errors.Is(err, errConfig) hold.
+func (e *PathRefusal) Is(target error) bool { return target == ErrHostPath || target == errConfig }
 
 // Unwrap returns the underlying error.
 func (e *PathRefusal) Unwrap() error { return e.Err }

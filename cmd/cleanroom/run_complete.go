@@ -380,8 +380,8 @@ func newRunFindingClassifyCmd() *cobra.Command {
 				return err
 			}
 			// The id, the class and the ruling are all arguments: naming no
-			// finding is as unusable as naming no class (holdout.ErrClass,
-			// ErrEntry, ErrUnknownFinding).
+			// finding is as unusable as naming no class, or no ruling
+			// (holdout classes all three unusable).
 			f, err := reg.Classify(args[0], class, ruling)
 			if err != nil {
 				return err
