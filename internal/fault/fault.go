@@ -83,12 +83,6 @@ func AsUnusable(err error) error { return &classed{Unusable, err} }
 // AsNoIsolation classes err as NoIsolation (nil: already shown, as for AsRefused).
 func AsNoIsolation(err error) error { return &classed{NoIsolation, err} }
 
-// Unusablef is AsUnusable(fmt.Errorf(format, args...)).
-func Unusablef(format string, args ...any) error { return AsUnusable(fmt.Errorf(format, args...)) }
-
-// Refusef is AsRefused(fmt.Errorf(format, args...)).
-func Refusef(format string, args ...any) error { return AsRefused(fmt.Errorf(format, args...)) }
-
 // status is another process's exit status, passed through.
 type status struct{ code int }
 
