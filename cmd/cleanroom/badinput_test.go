@@ -465,7 +465,8 @@ func TestNeighbouringFaultsOneCode(t *testing.T) {
 // TestFaultsClassedWhereMade: faults a command used to re-class by hand
 // exit with the code every other command gives the same fault, now that the
 // class is decided where the error is made (docs/exit-codes.md). Each case
-// was a wrong code: a missing --resume transcript was "refused" (1), a
+// above the last two was a wrong code: a --since checkpoint over its cap
+// was unusable (2), a missing --resume transcript was "refused" (1), a
 // bundle --out under a missing directory too, a package schema of garbage
 // was unusable (2) for score, check and interop and refused (1) for
 // fixture, a FIFO as the world's declaration was refused (1) for the
@@ -507,12 +508,20 @@ func TestFaultsClassedWhereMade(t *testing.T) {
 	if err := unix.Mkfifo(decl, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// An index and a checkpoint over every cap (TestEveryCommandBadInputs
+	// gives DIR an empty directory, so it never reaches --since).
+	ix := filepath.Join(dir, "ix")
+	if _, err := amber.InitIndex(ix, "test.invalid/index", filepath.Join(dir, "ix.key")); err != nil {
+		t.Fatal(err)
+	}
+	big := sparseFile(t, filepath.Join(dir, "big"), 1<<30)
 	for _, c := range []struct {
 		name  string
 		args  []string
 		code  int
 		names string // what the message must name
 	}{
+		{"amber index verify --since too large", []string{"amber", "index", "verify", ix, "--since", big}, 1, big},
 		{"room drive --resume of a missing transcript", drive(absent), 2, absent},
 		{"room drive --resume of garbage", drive(garbage), 1, garbage},
 		{"sandbox bundle --out under a missing directory", []string{"sandbox", "bundle", "--out", filepath.Join(dir, "absent", "bundle"), "--", "/bin/true"}, 2, "absent"},
