@@ -287,6 +287,28 @@ func TestOpenCreate(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(dir, "sub/new2")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("create through a symlink made sub/new2 (%v)", err)
 		}
+		// O_TMPFILE makes an unnamed file in the directory named: the
+		// walk opens it in the directory it checked, as openat2 does.
+		// Where the filesystem has no O_TMPFILE (gVisor 20221219's), the
+		// answer must be the one openat(2) gives there.
+		nfd, native := unix.Open(filepath.Join(dir, "sub"), unix.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
+		if native == nil {
+			unix.Close(nfd)
+		}
+		fd, err = r.open(dirfd, "sub", unix.O_RDWR|unix.O_TMPFILE, 0o600)
+		switch {
+		case native != nil && !errors.Is(err, native):
+			t.Errorf("O_TMPFILE in sub = %v, want %v as openat(2) answers here", err, native)
+		case native != nil:
+		case err != nil:
+			t.Errorf("O_TMPFILE in sub = %v, want it opened", err)
+		default:
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 0 {
+				t.Errorf("O_TMPFILE opened mode %#o with %d links (%v), want an unnamed regular file", st.Mode, st.Nlink, err)
+			}
+			unix.Close(fd)
+		}
 		// Nor outside the tree.
 		if _, err := r.open(dirfd, "../new3", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600); !errors.Is(err, unix.EXDEV) {
 			t.Errorf("create above the tree = %v, want EXDEV", err)
@@ -466,9 +488,10 @@ func TestOpenInvalid(t *testing.T) {
 			flags int
 			mode  uint32
 		}{
-			{unix.O_RDONLY, 0o600},                  // a mode without O_CREAT
-			{unix.O_WRONLY | unix.O_CREAT, 0o10000}, // not a permission
-			{unix.O_PATH | unix.O_RDWR, 0},          // O_PATH takes no access mode
+			{unix.O_RDONLY, 0o600},                    // a mode without O_CREAT
+			{unix.O_RDONLY | unix.O_DIRECTORY, 0o600}, // nor O_TMPFILE (whose bits include O_DIRECTORY's)
+			{unix.O_WRONLY | unix.O_CREAT, 0o10000},   // not a permission
+			{unix.O_PATH | unix.O_RDWR, 0},            // O_PATH takes no access mode
 			{unix.O_PATH | unix.O_NONBLOCK, 0},
 		} {
 			fd, err := r.open(dirfd, "file", tc.flags, tc.mode)

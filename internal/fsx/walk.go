@@ -42,7 +42,8 @@ func walk(dirfd int, name string, how *unix.OpenHow) (int, error) {
 	noXdev := how.Resolve&unix.RESOLVE_NO_XDEV != 0
 	// openat2 refuses what open(2) would silently ignore; so does the
 	// walk, so a caller's mistake fails the same way on both.
-	if how.Mode != 0 && flags&(unix.O_CREAT|unix.O_TMPFILE) == 0 || how.Mode&^0o7777 != 0 {
+	// (O_TMPFILE's bits include O_DIRECTORY's: only all of them are it.)
+	if how.Mode != 0 && flags&unix.O_CREAT == 0 && flags&unix.O_TMPFILE != unix.O_TMPFILE || how.Mode&^0o7777 != 0 {
 		return -1, unix.EINVAL
 	}
 	if flags&unix.O_PATH != 0 && flags&^(unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY|unix.O_NOFOLLOW) != 0 {
@@ -173,9 +174,10 @@ func walk(dirfd int, name string, how *unix.OpenHow) (int, error) {
 
 // openLast opens the last component c of the walk in parent, whose
 // O_PATH descriptor pathfd (described by n) passed every check. An O_PATH
-// open is that descriptor; any other is a second open by name, which must
-// find the same inode (dev and ino): a name swapped in between is refused
-// with EAGAIN, so what was checked is what is returned.
+// open is that descriptor; a directory is reopened through it ("."); any
+// other is a second open by name, which must find the same inode (dev and
+// ino): a name swapped in between is refused with EAGAIN, so what was
+// checked is what is returned.
 func openLast(parent int, c string, pathfd int, n node, flags int, mode uint64) (int, error) {
 	if flags&unix.O_PATH != 0 {
 		if flags&unix.O_DIRECTORY != 0 && !n.isDir() {
@@ -184,7 +186,12 @@ func openLast(parent int, c string, pathfd int, n node, flags int, mode uint64) 
 		}
 		return pathfd, nil
 	}
-	unix.Close(pathfd)
+	defer unix.Close(pathfd)
+	if n.isDir() {
+		// The directory checked, not whatever holds its name by now; and
+		// O_TMPFILE's unnamed file (another inode) is made in it.
+		return unix.Openat(pathfd, ".", flags, uint32(mode))
+	}
 	fd, err := unix.Openat(parent, c, flags, uint32(mode))
 	if err != nil {
 		return -1, err
