@@ -287,6 +287,14 @@ func TestOpenCreate(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(dir, "sub/new2")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("create through a symlink made sub/new2 (%v)", err)
 		}
+		// A name ending in "/" asks for a directory: O_CREAT makes no file
+		// of it (EISDIR, as open(2) says).
+		if _, err := r.open(dirfd, "newdir/", unix.O_WRONLY|unix.O_CREAT, 0o600); !errors.Is(err, unix.EISDIR) {
+			t.Errorf("O_CREAT of newdir/ = %v, want EISDIR", err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "newdir")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("O_CREAT of newdir/ made newdir (%v)", err)
+		}
 		// O_TMPFILE makes an unnamed file in the directory named: the
 		// walk opens it in the directory it checked, as openat2 does.
 		// Where the filesystem has no O_TMPFILE (gVisor 20221219's), the

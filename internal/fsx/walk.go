@@ -90,6 +90,10 @@ func walk(dirfd int, name string, how *unix.OpenHow) (int, error) {
 	}
 
 	queue, dirTarget := components(name)
+	// slashed: the name's last component is followed by "/" alone ("a/",
+	// not "a/." or "a/..", where a missing "a" is ENOENT).
+	base := "/" + strings.TrimRight(name, "/")
+	slashed := strings.HasSuffix(name, "/") && !strings.HasSuffix(base, "/.") && !strings.HasSuffix(base, "/..")
 	links := 0
 	for len(queue) > 0 {
 		c := queue[0]
@@ -116,6 +120,9 @@ func walk(dirfd int, name string, how *unix.OpenHow) (int, error) {
 		fd, err := unix.Openat(s.top(), c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if last && errors.Is(err, unix.ENOENT) && flags&unix.O_CREAT != 0 {
 			return create(s.top(), c, flags, how.Mode, root, noXdev)
+		}
+		if len(queue) == 0 && slashed && errors.Is(err, unix.ENOENT) && flags&unix.O_CREAT != 0 {
+			return -1, unix.EISDIR // "new/": O_CREAT makes no directory, and no file of a name that asks for one
 		}
 		if err != nil {
 			return -1, err
