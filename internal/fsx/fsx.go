@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -105,7 +106,8 @@ func (r resolver) openFile(dir, name string, flags int, mode uint32, opts ...Opt
 // OpenDir opens the directory dir O_RDONLY|O_DIRECTORY|O_CLOEXEC (to
 // read, fsync or lock it), refusing a symbolic link as its last component
 // with ENOTDIR, as O_DIRECTORY|O_NOFOLLOW does on Linux, but on gVisor
-// too, whose runsc 20221219 follows the link despite O_NOFOLLOW. Links in
+// too, whose runsc 20221219 follows the link despite O_NOFOLLOW, and
+// whatever "/" or "/." ends dir (with which the kernel would follow it). Links in
 // the path leading to dir are the caller's choice. Errors are
 // *os.PathError naming dir.
 func OpenDir(dir string) (int, error) {
@@ -135,7 +137,7 @@ func OpenDirAt(dirfd int, name string) (int, error) {
 // O_PATH descriptor of the entry itself: gVisor's runsc 20221219 follows
 // a link to a directory despite O_DIRECTORY|O_NOFOLLOW.
 func openDirNoFollow(dirfd int, name string) (int, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dirfd, lastNamed(name), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, &os.PathError{Op: "open", Path: name, Err: err}
 	}
@@ -149,6 +151,25 @@ func openDirNoFollow(dirfd int, name string) (int, error) {
 		return -1, &os.PathError{Op: "open", Path: name, Err: unix.ENOTDIR}
 	}
 	return fd, nil
+}
+
+// lastNamed is name without a trailing "/" or "/." (any number of
+// them): with either, the kernel follows a symbolic link as the last
+// component despite O_NOFOLLOW, so "link/" would open the directory the
+// link points at.
+func lastNamed(name string) string {
+	for {
+		switch {
+		case name == "/.":
+			return "/"
+		case len(name) > 1 && strings.HasSuffix(name, "/"):
+			name = name[:len(name)-1]
+		case len(name) > 2 && strings.HasSuffix(name, "/."):
+			name = name[:len(name)-2]
+		default:
+			return name
+		}
+	}
 }
 
 // OpenPath opens the absolute path with no symbolic or magic link followed

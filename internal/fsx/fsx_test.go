@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -698,6 +699,31 @@ func TestOpenDir(t *testing.T) {
 			t.Errorf("OpenDir(%s) = %v, want a PathError naming it with %v", name, err, want)
 		}
 	}
+	// A trailing "/" or "/." would make the kernel follow the link.
+	for _, name := range []string{"dirlink/", "dirlink//", "dirlink/.", "dirlink/./"} {
+		fd, err := OpenDir(dir + "/" + name)
+		if err == nil {
+			unix.Close(fd)
+		}
+		if !errors.Is(err, unix.ENOTDIR) {
+			t.Errorf("OpenDir(%s) = %v, want ENOTDIR", name, err)
+		}
+	}
+	for _, name := range []string{"sub/", "sub/.", "/", "/.", "//"} {
+		path := dir + "/" + name
+		if strings.HasPrefix(name, "/") {
+			path = name
+		}
+		fd, err := OpenDir(path)
+		if err != nil {
+			t.Errorf("OpenDir(%s) = %v, want it opened", path, err)
+			continue
+		}
+		if !sameFile(t, fd, filepath.Clean(path)) {
+			t.Errorf("OpenDir(%s) opened another directory", path)
+		}
+		unix.Close(fd)
+	}
 }
 
 // OpenDirAt checks the last component beneath a directory descriptor the
@@ -713,7 +739,7 @@ func TestOpenDirAt(t *testing.T) {
 		t.Error("OpenDirAt(sub) opened another directory")
 	}
 	unix.Close(fd)
-	for name, want := range map[string]error{"dirlink": unix.ENOTDIR, "file": unix.ENOTDIR, "missing": unix.ENOENT} {
+	for name, want := range map[string]error{"dirlink": unix.ENOTDIR, "dirlink/": unix.ENOTDIR, "dirlink/.": unix.ENOTDIR, "file": unix.ENOTDIR, "missing": unix.ENOENT} {
 		fd, err := OpenDirAt(dirfd, name)
 		if err == nil {
 			unix.Close(fd)
