@@ -136,7 +136,6 @@ func Fingerprint(pub ssh.PublicKey) string { return ssh.FingerprintSHA256(pub) }
 // (PATH.pub as GenerateKey or ssh-keygen writes it). Only Ed25519 is accepted.
 func LoadPublicKey(path string) (ssh.PublicKey, error) {
 	b, err := evidence.ReadRegularFile(path, maxKeyFile) // as LoadSigner
-
 	if err != nil {
 		return nil, err
 	}
