@@ -301,7 +301,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// No room ran: there is no record to append to.
 		return res, fmt.Errorf("the room: %w", roomErr)
 	}
-	if aerr := harness.AppendTranscriptLine(o.Room.Transcript, o.agentLine(res, proxy)); aerr != nil {
+	if aerr := harness.AppendAgentLine(o.Room.Transcript, o.agentLine(res, proxy)); aerr != nil {
 		return res, aerr
 	}
 	if execErr != nil {

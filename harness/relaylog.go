@@ -50,8 +50,20 @@ func (r *relayRecord) line(rec map[string]any) error {
 	if r == nil {
 		return nil
 	}
-	// A record that does not end with a whole line was cut short: a line
-	// appended to it would be glued to the cut one and hide it.
+	if err := r.check(rec["event"]); err != nil {
+		return err
+	}
+	b, err := encodeLine(rec)
+	if err != nil {
+		return err
+	}
+	return r.write(b)
+}
+
+// check refuses to append the event line to a record that is empty or
+// does not end with a whole line (cut short): a line appended to it would
+// be glued to the cut one and hide it.
+func (r *relayRecord) check(event any) error {
 	st, whole, err := endsWithWholeLine(r.f)
 	if err != nil {
 		return fmt.Errorf("transcript %s: %w", r.path, err)
@@ -62,14 +74,24 @@ func (r *relayRecord) line(rec map[string]any) error {
 		return fault.AsUnusable(fmt.Errorf("%w: %s: empty, no start line", ErrTranscript, r.path))
 	}
 	if !whole {
-		return fault.AsUnusable(fmt.Errorf("%w: %s: the last line was cut short; the %v line is not appended", ErrTranscript, r.path, rec["event"]))
+		return fault.AsUnusable(fmt.Errorf("%w: %s: the last line was cut short; the %v line is not appended", ErrTranscript, r.path, event))
 	}
+	return nil
+}
+
+// encodeLine stamps rec with the time and returns its canonical bytes.
+func encodeLine(rec map[string]any) ([]byte, error) {
 	rec["time"] = time.Now().UTC().Format(time.RFC3339Nano)
 	b, err := evidence.Canonical(rec)
 	if err != nil {
-		return fmt.Errorf("transcript %v line: %w", rec["event"], err)
+		return nil, fmt.Errorf("transcript %v line: %w", rec["event"], err)
 	}
-	if _, err := r.f.Write(append(b, '\n')); err != nil {
+	return b, nil
+}
+
+// write appends the line b (and its line feed) in one write and syncs it.
+func (r *relayRecord) write(b []byte) error {
+	if _, err := r.f.Write(append(b[:len(b):len(b)], '\n')); err != nil {
 		return fmt.Errorf("writing transcript: %w", err)
 	}
 	return r.f.Sync()
@@ -125,11 +147,11 @@ func usageValue(u map[string]int) map[string]any {
 	return out
 }
 
-// AppendTranscriptLine appends one line that a process outside the room
-// writes once the room has ended (room agent's "agent" line, package
-// agentroom) to the transcript at path, as the relay appends its own:
-// never through a link, only after a whole line, one write, synced.
-func AppendTranscriptLine(path string, rec map[string]any) error {
+// appendTranscriptLine appends one line that the relay writes once the
+// room has ended (its drive line) to the transcript at path: never through
+// a link, only after a whole line, one write, synced. (room agent's line
+// is journalled too: AppendAgentLine.)
+func appendTranscriptLine(path string, rec map[string]any) error {
 	r, err := openRelayRecord(path)
 	if err != nil {
 		return err
@@ -149,7 +171,7 @@ func appendDrive(path string, r *DriveResult, profile string, messages []any, lo
 		// The rule the session ended on, with the messages up to it.
 		line["error"] = fmt.Sprintf("%.1000s", strings.ToValidUTF8(loopErr.Error(), "\uFFFD"))
 	}
-	return AppendTranscriptLine(path, line)
+	return appendTranscriptLine(path, line)
 }
 
 // The rules a transcript must meet to be resumed.

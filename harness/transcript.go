@@ -213,12 +213,9 @@ const ErrTranscriptBusy pkgwalk.Rule = "transcript is held by a running room"
 // running from one that died without its end line) and writes the start
 // line.
 func startTranscript(f *os.File, h TranscriptHeader, resumed bool) (*Transcript, error) {
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := lockRecord(f); err != nil {
 		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, &pkgwalk.RefusalError{Path: f.Name(), Rule: ErrTranscriptBusy}
-		}
-		return nil, fmt.Errorf("locking transcript %s: %w", f.Name(), err)
+		return nil, err
 	}
 	t := &Transcript{f: f, summary: newSummary(), now: time.Now}
 	// A resumed record's earlier sessions count against the byte budget
@@ -381,8 +378,9 @@ func (t *Transcript) Close() error {
 }
 
 // cutNamed reports whether lines[i] is a cut line: the next line is the
-// room's end line or a resumed session's start line whose cut_line names
-// exactly its size and sha256 (lineAfterCut).
+// room's end line, a resumed session's start line or room agent's agent
+// line whose cut_line names exactly its size and sha256 (lineAfterCut,
+// RecoverAgentLine).
 func cutNamed(l string, lines []string, i int) bool {
 	if i+1 >= len(lines) || !strings.Contains(lines[i+1], `"cut_line":`) {
 		return false
@@ -395,7 +393,7 @@ func cutNamed(l string, lines []string, i int) bool {
 	resumed, _ := next.Get("resumed")
 	cl, _ := next.Get("cut_line")
 	c, ok := cl.(*evidence.Object)
-	if !ok || !(ev == "end" || (ev == "start" && resumed == true)) {
+	if !ok || !(ev == "end" || (ev == "start" && resumed == true) || ev == "agent") {
 		return false
 	}
 	n, _ := c.Get("bytes")
@@ -437,8 +435,9 @@ const MaxTranscriptBytes = 256 << 20
 // drive line takes turns, usage and messages from its last turn line.
 //
 // A line cut short (its writer killed in the middle of its write) is
-// skipped only when the line after it is the room's end line or a resumed
-// start line whose cut_line names its exact size and sha256; the document
+// skipped only when the line after it is the room's end line, a resumed
+// start line or the agent line (written again by RecoverAgentLine) whose
+// cut_line names its exact size and sha256; the document
 // lists those as cut_lines. A record that ends with a cut line is refused:
 // nothing names it yet (ReadResumable reads the record before it).
 func ReadTranscript(b []byte) (*evidence.Object, error) {

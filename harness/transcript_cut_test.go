@@ -31,6 +31,20 @@ func init() {
 		return r.line(map[string]any{"event": "turn", "turn": 1, "usage": map[string]any{},
 			"messages": []any{map[string]any{"role": "assistant", "content": strings.Repeat("x", bigTurnBytes)}}})
 	}
+	// room agent's record writer (AppendAgentLine, as agentroom.Run calls
+	// it), in a process of its own, appending one large agent line.
+	childFuncs["append-big-agent"] = func(a []string) error { return AppendAgentLine(a[0], bigAgentLine()) }
+}
+
+// bigAgentBytes is the size of the agent line room agent is killed in the
+// middle of: as large as a line the strict reader takes (evidence.MaxSize),
+// so that its one write lasts a while.
+const bigAgentBytes = evidence.MaxSize - 64<<10
+
+// bigAgentLine is an agent line of bigAgentBytes and more (an agent that
+// made very many connections).
+func bigAgentLine() map[string]any {
+	return map[string]any{"event": "agent", "command": []any{"agent", strings.Repeat("y", bigAgentBytes)}, "room_exit": 0}
 }
 
 // killMidLine runs the relay's record writer on path and SIGKILLs it
@@ -39,12 +53,19 @@ func init() {
 // the kill is undone (the record restored) and tried again.
 func killMidLine(t *testing.T, path string) []byte {
 	t.Helper()
+	return killWriterMidLine(t, path, "append-big-turn")
+}
+
+// killWriterMidLine is killMidLine of the writer child (a childFuncs
+// name) appending a line of bigAgentBytes and more.
+func killWriterMidLine(t *testing.T, path, child string) []byte {
+	t.Helper()
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
-		cmd := exec.Command(os.Args[0], childMarker, "append-big-turn", path)
+		cmd := exec.Command(os.Args[0], childMarker, child, path)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -77,11 +98,15 @@ func killMidLine(t *testing.T, path string) []byte {
 		if !bytes.HasPrefix(after, before) {
 			t.Fatalf("the record before the cut line changed")
 		}
-		if n := len(after) - len(before); n > 0 && n < bigTurnBytes && after[len(after)-1] != '\n' {
+		if n := len(after) - len(before); n > 0 && n < bigAgentBytes && after[len(after)-1] != '\n' {
 			return after
 		}
-		// Written whole before the kill (or not begun): again.
+		// Written whole before the kill (or not begun): again, without the
+		// agent line's journal (AppendAgentLine) if there is one.
 		if err := os.WriteFile(path, before, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(path + PendingSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}
 	}

@@ -376,7 +376,8 @@ func requestFields(fields []string) (map[string]json.RawMessage, error) {
 }
 
 func newRoomTranscriptCmd() *cobra.Command {
-	return &cobra.Command{
+	var recoverLine bool
+	c := &cobra.Command{
 		Use:   "transcript FILE",
 		Short: "Check a room transcript and print it as a TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document",
 		Long: `Read a transcript written by "room serve --transcript" (JSON Lines: start line,
@@ -385,15 +386,34 @@ while it runs and its drive line at the end; a resumed session's start and
 resume lines; from "room agent", its agent line at the end)
 through the strict reader, check that its summaries agree with its calls, and
 print the TRVM-CLEAN-ROOM-TRANSCRIPT-v1 document (docs/formats.md §11.1). The text
-output is a summary; --json prints the whole document.`,
+output is a summary; --json prints the whole document.
+
+--recover first ends a record whose "room agent" was killed while it appended
+its agent line (the record ends in a line cut short, and FILE` + harness.PendingSuffix + ` holds
+the whole line): the line is written again after the cut, naming the cut
+line's size and sha256 (cut_line), which the reader then skips; the cut bytes
+stay. A cut line that is not the beginning of that line is refused.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if recoverLine {
+				did, err := harness.RecoverAgentLine(args[0])
+				if err != nil {
+					return err
+				}
+				if did {
+					fmt.Fprintf(cmd.ErrOrStderr(), "cleanroom room transcript: %s: the agent line written again after the cut\n", args[0])
+				}
+			}
 			b, err := evidence.ReadRegularFile(args[0], harness.MaxTranscriptBytes)
 			if err != nil {
 				return err
 			}
 			doc, err := harness.ReadTranscript(b)
 			if err != nil {
+				if _, jerr := os.Lstat(args[0] + harness.PendingSuffix); jerr == nil && !recoverLine {
+					// room agent was killed while it appended its line.
+					err = fmt.Errorf("%w (an agent line is pending in %s: --recover ends the record with it)", err, args[0]+harness.PendingSuffix)
+				}
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			return printResult(cmd, doc, func(w io.Writer) {
@@ -431,4 +451,6 @@ output is a summary; --json prints the whole document.`,
 			})
 		},
 	}
+	c.Flags().BoolVar(&recoverLine, "recover", false, "first end a record whose room agent was killed while it appended its agent line (from FILE"+harness.PendingSuffix+")")
+	return c
 }

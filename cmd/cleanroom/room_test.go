@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -444,6 +447,67 @@ func TestRoomTranscriptShowsInvisibleEscaped(t *testing.T) {
 	code, out, _ = runCLI(t, "room", "transcript", "--json", p)
 	if code != 0 || !strings.Contains(out, "\u202e") {
 		t.Errorf("room transcript --json does not print the value as recorded: %q", out)
+	}
+}
+
+// `room transcript --recover` ends a record whose room agent was killed
+// while it appended its agent line (cut short, its journal beside it):
+// without --recover the record is refused and the journal named; with it
+// the line is written again naming the cut, and the record reads; a cut
+// line that is not the journal's beginning is refused, exit 1.
+func TestRoomTranscriptRecover(t *testing.T) {
+	t.Parallel()
+	sum := strings.Repeat("ab", 32)
+	session := `{"blind_package_id":"bpkg-x","event":"start","instruction_path":"experiment/CLEAN-ROOM-PROMPT-v1.md","instruction_sha256":"` + sum + `","seal_digest":"` + sum + `","served_file_count":3,"time":"2026-01-01T00:00:00Z","type":"TRVM-CLEAN-ROOM-TRANSCRIPT-v1","view_mountinfo":"","workspace":"/ws"}
+{"calls":0,"event":"end","files_read":[],"files_written":[],"refused_reads":[],"time":"2026-01-01T00:00:04Z"}
+`
+	agent := `{"command":["agent","--fast"],"event":"agent","room_exit":0,"time":"2026-01-01T00:00:05Z"}`
+	for name, c := range map[string]struct {
+		cut     string
+		refusal string // the refusal --recover names on stderr, exit 1 ("": none)
+	}{
+		"the agent line cut":    {cut: agent[:40]},
+		"the whole line, no LF": {cut: agent},
+		"another line cut":      {cut: `{"event":"call","seq":1`, refusal: "not the beginning of the journalled agent line"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "t.jsonl")
+			if err := os.WriteFile(p, []byte(session+c.cut), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p+harness.PendingSuffix, []byte(agent), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code, _, errs := runCLI(t, "room", "transcript", p); code != 1 || !strings.Contains(errs, "--recover") {
+				t.Errorf("room transcript of a cut record: exit %d, stderr %q; want 1 naming --recover", code, errs)
+			}
+			code, out, errs := runCLI(t, "room", "transcript", "--recover", "--json", p)
+			if c.refusal != "" {
+				if code != 1 || !strings.Contains(errs, c.refusal) {
+					t.Errorf("room transcript --recover: exit %d, stderr %q; want 1 naming %q", code, errs, c.refusal)
+				}
+				return
+			}
+			var doc struct {
+				CutLines []struct {
+					Bytes  int    `json:"bytes"`
+					SHA256 string `json:"sha256"`
+				} `json:"cut_lines"`
+				Agent struct {
+					Command []string `json:"command"`
+				} `json:"agent"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+				t.Fatalf("room transcript --recover: exit %d (%v), stderr %q", code, err, errs)
+			}
+			h := sha256.Sum256([]byte(c.cut))
+			if len(doc.CutLines) != 1 || doc.CutLines[0].Bytes != len(c.cut) || doc.CutLines[0].SHA256 != hex.EncodeToString(h[:]) {
+				t.Errorf("cut_lines %+v, want the %d bytes cut", doc.CutLines, len(c.cut))
+			}
+			if !slices.Equal(doc.Agent.Command, []string{"agent", "--fast"}) {
+				t.Errorf("the recovered agent line's command %q", doc.Agent.Command)
+			}
+		})
 	}
 }
 
