@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	"github.com/cleanroom-dev/cleanroom/sandbox/sandboxinit"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/specconv"
@@ -150,9 +152,17 @@ func (c *Config) spec(rootfs, netnsPath, id, exe string) (*specs.Spec, error) {
 			cgroupsPath = filepath.Join(strings.TrimPrefix(r.cgroup, "/sys/fs/cgroup"), "cleanroom-"+id)
 		} else {
 			// No cgroup is writable: per-process rlimits stand in for
-			// the memory and task limits (see rlimitsFor).
+			// the memory and task limits (see rlimitsFor), set by the
+			// limits stage at the command's exec, not by libcontainer:
+			// its rlimits bind the container's own Go init from before
+			// the exec, which a small --memory kills.
 			cgroupsPath, res = "", nil
-			rlimits = append(rlimits, rlimitsFor(cfg.Memory, cfg.Pids)...)
+			stage := "/proc/self/exe" // the init's sealed copy of this binary
+			if exe != "" {
+				stage = shimPath
+			}
+			lim := clampRlimits(rlimitsFor(cfg.Memory, cfg.Pids))
+			args = append([]string{stage, sandboxinit.LimitsArg, strconv.FormatUint(lim[0].Hard, 10), strconv.FormatUint(lim[1].Hard, 10)}, args...)
 		}
 		rlimits = clampRlimits(rlimits)
 	}

@@ -132,7 +132,9 @@
 // user namespace maps its 0 to that one id (the user's uid on the host,
 // which hostUID checks is not 0); no host cgroup is writable, so a
 // delegated cgroup v2 subtree is used when there is one and per-process
-// rlimits (RLIMIT_DATA, RLIMIT_NPROC) stand in otherwise; the state root
+// rlimits (RLIMIT_DATA, RLIMIT_NPROC) stand in otherwise, set by the
+// limits stage (sandboxinit.LimitsArg) at the command's exec so that they
+// never bound the container's own Go init; the state root
 // is a tmpfs mounted in that mount namespace, so a killed run leaves
 // nothing; an allowlist is refused (ErrRootless: its veth and filter live
 // in the host's network namespace); the workspace must be empty. The

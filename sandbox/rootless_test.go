@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The delegation point is the highest ancestor of this process's cgroup
@@ -121,5 +123,56 @@ func TestIDMap(t *testing.T) {
 	}
 	if _, err := readIDMap(write("0 0\n")); err == nil {
 		t.Error("a malformed line was accepted")
+	}
+}
+
+// In rootless mode with rlimits, the memory and task limits are the
+// limits stage's (sandboxinit.LimitsArg, set at the command's exec), never
+// the process rlimits libcontainer sets on the container's init before
+// the exec: those would bound the init's own Go runtime, which a small
+// memory limit kills. The file and core limits stay libcontainer's.
+func TestRootlessLimitsAtExec(t *testing.T) {
+	saved := rootless
+	t.Cleanup(func() { rootless = saved })
+	rootless = func() rootlessState { return rootlessState{on: true, hostUID: 65534, limits: LimitsRlimits} }
+	var data, nproc unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_DATA, &data) != nil || unix.Getrlimit(unix.RLIMIT_NPROC, &nproc) != nil {
+		t.Skip("getrlimit failed")
+	}
+	if data.Max < 16<<20 || nproc.Max < 8 {
+		t.Skipf("this process's own hard limits (data %d, nproc %d) are below the test's", data.Max, nproc.Max)
+	}
+	root := t.TempDir()
+	for _, tc := range []struct {
+		name, exe, stage string
+	}{
+		{"exec", "", "/proc/self/exe"},
+		{"bundle", "/usr/bin/cleanroom", shimPath},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Args: []string{"/bin/sh", "-c", "true"}, Memory: 16 << 20, Pids: 8}
+			spec, err := cfg.spec(filepath.Join(root, "rootfs"), "", "x", tc.exe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{tc.stage, "sandbox-limits", "16777216", "8"}
+			if tc.exe != "" {
+				want = append(want, shimPath, ShimArg)
+			}
+			want = append(want, "/bin/sh", "-c", "true")
+			if !slices.Equal(spec.Process.Args, want) {
+				t.Errorf("args %q, want %q", spec.Process.Args, want)
+			}
+			var types []string
+			for _, r := range spec.Process.Rlimits {
+				types = append(types, r.Type)
+			}
+			if !slices.Equal(types, []string{"RLIMIT_NOFILE", "RLIMIT_CORE"}) {
+				t.Errorf("the init's rlimits %v, want RLIMIT_NOFILE and RLIMIT_CORE only", types)
+			}
+			if spec.Linux.Resources != nil || spec.Linux.CgroupsPath != "" {
+				t.Errorf("cgroup limits in rlimits mode: %+v %q", spec.Linux.Resources, spec.Linux.CgroupsPath)
+			}
+		})
 	}
 }

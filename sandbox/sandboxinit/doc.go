@@ -12,8 +12,10 @@
 // binary's own initialisers would add milliseconds to every container
 // start). Call [Run] from an init function of the main package (or of a
 // test binary that runs containers) for the main-thread lock it takes.
-// It refuses nothing and decides nothing; it only routes the two
-// re-executions.
+// It refuses nothing and decides nothing; it only routes the three
+// re-executions (the third: the limits stage, [LimitsArg], which rootless
+// mode puts before the command when rlimits stand in for cgroups, so that
+// they bound the command from its exec and never the container's init).
 //
 // # Security Considerations
 //

@@ -1,10 +1,13 @@
 package sandboxinit
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 
 	// The devices cgroup manager: without it libcontainer refuses any
 	// device rules (and on cgroup v1 the devices controller is what keeps
@@ -21,12 +24,20 @@ import (
 // ShimArg is argv[1] of the bundle's shim (see the package comment).
 const ShimArg = "sandbox-shim"
 
+// LimitsArg is argv[1] of the limits stage (see the package comment):
+// argv[2] is RLIMIT_DATA in bytes, argv[3] RLIMIT_NPROC, the rest the
+// command.
+const LimitsArg = "sandbox-limits"
+
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		containerInit()
 	}
 	if len(os.Args) > 2 && os.Args[1] == ShimArg {
 		shim(os.Args[2:])
+	}
+	if len(os.Args) > 4 && os.Args[1] == LimitsArg {
+		limits(os.Args[2], os.Args[3], os.Args[4:])
 	}
 }
 
@@ -76,13 +87,51 @@ func shim(args []string) {
 		fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: %v\n", err)
 		os.Exit(126)
 	}
+	execCommand("cleanroom sandbox shim", args)
+}
+
+// limits never returns: it sets RLIMIT_DATA to data and RLIMIT_NPROC to
+// nproc (soft and hard, decimal) on itself and execs args, which start
+// with them. It runs in the container after libcontainer's init, as the
+// command it execs (the container's init, a sealed copy of this binary,
+// re-executed from /proc/self/exe): the limits that stand in for the
+// memory and pids cgroups in rootless mode bound the candidate from its
+// first instruction and never the init, whose Go runtime (its heap and
+// every thread's stack count against RLIMIT_DATA, every thread against
+// RLIMIT_NPROC) a small --memory would otherwise kill before the exec.
+// The candidate's seccomp filter and parent-death signal are the init's,
+// kept across the exec.
+func limits(data, nproc string, args []string) {
+	for _, l := range []struct {
+		resource int
+		value    string
+	}{{unix.RLIMIT_DATA, data}, {unix.RLIMIT_NPROC, nproc}} {
+		n, err := strconv.ParseUint(l.value, 10, 64)
+		if err == nil {
+			err = unix.Setrlimit(l.resource, &unix.Rlimit{Cur: n, Max: n})
+		}
+		if err != nil {
+			// Never run the command without its limits.
+			fmt.Fprintf(os.Stderr, "cleanroom sandbox limits: rlimit %d = %q: %v\n", l.resource, l.value, err)
+			os.Exit(126)
+		}
+	}
+	execCommand("cleanroom sandbox limits", args)
+}
+
+// execCommand execs args as a shell would (127: not found, 126: found and
+// not run), naming who in its messages; it never returns.
+func execCommand(who string, args []string) {
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: %v\n", err)
-		os.Exit(127)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", who, err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			os.Exit(127)
+		}
+		os.Exit(126)
 	}
 	err = unix.Exec(path, args, os.Environ())
-	fmt.Fprintf(os.Stderr, "cleanroom sandbox shim: exec %s: %v\n", path, err)
+	fmt.Fprintf(os.Stderr, "%s: exec %s: %v\n", who, path, err)
 	os.Exit(126)
 }
 
