@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"time"
 )
@@ -51,6 +52,31 @@ func TimelineOf(chain []ChainLink) []TimelineEntry {
 			}
 		}
 		out = append(out, e)
+	}
+	return out
+}
+
+// AdmittedText is how a subject admitted at a step of the timeline is
+// written, the one text `run status` and the run report (internal/report)
+// show: implementation, role in parentheses, package digest, then the
+// binary digest and the environment where the receipt has them.
+func (a ReceiptAdapter) AdmittedText() string {
+	s := fmt.Sprintf("%s (%s) package %s", a.Implementation, a.Role, a.PackageDigest)
+	if a.BinaryDigest != nil {
+		s += ", binary " + *a.BinaryDigest
+	}
+	if a.Environment != nil {
+		s += fmt.Sprintf(", toolchain %q, model %q, tool_version %q", a.Environment.Toolchain, a.Environment.Model, a.Environment.ToolVersion)
+	}
+	return s
+}
+
+// AdmittedTexts is AdmittedText of every subject the entry admits (nil
+// for none).
+func (e TimelineEntry) AdmittedTexts() []string {
+	var out []string
+	for _, a := range e.Admitted {
+		out = append(out, a.AdmittedText())
 	}
 	return out
 }

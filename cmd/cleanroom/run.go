@@ -428,18 +428,8 @@ are shown; a problem with the run is printed below the timeline.`,
 		}
 		var out []timelineEntry
 		for _, e := range entries {
-			te := timelineEntry{Status: string(e.Status), RunID: e.RunID, Time: e.Time.UTC().Format(time.RFC3339), Receipt: e.Receipt, SHA256: e.ReceiptSHA256, Note: e.Note}
-			for _, a := range e.Admitted {
-				s := fmt.Sprintf("%s [%s] package %s", a.Implementation, a.Role, a.PackageDigest)
-				if a.BinaryDigest != nil {
-					s += " binary " + *a.BinaryDigest
-				}
-				if a.Environment != nil {
-					s += fmt.Sprintf(" toolchain=%q model=%q tool_version=%q", a.Environment.Toolchain, a.Environment.Model, a.Environment.ToolVersion)
-				}
-				te.Admitted = append(te.Admitted, s)
-			}
-			out = append(out, te)
+			out = append(out, timelineEntry{Status: string(e.Status), RunID: e.RunID, Time: e.Time.UTC().Format(time.RFC3339), Receipt: e.Receipt,
+				SHA256: e.ReceiptSHA256, Note: e.Note, Admitted: e.AdmittedTexts()})
 		}
 		problems := []string{}
 		for _, p := range rep.Problems() {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +73,38 @@ func TestRunCLILifecycle(t *testing.T) {
 	tl, _ := v.Get("timeline")
 	if arr, _ := tl.([]any); len(arr) != 4 {
 		t.Errorf("timeline has %d entries, want 4: %s", len(arr), out)
+	}
+	// The subjects each step admits read the same in `run status` and in
+	// the run report: one text.
+	type timeline struct {
+		Timeline []struct {
+			Status   string   `json:"status"`
+			Admitted []string `json:"admitted"`
+		} `json:"timeline"`
+	}
+	var status timeline
+	var rep struct {
+		Report timeline `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(out), &status); err != nil {
+		t.Fatal(err)
+	}
+	code, rout, rerrs := runCLI(t, "--json", "run", "--world", w, "report")
+	if err := json.Unmarshal([]byte(rout), &rep); code != 0 || err != nil {
+		t.Fatalf("report --json: exit %d, %v\n%s", code, err, rerrs)
+	}
+	if len(rep.Report.Timeline) != len(status.Timeline) {
+		t.Fatalf("report timeline %d entries, status %d", len(rep.Report.Timeline), len(status.Timeline))
+	}
+	for i, e := range status.Timeline {
+		if !slices.Equal(e.Admitted, rep.Report.Timeline[i].Admitted) {
+			t.Errorf("%s: status admits %q, the report %q", e.Status, e.Admitted, rep.Report.Timeline[i].Admitted)
+		}
+	}
+	if fz := status.Timeline[1]; fz.Status != "CANDIDATE_FROZEN" || len(fz.Admitted) != 1 ||
+		!strings.HasPrefix(fz.Admitted[0], "candidate (candidate) package ") || !strings.Contains(fz.Admitted[0], ", binary ") ||
+		!strings.HasSuffix(fz.Admitted[0], `, toolchain "node 22", model "scripted", tool_version "1"`) {
+		t.Errorf("the freeze admits %q", fz.Admitted)
 	}
 }
 

@@ -338,18 +338,8 @@ func (r *Report) note(format string, a ...any) { r.Notes = append(r.Notes, fmt.S
 // receipt that admits it.
 func (r *Report) gatherTimeline(chain []experiment.ChainLink) {
 	for _, e := range experiment.TimelineOf(chain) {
-		ev := Event{Status: string(e.Status), RunID: e.RunID, Receipt: e.Receipt, SHA256: e.ReceiptSHA256, Note: e.Note, Time: e.Time.UTC()}
-		for _, a := range e.Admitted {
-			s := fmt.Sprintf("%s (%s) package %s", a.Implementation, a.Role, a.PackageDigest)
-			if a.BinaryDigest != nil {
-				s += ", binary " + *a.BinaryDigest
-			}
-			if a.Environment != nil {
-				s += fmt.Sprintf(", toolchain %q, model %q, tool %q", a.Environment.Toolchain, a.Environment.Model, a.Environment.ToolVersion)
-			}
-			ev.Admitted = append(ev.Admitted, s)
-		}
-		r.Timeline = append(r.Timeline, ev)
+		r.Timeline = append(r.Timeline, Event{Status: string(e.Status), RunID: e.RunID, Receipt: e.Receipt, SHA256: e.ReceiptSHA256,
+			Note: e.Note, Time: e.Time.UTC(), Admitted: e.AdmittedTexts()})
 	}
 }
 
