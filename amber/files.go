@@ -88,6 +88,12 @@ func hashFile(path string, w io.Writer) (string, int64, error) {
 		return "", 0, err
 	}
 	defer f.Close()
+	return hashOpen(f, w)
+}
+
+// hashOpen is hashFile of the open regular file f (named f.Name() in
+// errors).
+func hashOpen(f *os.File, w io.Writer) (string, int64, error) {
 	h := sha256.New()
 	dst := io.Writer(h)
 	if w != nil {
@@ -95,7 +101,7 @@ func hashFile(path string, w io.Writer) (string, int64, error) {
 	}
 	n, err := io.Copy(dst, f)
 	if err != nil {
-		return "", 0, fmt.Errorf("reading %s: %w", path, err)
+		return "", 0, fmt.Errorf("reading %s: %w", f.Name(), err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }

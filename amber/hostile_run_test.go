@@ -64,13 +64,13 @@ func TestSnapshotTooManyBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := artifactsSince(ws, nil); !errors.Is(err, ErrWorkspaceShape) {
+	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, ErrWorkspaceShape) {
 		t.Errorf("101 bytes over a cap of 100: %v, want %v", err, ErrWorkspaceShape)
 	}
 	if err := os.Truncate(filepath.Join(ws, "ff"), 40); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := artifactsSince(ws, nil); err != nil {
+	if _, err := walked(t, ws, map[string]string{}).artifacts(); err != nil {
 		t.Errorf("100 bytes, the cap: %v", err)
 	}
 }
@@ -85,7 +85,7 @@ func TestSnapshotTooManyFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := artifactsSince(ws, nil); !errors.Is(err, ErrWorkspaceShape) {
+	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, ErrWorkspaceShape) {
 		t.Errorf("11 files over a cap of 10: %v, want %v", err, ErrWorkspaceShape)
 	}
 }
@@ -114,7 +114,20 @@ func TestSnapshotFileNameTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	unix.Close(fd)
-	if _, err := artifactsSince(ws, nil); !errors.Is(err, ErrWorkspaceShape) {
+	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, ErrWorkspaceShape) {
 		t.Errorf("a file past PATH_MAX: %v, want %v", err, ErrWorkspaceShape)
 	}
+}
+
+// walked is the workspace ws walked by the run's own walk after a run
+// whose snapshot before was before.
+func walked(t *testing.T, ws string, before map[string]string) *wsWalk {
+	t.Helper()
+	w, err := newWalk(ws, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.close)
+	w.walk()
+	return w
 }

@@ -32,6 +32,7 @@ func (s *SandboxIsolation) Run(ctx context.Context, spec ContainerSpec, stdout, 
 	cfg := sandbox.Config{
 		Args: spec.Args, Env: spec.Env, Workspace: spec.Workspace, PackageEmit: spec.PackageEmit,
 		Timeout: spec.Timeout, Seal: spec.Sealed, Control: spec.Control, StateDir: s.StateDir,
+		Inspect: spec.Inspect,
 	}
 	for _, a := range spec.Allow {
 		ep, err := sandbox.ParseEndpoint(a)
@@ -52,6 +53,12 @@ func (s *SandboxIsolation) Run(ctx context.Context, spec ContainerSpec, stdout, 
 			out.SealProbe, _ = json.Marshal(res.SealProbe)
 		}
 		out.Status, out.ExitCode = res.Status, res.ExitCode
+		out.Walked = res.Walked && spec.Inspect != nil
+		for _, f := range res.Workspace {
+			if f.Rule == sandbox.RuleUnwalked {
+				out.Unwalked = f.Detail
+			}
+		}
 	}
 	switch {
 	case errors.Is(err, sandbox.ErrIsolation), errors.Is(err, sandbox.ErrSealProbe), errors.Is(err, sandbox.ErrNamespaceChanged), errors.Is(err, sandbox.ErrPackage):

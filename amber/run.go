@@ -9,11 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -21,7 +19,6 @@ import (
 	"github.com/cleanroom-dev/cleanroom/internal/capbuf"
 	"github.com/cleanroom-dev/cleanroom/internal/durable"
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
-	"github.com/cleanroom-dev/cleanroom/internal/fsx"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
 	"golang.org/x/crypto/ssh"
@@ -47,6 +44,12 @@ type ContainerSpec struct {
 	Sealed      *netip.AddrPort // the sealed store, probed before the command starts
 	Control     *netip.AddrPort // positive control (allowlisted runs)
 	Timeout     time.Duration
+	// Inspect, when the isolation layer walks the workspace after the
+	// command (the sandbox's post-run scrub), is called for every entry
+	// of it, once every process of the command is gone: the run reads
+	// the workspace in that walk instead of walking it again
+	// (ContainerOutcome.Walked).
+	Inspect func(dirfd int, name, rel string, st *unix.Stat_t)
 }
 
 // ContainerOutcome is what the isolation layer reports. IsolationCheck and
@@ -59,6 +62,12 @@ type ContainerOutcome struct {
 	PreStart string
 	Status   string // exited, signaled, timeout, oom
 	ExitCode int
+	// Walked: the layer's post-run walk called ContainerSpec.Inspect for
+	// every entry of the workspace. Unwalked: why that walk stopped
+	// before the end ("" if it did not). Neither: the layer walked
+	// nothing, and the run walks the workspace itself.
+	Walked   bool
+	Unwalked string
 }
 
 // errSandboxUnavailable: no isolation layer can run here.
@@ -252,13 +261,21 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if err != nil {
 		return finish(StateInvalidInfrastructure, "workspace snapshot failed: "+err.Error())
 	}
+	// The workspace after the run, read in the isolation layer's own
+	// post-run walk: one walk hashes the artifacts and judges what the
+	// evaluator would read.
+	after, err := newWalk(ws, before)
+	if err != nil {
+		return finish(StateInvalidInfrastructure, "opening the workspace: "+err.Error())
+	}
+	defer after.close()
 	stdout, serr := os.Create(filepath.Join(o.Out, "candidate.stdout"))
 	stderr, eerr := os.Create(filepath.Join(o.Out, "candidate.stderr"))
 	if serr != nil || eerr != nil {
 		return nil, errors.Join(serr, eerr)
 	}
 	spec := ContainerSpec{Args: o.Args, Env: o.Env, Workspace: ws, Allow: m.Eligibility.EgressAllowlist,
-		Sealed: &o.Sealed, Control: o.Control, Timeout: o.Timeout}
+		Sealed: &o.Sealed, Control: o.Control, Timeout: o.Timeout, Inspect: after.visit}
 	rec.StartedUTC = utc(o.now())
 	done = o.step("running the candidate in the sandbox")
 	out, runErr := o.Isolation.Run(ctx, spec, stdout, stderr)
@@ -302,7 +319,16 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if err := recheckSeal(o.CaseDir, m, msha); err != nil {
 		return finish(StateProtocolViolation, "the sealed store changed during the run: "+err.Error())
 	}
-	arts, err := artifactsSince(ws, before)
+	switch {
+	case out.Walked:
+	case out.Unwalked != "":
+		// The layer's walk stopped (nesting too deep, an entry it could
+		// not open): what lies beyond is unread, the candidate's act.
+		after.unwalked(out.Unwalked)
+	default:
+		after.walk()
+	}
+	arts, err := after.artifacts()
 	if errors.Is(err, ErrWorkspaceShape) {
 		return finish(StateProtocolViolation, "the candidate's workspace cannot be listed: "+err.Error())
 	}
@@ -321,7 +347,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	// it for its whole timeout and a link to /dev/zero feed it forever, and
 	// either would be signed as the infrastructure's failure. It is the
 	// candidate's act, and is judged so before the evaluator starts.
-	if err := checkEvaluatorInputs(ws, before); err != nil {
+	if err := after.input; err != nil {
 		return finish(StateProtocolViolation, "the workspace holds what no evaluator reads: "+err.Error())
 	}
 	done = o.step("evaluating the oracle")
@@ -394,138 +420,6 @@ func checkoutBundle(ctx context.Context, bundle, wantSHA256, commit, dir string)
 		return fmt.Errorf("%w: workspace HEAD %s, cutoff %s", ErrMismatch, bytes.TrimSpace(out), commit)
 	}
 	return nil
-}
-
-// snapshot hashes every regular file of the workspace outside .git. Symbolic
-// links are recorded by target, never followed (the tree is the candidate's
-// after the run, and reading through a link could leave it).
-func snapshot(dir string) (map[string]string, error) {
-	out := map[string]string{}
-	var total int64
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() {
-			if rel == ".git" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if len(out) >= maxArtifactFiles {
-			return fmt.Errorf("%w: more than %d files", ErrWorkspaceShape, maxArtifactFiles)
-		}
-		switch {
-		case d.Type().IsRegular():
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			if total += fi.Size(); total > maxArtifactBytes {
-				return fmt.Errorf("%w: more than %d bytes (%s: %d)", ErrWorkspaceShape, maxArtifactBytes, rel, fi.Size())
-			}
-			sum, _, err := hashFile(p, nil)
-			if err != nil {
-				return err
-			}
-			out[rel] = sum
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = linkSum(target)
-		default:
-			out[rel] = pkgwalk.SHA256Hex([]byte("special:" + d.Type().String()))
-		}
-		return nil
-	})
-	// Names too long for a path, loops, entries the host may not read:
-	// what the workspace's owner made (see ErrWorkspaceShape).
-	if errors.Is(err, unix.ENAMETOOLONG) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-		err = fmt.Errorf("%w: %w", ErrWorkspaceShape, err)
-	}
-	return out, err
-}
-
-// linkSum is how snapshot records a symbolic link: by its target, never
-// followed; checkEvaluatorInputs compares against it.
-func linkSum(target string) string { return pkgwalk.SHA256Hex([]byte("symlink:" + target)) }
-
-// ErrEvaluatorInput: the workspace the evaluator reads holds something
-// other than directories, regular files and links that stay inside it.
-var ErrEvaluatorInput = errors.New("evaluator input is not a regular file")
-
-// checkEvaluatorInputs walks the whole workspace (.git included: an
-// evaluator may run git) by lstat, never opening anything for reading
-// (a link is resolved with O_PATH, which opens no file), and refuses a
-// FIFO, socket or device anywhere (ErrEvaluatorInput): the case's checkout
-// makes none, so any is the candidate's, and the evaluator opening one
-// would block or never end. A symbolic link the candidate made or changed
-// (before is the snapshot taken before it ran) must lead to a path inside
-// the workspace, by its text and resolved link after link: an absolute or
-// escaping target reads the evaluator's own filesystem (/dev/zero, /proc,
-// the oracle) instead of the candidate's files.
-func checkEvaluatorInputs(ws string, before map[string]string) error {
-	// A symlink at ws is refused (fsx.OpenDir: on gVisor too).
-	fd, err := fsx.OpenDir(ws)
-	if err != nil {
-		return err
-	}
-	root := os.NewFile(uintptr(fd), ws)
-	defer root.Close()
-	return filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(ws, p)
-		switch t := d.Type(); {
-		case t.IsDir() || t.IsRegular():
-			return nil
-		case t&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			if sum, ok := before[rel]; ok && sum == linkSum(target) {
-				return nil // the case's own link, as checked out
-			}
-			if j := filepath.Join(filepath.Dir(rel), target); filepath.IsAbs(target) || j == ".." || strings.HasPrefix(j, "../") {
-				return fmt.Errorf("%s: %w (symbolic link to %q, outside the workspace)", rel, ErrEvaluatorInput, target)
-			}
-			// Resolved as the evaluator will, link after link, never
-			// leaving the workspace: texts that each stay inside can
-			// still chain out of it (sub/l1 -> .., sub/l2 -> l1/..) to
-			// the evaluator's own root (/dev/zero, the oracle in
-			// /package). Where it leads is judged by the walk itself.
-			fd, err := fsx.Open(int(root.Fd()), rel, unix.O_PATH, 0, fsx.FollowInside)
-			if err == nil {
-				unix.Close(fd)
-			} else if !errors.Is(err, unix.ENOENT) { // dangling inside: dangling for the evaluator too
-				return fmt.Errorf("%s: %w (symbolic link to %q does not resolve inside the workspace: %v)", rel, ErrEvaluatorInput, target, err)
-			}
-			return nil
-		default:
-			return fmt.Errorf("%s: %w (%s)", rel, ErrEvaluatorInput, t)
-		}
-	})
-}
-
-// artifactsSince lists the files the candidate added or changed.
-func artifactsSince(dir string, before map[string]string) ([]Artifact, error) {
-	after, err := snapshot(dir)
-	if err != nil {
-		return nil, err
-	}
-	var arts []Artifact
-	for p, sum := range after {
-		if before[p] != sum {
-			arts = append(arts, Artifact{Path: "workspace/" + filepath.ToSlash(p), SHA256: sum})
-		}
-	}
-	sort.Slice(arts, func(i, j int) bool { return arts[i].Path < arts[j].Path })
-	return arts, nil
 }
 
 func recheckSeal(caseDir string, m *Manifest, msha string) error {

@@ -385,7 +385,7 @@ func TestCheckEvaluatorInputs(t *testing.T) {
 			if err := tc.make(ws); err != nil {
 				t.Skip(err)
 			}
-			err := checkEvaluatorInputs(ws, map[string]string{"case-link": caseLink})
+			err := walked(t, ws, map[string]string{"case-link": caseLink}).input
 			if tc.ok && err != nil {
 				t.Errorf("refused: %v", err)
 			}

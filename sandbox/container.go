@@ -135,6 +135,14 @@ type Config struct {
 	// it has no other link). The listeners are the caller's to close; a
 	// Vantage error ends the run before the command starts.
 	Vantage func(listen ListenFunc) error
+	// Inspect, with a Workspace, sees every entry of the workspace in the
+	// post-run walk (the scrub's, once every process of the candidate is
+	// gone and the entry's set-id bits are stripped), by its parent's
+	// descriptor, name, relative path and lstat: a caller that reads the
+	// workspace after the run (amber run hashes it and judges what the
+	// evaluator would read) walks it no second time. Result.Walked says
+	// whether the walk went over every entry.
+	Inspect func(dirfd int, name, rel string, st *unix.Stat_t)
 }
 
 // Bind is one read-only bind of Config.Binds.
@@ -288,6 +296,9 @@ type Result struct {
 	// Workspace lists what the post-run walk of the workspace found: set-id
 	// bits it stripped, FIFOs, sockets and devices the caller must refuse.
 	Workspace []WorkspaceFinding `json:"workspace_findings,omitempty"`
+	// Walked: the post-run walk went over every entry of the workspace
+	// (Config.Inspect saw each).
+	Walked bool `json:"-"`
 	// Truncated names the output streams cut at Stdio.Limit.
 	Truncated []string `json:"truncated,omitempty"`
 }
@@ -387,8 +398,8 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (_ *Result, err error) {
 		// Runs after the container is destroyed (deferred before it):
 		// every process of the candidate is gone by then.
 		defer func() {
-			found, err := scrubWorkspace(cfg.Workspace)
-			res.Workspace = found
+			found, err := scrubWorkspace(cfg.Workspace, cfg.Inspect)
+			res.Workspace, res.Walked = found, err == nil
 			if err != nil {
 				fmt.Fprintf(orDiscard(stdio.Stderr), "cleanroom sandbox: %v\n", err)
 			}

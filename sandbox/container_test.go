@@ -582,3 +582,39 @@ func searchable(tb testing.TB, dir string) {
 		}
 	}
 }
+
+// Config.Inspect sees every entry of the workspace in the post-run scrub's
+// walk, once each, with the set-id bits the scrub stripped already gone,
+// and a link as a link (never followed); Result.Walked says the walk
+// reached the end.
+func TestExecInspect(t *testing.T) {
+	t.Parallel()
+	needSandbox(t)
+	ws := t.TempDir()
+	seen := map[string]uint32{}
+	calls := 0
+	cfg := Config{Workspace: ws, Inspect: func(dirfd int, name, rel string, st *unix.Stat_t) {
+		calls++
+		var again unix.Stat_t
+		if err := unix.Fstatat(dirfd, name, &again, unix.AT_SYMLINK_NOFOLLOW); err != nil || again.Ino != st.Ino {
+			t.Errorf("%s: the descriptor and name are not the entry (%v)", rel, err)
+		}
+		seen[rel] = st.Mode
+	}}
+	res, _, stderr := runIn(t, cfg, `cd /workspace && mkdir -p d/e && echo x > d/e/f && echo y > s && chmod 4755 s && ln -s / d/root`)
+	if res.ExitCode != 0 || !res.Walked {
+		t.Fatalf("exit %d, walked %v: %s", res.ExitCode, res.Walked, stderr)
+	}
+	want := map[string]uint32{"d": unix.S_IFDIR, "d/e": unix.S_IFDIR, "d/e/f": unix.S_IFREG, "s": unix.S_IFREG, "d/root": unix.S_IFLNK}
+	if calls != len(want) || len(seen) != len(want) {
+		t.Errorf("%d calls for %v, want one for each of %v", calls, seen, want)
+	}
+	for rel, typ := range want {
+		if m, ok := seen[rel]; !ok || m&unix.S_IFMT != typ {
+			t.Errorf("%s: mode %#o, want type %#o", rel, m, typ)
+		}
+	}
+	if seen["s"]&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		t.Errorf("s is seen with its set-uid bit (%#o): Inspect must see the workspace as scrubbed", seen["s"])
+	}
+}

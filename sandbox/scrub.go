@@ -44,7 +44,7 @@ func ScrubWorkspace(dir, stateDir string) (*ScrubReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	found, err := scrubWorkspace(real)
+	found, err := scrubWorkspace(real, nil)
 	return &ScrubReport{Workspace: real, Findings: found, Refused: WorkspaceRefused(found)}, err
 }
 

@@ -188,16 +188,33 @@ type WorkspaceFinding struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// WalkFunc sees one entry of a walk of the workspace: its parent
+// directory's descriptor (open for the call only), its name, its path
+// relative to the workspace and its lstat. A walk stops at its error.
+type WalkFunc func(dirfd int, name, rel string, st *unix.Stat_t) error
+
+// WalkWorkspace calls fn for every entry beneath the workspace dir, as
+// the sandbox's own walks go (walkTree: by descriptor, nothing followed,
+// at most maxWalkDepth levels), for a caller that must read a workspace
+// no sandbox run walked (Config.Inspect is the post-run walk's).
+func WalkWorkspace(dir string, fn WalkFunc) error {
+	fd, err := openWorkspace(dir)
+	if err != nil {
+		return err
+	}
+	return walkTree(os.NewFile(uintptr(fd), dir), ".", fn)
+}
+
 // walkTree calls fn for every entry beneath the directory d, by
 // descriptor: nothing is followed (fstatat AT_SYMLINK_NOFOLLOW,
 // directories opened O_NOFOLLOW), so a symlink the candidate planted can
 // not steer the walk out of the workspace. fn sees the entry's parent
 // descriptor and name. walkTree closes d.
-func walkTree(d *os.File, rel string, fn func(dirfd int, name, rel string, st *unix.Stat_t) error) error {
+func walkTree(d *os.File, rel string, fn WalkFunc) error {
 	return walkLevel(d, rel, 0, fn)
 }
 
-func walkLevel(d *os.File, rel string, depth int, fn func(dirfd int, name, rel string, st *unix.Stat_t) error) error {
+func walkLevel(d *os.File, rel string, depth int, fn WalkFunc) error {
 	defer d.Close()
 	if depth > maxWalkDepth {
 		return fmt.Errorf("%s: nested deeper than %d directories", rel, maxWalkDepth)
@@ -277,8 +294,11 @@ func giveWorkspace(dir string) error {
 // made is owned by CandidateUID, never root, but no host user should run
 // a candidate's file with another uid's rights either) and names every
 // FIFO, socket and device (RuleSpecialFile), which a reader of the
-// workspace would block on or read a device through.
-func scrubWorkspace(dir string) ([]WorkspaceFinding, error) {
+// workspace would block on or read a device through. inspect, if not nil,
+// sees every entry once the scrub is done with it (its set-id bits gone),
+// so that a caller reading the workspace after the run needs no walk of
+// its own (Config.Inspect); the scrub goes on whatever it does.
+func scrubWorkspace(dir string, inspect func(dirfd int, name, rel string, st *unix.Stat_t)) ([]WorkspaceFinding, error) {
 	fd, err := openWorkspace(dir)
 	if err != nil {
 		return nil, err
@@ -305,7 +325,7 @@ func scrubWorkspace(dir string) ([]WorkspaceFinding, error) {
 			found = append(found, WorkspaceFinding{Path: rel, Rule: RuleSpecialFile, Mode: fmt.Sprintf("%#o", st.Mode)})
 		case unix.S_IFREG, unix.S_IFDIR:
 			if st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 {
-				return nil
+				break
 			}
 			found = append(found, WorkspaceFinding{Path: rel, Rule: RuleSetID, Mode: fmt.Sprintf("%#o", st.Mode)})
 			// Every process of the candidate is gone: nothing can swap
@@ -313,6 +333,10 @@ func scrubWorkspace(dir string) ([]WorkspaceFinding, error) {
 			if err := unix.Fchmodat(dirfd, name, st.Mode&0o1777, 0); err != nil {
 				return fmt.Errorf("workspace %s: strip set-id of %s: %w", dir, rel, err)
 			}
+			st.Mode &^= unix.S_ISUID | unix.S_ISGID
+		}
+		if inspect != nil {
+			inspect(dirfd, name, rel, st)
 		}
 		return nil
 	})
