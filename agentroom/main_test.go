@@ -3,6 +3,7 @@ package agentroom
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -146,6 +147,10 @@ func readTranscript(t *testing.T, path string) *evidence.Object {
 	doc, err := harness.ReadTranscript(b)
 	if err != nil {
 		t.Fatalf("transcript: %v\n%s", err, b)
+	}
+	// The agent line's journal goes once the line is in the record.
+	if _, err := os.Lstat(path + harness.PendingSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the agent line's journal is left beside the transcript: %v", err)
 	}
 	return doc
 }
