@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		fmt.Println(cmd.Process.Pid)
-		<-waited
+		_ = <-waited // the child's exit status is not this helper's to judge
 		os.Exit(0)
 	}
 	os.Exit(2)
@@ -119,7 +119,7 @@ func TestChildDiesWithParent(t *testing.T) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		t.Skipf("cannot become a subreaper: %v", err)
 	}
-	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) //nolint:errcheck // best effort
+	defer func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) }() // best effort: the test is over
 	parent := child("parent")
 	out, err := parent.StdoutPipe()
 	if err != nil {
