@@ -92,7 +92,7 @@ func (r *CollectReport) OK() bool {
 // return is for what stops the whole collection (into unusable, ctx).
 func Collect(ctx context.Context, runs []Run, from, into string, opt CollectOptions) (*CollectReport, error) {
 	// The results are written where the operator points: never into /etc,
-	// /usr, /proc, / or another system tree (hosttree.ErrSystemTree).
+	// /usr, /proc, / or another system tree (hosttree.Check refuses it).
 	abs, err := filepath.Abs(into)
 	if err != nil {
 		return nil, fmt.Errorf("results dir: %w", err)

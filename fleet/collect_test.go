@@ -14,7 +14,6 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/amber"
 	"github.com/cleanroom-dev/cleanroom/experiment"
-	"github.com/cleanroom-dev/cleanroom/internal/hosttree"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared/runworld"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"github.com/cleanroom-dev/cleanroom/sign"
@@ -529,8 +528,8 @@ func TestCollectRefusesSystemTrees(t *testing.T) {
 	runs := []Run{{Name: "amber-good", Kind: KindAmber}}
 	for _, into := range []string{"/etc", "/etc/cleanroom-results", "/usr/local/results", "/proc/self/cwd", "/sys", "/dev/shm/r", "/", "/var", link, filepath.Join(link, "results")} {
 		rep, err := Collect(context.Background(), runs, t.TempDir(), into, CollectOptions{})
-		if !errors.Is(err, hosttree.ErrSystemTree) || rep != nil {
-			t.Errorf("Collect into %s: %v, want %v", into, err, hosttree.ErrSystemTree)
+		if err == nil || !strings.Contains(err.Error(), "path is a system tree of this host") || rep != nil {
+			t.Errorf("Collect into %s: %v, want the system-tree rule", into, err)
 		}
 	}
 	if _, err := os.Lstat("/etc/cleanroom-results"); err == nil {

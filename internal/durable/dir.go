@@ -53,7 +53,7 @@ func publishDir(stage, dir string, perm os.FileMode, flags uint) error {
 	if filepath.Dir(stage) != parent {
 		// A rename relative to one parent descriptor cannot move a
 		// directory between two parents (nor across file systems).
-		return fmt.Errorf("durable: stage %s is not beside %s: %w", stage, dir, ErrBadName)
+		return fmt.Errorf("durable: stage %s is not beside %s: %w", stage, dir, errBadName)
 	}
 	err := withDir(stage, func(fd int) error {
 		// The umask must not decide the mode of published evidence.

@@ -39,7 +39,7 @@ func TestCreateDir(t *testing.T) {
 	}{
 		{"create", dir, "one", nil, "one"},
 		{"exists", dir, "two", fs.ErrExist, "one"},
-		{"not beside", filepath.Join(root, "elsewhere", "x"), "three", ErrBadName, "one"},
+		{"not beside", filepath.Join(root, "elsewhere", "x"), "three", errBadName, "one"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stage := stageWith(t, dir, c.content)

@@ -19,7 +19,7 @@
 // descriptor, so a symlink planted at the directory or the temporary name
 // cannot redirect a write.
 //
-// It refuses a name that is not a plain file name ([ErrBadName]) and
+// It refuses a name that is not a plain file name (errBadName) and
 // [MkdirAll] over anything but a directory (syscall.ENOTDIR). It owns no
 // policy about what is written: callers decide whether an existing name is
 // a retry or a conflict.

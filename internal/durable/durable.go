@@ -13,9 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrBadName: the name given is not a plain file name of the directory
+// errBadName: the name given is not a plain file name of the directory
 // held (empty, "." or "..", or it has a separator).
-var ErrBadName = errors.New("not a plain file name")
+var errBadName = errors.New("not a plain file name")
 
 // TempPrefix starts the name of every temporary file this package writes.
 const TempPrefix = ".cleanroom-tmp-"
@@ -64,7 +64,7 @@ func ReplaceIn(dir *os.File, name string, data []byte, perm os.FileMode) error {
 func checkName(dir, name string) error {
 	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
 		// A separator would address another directory than the one held.
-		return fmt.Errorf("durable: %q in %s: %w", name, dir, ErrBadName)
+		return fmt.Errorf("durable: %q in %s: %w", name, dir, errBadName)
 	}
 	return nil
 }

@@ -66,8 +66,8 @@ func TestNameWithSeparatorRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, name := range []string{"", ".", "..", "a/b", "../x"} {
-		if err := Create(dir, name, []byte("x"), 0o644); !errors.Is(err, ErrBadName) {
-			t.Errorf("Create(%q): %v, want ErrBadName", name, err)
+		if err := Create(dir, name, []byte("x"), 0o644); !errors.Is(err, errBadName) {
+			t.Errorf("Create(%q): %v, want errBadName", name, err)
 		}
 	}
 }
@@ -143,8 +143,8 @@ func TestCreateInWritesTheHeldDirectory(t *testing.T) {
 	if err := CreateIn(d, "m.json", []byte("y"), 0o644); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("second CreateIn: %v, want fs.ErrExist", err)
 	}
-	if err := CreateIn(d, "../x", []byte("y"), 0o644); !errors.Is(err, ErrBadName) {
-		t.Errorf("CreateIn(../x): %v, want ErrBadName", err)
+	if err := CreateIn(d, "../x", []byte("y"), 0o644); !errors.Is(err, errBadName) {
+		t.Errorf("CreateIn(../x): %v, want errBadName", err)
 	}
 	assertNoTemps(t, filepath.Join(base, "moved"))
 }
@@ -167,8 +167,8 @@ func TestReplaceInSwapsInTheHeldDirectory(t *testing.T) {
 			t.Fatalf("after ReplaceIn(%q): %q, %v", content, b, err)
 		}
 	}
-	if err := ReplaceIn(d, "a/b", []byte("x"), 0o644); !errors.Is(err, ErrBadName) {
-		t.Errorf("ReplaceIn with a separator: %v, want ErrBadName", err)
+	if err := ReplaceIn(d, "a/b", []byte("x"), 0o644); !errors.Is(err, errBadName) {
+		t.Errorf("ReplaceIn with a separator: %v, want errBadName", err)
 	}
 	assertNoTemps(t, dir)
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// ErrSystemTree: the path is a system tree, inside one, or a parent of one.
-var ErrSystemTree = errors.New("path is a system tree of this host")
+// errSystemTree: the path is a system tree, inside one, or a parent of one.
+var errSystemTree = errors.New("path is a system tree of this host")
 
 // trees are refused with everything in them and every ancestor of them
 // (so / and /var too): writing there changes host configuration, kernel
@@ -29,7 +29,7 @@ func Within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// Check refuses (ErrSystemTree, naming the tree) an absolute, clean path
+// Check refuses (errSystemTree, naming the tree) an absolute, clean path
 // that is a system tree, lies inside one, or holds one; and the same of
 // its real path, every symbolic link of its existing part resolved (a
 // link /tmp/x -> /etc carries no system tree past the check of the
@@ -52,7 +52,7 @@ func Check(p string) error {
 
 func judge(named, p string) error {
 	if why, ok := System(p); ok {
-		return fmt.Errorf("%s: %w (%s)", named, ErrSystemTree, why)
+		return fmt.Errorf("%s: %w (%s)", named, errSystemTree, why)
 	}
 	return nil
 }

@@ -28,8 +28,8 @@ func TestCheck(t *testing.T) {
 		if tc.ok && err != nil {
 			t.Errorf("Check(%s) = %v", tc.path, err)
 		}
-		if !tc.ok && !errors.Is(err, ErrSystemTree) {
-			t.Errorf("Check(%s) = %v, want %v", tc.path, err, ErrSystemTree)
+		if !tc.ok && !errors.Is(err, errSystemTree) {
+			t.Errorf("Check(%s) = %v, want %v", tc.path, err, errSystemTree)
 		}
 	}
 }

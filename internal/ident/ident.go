@@ -16,8 +16,8 @@ const (
 // DigestLen is the length of a digest's text form.
 const DigestLen = 64
 
-// ErrForm is the refusal of a string that is not the identity asked for.
-var ErrForm = errors.New("not an identity")
+// errForm is the refusal of a string that is not the identity asked for.
+var errForm = errors.New("not an identity")
 
 // IsDigest reports whether s is DigestLen lowercase hex digits.
 func IsDigest(s string) bool {
@@ -41,15 +41,15 @@ func Is(prefix, s string) bool {
 	return ok && IsDigest(rest)
 }
 
-// Check is [Is] as an error: ErrForm, quoting s and saying the form wanted.
+// Check is [Is] as an error: errForm, quoting s and saying the form wanted.
 func Check(prefix, s string) error {
 	if Is(prefix, s) {
 		return nil
 	}
 	if prefix == "" {
-		return fmt.Errorf("%q: %w: want %d lowercase hex digits", s, ErrForm, DigestLen)
+		return fmt.Errorf("%q: %w: want %d lowercase hex digits", s, errForm, DigestLen)
 	}
-	return fmt.Errorf("%q: %w: want %q followed by %d lowercase hex digits", s, ErrForm, prefix, DigestLen)
+	return fmt.Errorf("%q: %w: want %q followed by %d lowercase hex digits", s, errForm, prefix, DigestLen)
 }
 
 // Parse splits an identity of any of the three prefixed forms into its
@@ -63,5 +63,5 @@ func Parse(s string) (prefix, digest string, err error) {
 			return p, rest, nil
 		}
 	}
-	return "", "", fmt.Errorf("%q: %w: want srel-, bpkg- or brun- followed by %d lowercase hex digits", s, ErrForm, DigestLen)
+	return "", "", fmt.Errorf("%q: %w: want srel-, bpkg- or brun- followed by %d lowercase hex digits", s, errForm, DigestLen)
 }

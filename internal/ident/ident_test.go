@@ -58,8 +58,8 @@ func TestParse(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, ErrForm) || !strings.Contains(err.Error(), tc.errHas) {
-			t.Errorf("Parse(%q) error = %v, want ErrForm saying %q", tc.s, err, tc.errHas)
+		if !errors.Is(err, errForm) || !strings.Contains(err.Error(), tc.errHas) {
+			t.Errorf("Parse(%q) error = %v, want errForm saying %q", tc.s, err, tc.errHas)
 		}
 		if p != "" || dg != "" {
 			t.Errorf("Parse(%q) returned %q, %q with an error", tc.s, p, dg)
@@ -84,8 +84,8 @@ func TestIsAndCheck(t *testing.T) {
 			t.Errorf("Is(%q, %q) = %v, want %v", tc.prefix, tc.s, got, tc.want)
 		}
 		err := Check(tc.prefix, tc.s)
-		if tc.want != (err == nil) || (err != nil && !errors.Is(err, ErrForm)) {
-			t.Errorf("Check(%q, %q) = %v, want ok=%v (else ErrForm)", tc.prefix, tc.s, err, tc.want)
+		if tc.want != (err == nil) || (err != nil && !errors.Is(err, errForm)) {
+			t.Errorf("Check(%q, %q) = %v, want ok=%v (else errForm)", tc.prefix, tc.s, err, tc.want)
 		}
 	}
 	if err := Check(Bpkg, "x"); err == nil || !strings.Contains(err.Error(), `want "bpkg-" followed by 64 lowercase hex digits`) {

@@ -18,9 +18,9 @@
 //
 // # What it refuses
 //
-// A target that exists and is not an empty directory ([ErrNotEmpty]), and a
+// A target that exists and is not an empty directory (errNotEmpty), and a
 // root label that is not a clean relative path, or names the state root or
-// a path beneath it ([ErrRootLabel]). A label other than
+// a path beneath it (errRootLabel). A label other than
 // experiment.PackageDirName is written to the world root's
 // cleanroom-package (experiment.PackageMarkerName), from which every run
 // command locates the package; the blind package's root label, pinned in

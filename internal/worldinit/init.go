@@ -24,12 +24,12 @@ var template embed.FS
 
 // The rules Init refuses by (errors.Is works on every refusal).
 var (
-	// ErrNotEmpty: the target exists and is not an empty directory. A
+	// errNotEmpty: the target exists and is not an empty directory. A
 	// world is never mixed with files that were there before it.
-	ErrNotEmpty = errors.New("world init: the target is not an empty directory")
-	// ErrRootLabel: the root label is not a clean relative path, or is
+	errNotEmpty = errors.New("world init: the target is not an empty directory")
+	// errRootLabel: the root label is not a clean relative path, or is
 	// the state root governance/ or beneath it.
-	ErrRootLabel = errors.New("world init: unsupported root label")
+	errRootLabel = errors.New("world init: unsupported root label")
 )
 
 // packagePlaceholder is replaced by the package's world-relative path in
@@ -96,7 +96,7 @@ func Init(dir string, opt Options) (*Result, error) {
 	// Something appeared at the target after it was looked at: the
 	// rename changed nothing.
 	case errors.Is(err, durable.ErrDirNotEmpty), errors.Is(err, fs.ErrExist):
-		return nil, fmt.Errorf("%s: an entry appeared while the world was written: %w", dir, ErrNotEmpty)
+		return nil, fmt.Errorf("%s: an entry appeared while the world was written: %w", dir, errNotEmpty)
 	case err != nil:
 		return nil, fmt.Errorf("world init %s: %w", dir, err)
 	}
@@ -113,13 +113,13 @@ func rootLabel(l string) (string, error) {
 		return experiment.PackageDirName, nil
 	}
 	if err := experiment.CheckPackageLabel(l); err != nil {
-		return "", fmt.Errorf("--root-label %q: %w: %w", l, ErrRootLabel, err)
+		return "", fmt.Errorf("--root-label %q: %w: %w", l, errRootLabel, err)
 	}
 	return l, nil
 }
 
 // emptyOrAbsent reports whether dir exists (as an empty directory); a dir
-// that is anything else is refused with ErrNotEmpty.
+// that is anything else is refused with errNotEmpty.
 func emptyOrAbsent(dir string) (exists bool, err error) {
 	// Lstat: a symbolic link at the target is not an empty directory, even
 	// when it points at one; the rename would replace the link, not fill
@@ -131,7 +131,7 @@ func emptyOrAbsent(dir string) (exists bool, err error) {
 	case err != nil:
 		return false, fmt.Errorf("world init %s: %w", dir, err)
 	case !fi.IsDir():
-		return false, fmt.Errorf("%s is a %s, not a directory: %w", dir, typeName(fi.Mode()), ErrNotEmpty)
+		return false, fmt.Errorf("%s is a %s, not a directory: %w", dir, typeName(fi.Mode()), errNotEmpty)
 	}
 	f, err := os.Open(dir)
 	if err != nil {
@@ -144,7 +144,7 @@ func emptyOrAbsent(dir string) (exists bool, err error) {
 	}
 	if len(names) > 0 {
 		slices.Sort(names)
-		return false, fmt.Errorf("%s holds %s: %w", dir, strings.Join(names, ", "), ErrNotEmpty)
+		return false, fmt.Errorf("%s holds %s: %w", dir, strings.Join(names, ", "), errNotEmpty)
 	}
 	return true, nil
 }

@@ -93,17 +93,17 @@ func TestInitRefuses(t *testing.T) {
 				return err
 			}
 			return os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
-		}, "", ErrNotEmpty},
-		{"a file", func(dir string) error { return os.WriteFile(dir, []byte("mine"), 0o644) }, "", ErrNotEmpty},
+		}, "", errNotEmpty},
+		{"a file", func(dir string) error { return os.WriteFile(dir, []byte("mine"), 0o644) }, "", errNotEmpty},
 		{"a symlink to an empty directory", func(dir string) error {
 			if err := os.Mkdir(dir+".real", 0o755); err != nil {
 				return err
 			}
 			return os.Symlink(dir+".real", dir)
-		}, "", ErrNotEmpty},
-		{"the state root as root label", func(string) error { return nil }, "governance", ErrRootLabel},
-		{"a root label beneath the state root", func(string) error { return nil }, "governance/spec", ErrRootLabel},
-		{"an escaping root label", func(string) error { return nil }, "../outside", ErrRootLabel},
+		}, "", errNotEmpty},
+		{"the state root as root label", func(string) error { return nil }, "governance", errRootLabel},
+		{"a root label beneath the state root", func(string) error { return nil }, "governance/spec", errRootLabel},
+		{"an escaping root label", func(string) error { return nil }, "../outside", errRootLabel},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			parent := t.TempDir()
