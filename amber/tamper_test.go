@@ -7,10 +7,32 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/sign"
 )
+
+// signRule is one of sign's rules as a caller outside sign sees it: its
+// text in the error (sign's sentinels are sign's own).
+type signRule string
+
+func (r signRule) Error() string { return string(r) }
+
+const (
+	signBadSignature signRule = "signature does not verify"
+	signWrongKey     signRule = "signature made by another key"
+	signNamespace    signRule = "signature namespace is empty or not the expected one"
+)
+
+// isRule reports whether err breaks want: errors.Is, or for a signRule
+// the rule's text in err.
+func isRule(err, want error) bool {
+	if r, ok := want.(signRule); ok {
+		return err != nil && strings.Contains(err.Error(), string(r))
+	}
+	return errors.Is(err, want)
+}
 
 // flipPackByte flips one byte inside the PACK data of a bundle file.
 func flipPackByte(t *testing.T, path string) {
@@ -59,15 +81,15 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			b = bytes.Replace(b, []byte("profile: test-profile"), []byte("profile: test-profilf"), 1)
 			writeFile(t, p, string(b))
-		}, CheckManifestSignature, sign.ErrBadSignature},
+		}, CheckManifestSignature, signBadSignature},
 		{"manifest signed by another key", func(t *testing.T, dir string) {
 			resign(t, dir, other, func(m *Manifest) {})
-		}, CheckManifestSignature, sign.ErrWrongKey},
+		}, CheckManifestSignature, signWrongKey},
 		{"signature of another purpose", func(t *testing.T, dir string) {
 			b, _ := os.ReadFile(filepath.Join(dir, ManifestFile))
 			sig, _ := s.Sign(sign.NamespaceSummary, b)
 			writeFile(t, filepath.Join(dir, ManifestSigFile), string(sig))
-		}, CheckManifestSignature, sign.ErrNamespace},
+		}, CheckManifestSignature, signNamespace},
 		{"signing_key_id names another key", func(t *testing.T, dir string) {
 			resign(t, dir, s, func(m *Manifest) { m.Producer.SigningKeyID = other.Fingerprint() })
 		}, CheckSigningKeyID, ErrMismatch},
@@ -160,7 +182,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			if got := CheckOf(err); got != tc.check {
 				t.Fatalf("failed check %q (%v), want %q", got, err, tc.check)
 			}
-			if tc.want != nil && !errors.Is(err, tc.want) {
+			if tc.want != nil && !isRule(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
 		})

@@ -73,7 +73,7 @@ func TestTamperedSignatureRefusedByBoth(t *testing.T) {
 		{"honest", good, nil},
 		{"bytes after the ed25519 signature inside its field", reArmor(t, good, func(b []byte) []byte {
 			return rebuildSigField(t, b, func(f []byte) []byte { return append(f, "extra"...) })
-		}), ErrMalformed},
+		}), errMalformed},
 		{"ed25519 signature blob one byte longer", reArmor(t, good, func(b []byte) []byte {
 			return rebuildSigField(t, b, func(f []byte) []byte {
 				// string(format) string(blob): lengthen blob by one byte.
@@ -83,8 +83,8 @@ func TestTamperedSignatureRefusedByBoth(t *testing.T) {
 				binary.BigEndian.PutUint32(f[off:], bl+1)
 				return append(f, 0)
 			})
-		}), ErrMalformed},
-		{"two signatures", append(append([]byte(nil), good...), good...), ErrMalformed},
+		}), errMalformed},
+		{"two signatures", append(append([]byte(nil), good...), good...), errMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Verify(s.PublicKey(), NamespaceCaseManifest, msg, tc.sig)

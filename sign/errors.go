@@ -7,17 +7,19 @@ import (
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
-// Rules a key or a signature can break. Callers branch with errors.Is.
+// Rules a key or a signature can break. Unexported: no caller outside sign
+// branches on one (the package's tests do); a caller sees the rule's text
+// in the error, and its class through fault.
 var (
-	ErrMalformed     = fault.New(fault.Refused, "malformed SSHSIG signature")
-	ErrTooLarge      = fault.New(fault.Refused, "input larger than the cap")
-	ErrNamespace     = fault.New(fault.Refused, "signature namespace is empty or not the expected one")
-	ErrHashAlgorithm = fault.New(fault.Refused, "signature hash algorithm is not sha512")
-	ErrWrongKey      = fault.New(fault.Refused, "signature made by another key")
-	ErrBadSignature  = fault.New(fault.Refused, "signature does not verify")
-	ErrKeyType       = errors.New("key is not Ed25519")
-	ErrEncryptedKey  = errors.New("private key is encrypted")
-	ErrKeyExists     = fault.New(fault.Unusable, "key file already exists")
+	errMalformed     = fault.New(fault.Refused, "malformed SSHSIG signature")
+	errTooLarge      = fault.New(fault.Refused, "input larger than the cap")
+	errNamespace     = fault.New(fault.Refused, "signature namespace is empty or not the expected one")
+	errHashAlgorithm = fault.New(fault.Refused, "signature hash algorithm is not sha512")
+	errWrongKey      = fault.New(fault.Refused, "signature made by another key")
+	errBadSignature  = fault.New(fault.Refused, "signature does not verify")
+	errKeyType       = errors.New("key is not Ed25519")
+	errEncryptedKey  = errors.New("private key is encrypted")
+	errKeyExists     = fault.New(fault.Unusable, "key file already exists")
 )
 
 // VerifyError reports why a signature was refused and names the key that was

@@ -72,7 +72,7 @@ func GenerateKeyWithComment(path, comment string) error {
 func writeNew(path string, b []byte, mode os.FileMode) error {
 	if err := durable.CreateFile(path, b, mode); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return &KeyError{Path: path, Err: ErrKeyExists}
+			return &KeyError{Path: path, Err: errKeyExists}
 		}
 		return fmt.Errorf("creating %s: %w", path, err)
 	}
@@ -98,7 +98,7 @@ func ParseSigner(name string, b []byte) (*Signer, error) {
 	if err != nil {
 		var pm *ssh.PassphraseMissingError
 		if errors.As(err, &pm) {
-			return nil, &KeyError{Path: name, Err: ErrEncryptedKey}
+			return nil, &KeyError{Path: name, Err: errEncryptedKey}
 		}
 		return nil, &KeyError{Path: name, Err: err}
 	}
@@ -109,11 +109,11 @@ func ParseSigner(name string, b []byte) (*Signer, error) {
 	case ed25519.PrivateKey:
 		priv = k
 	default:
-		return nil, &KeyError{Path: name, Err: fmt.Errorf("%w (%T)", ErrKeyType, raw)}
+		return nil, &KeyError{Path: name, Err: fmt.Errorf("%w (%T)", errKeyType, raw)}
 	}
 	// Length-check before use: ed25519 functions panic on a wrong length.
 	if len(priv) != ed25519.PrivateKeySize {
-		return nil, &KeyError{Path: name, Err: fmt.Errorf("%w: private key of %d bytes", ErrKeyType, len(priv))}
+		return nil, &KeyError{Path: name, Err: fmt.Errorf("%w: private key of %d bytes", errKeyType, len(priv))}
 	}
 	pub, err := ssh.NewPublicKey(priv.Public())
 	if err != nil {
@@ -153,7 +153,7 @@ func ParsePublicKey(name string, b []byte) (ssh.PublicKey, error) {
 		return nil, &KeyError{Path: name, Err: errors.New("more than one key line")}
 	}
 	if pub.Type() != ssh.KeyAlgoED25519 {
-		return nil, &KeyError{Path: name, Err: fmt.Errorf("%w (%s)", ErrKeyType, pub.Type())}
+		return nil, &KeyError{Path: name, Err: fmt.Errorf("%w (%s)", errKeyType, pub.Type())}
 	}
 	return pub, nil
 }

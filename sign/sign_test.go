@@ -180,9 +180,9 @@ func TestLoadRefusals(t *testing.T) {
 		load func() error
 		want error
 	}{
-		{"rsa private", func() error { _, err := LoadSigner(rsa); return err }, ErrKeyType},
-		{"rsa public", func() error { _, err := LoadPublicKey(rsa + ".pub"); return err }, ErrKeyType},
-		{"encrypted", func() error { _, err := LoadSigner(enc); return err }, ErrEncryptedKey},
+		{"rsa private", func() error { _, err := LoadSigner(rsa); return err }, errKeyType},
+		{"rsa public", func() error { _, err := LoadPublicKey(rsa + ".pub"); return err }, errKeyType},
+		{"encrypted", func() error { _, err := LoadSigner(enc); return err }, errEncryptedKey},
 		{"oversized", func() error { _, err := LoadSigner(big); return err }, evidence.ErrFileTooLarge},
 		// A FIFO named as a key is refused at once, not waited on.
 		{"fifo private", func() error { _, err := LoadSigner(fifo); return err }, evidence.ErrNotRegular},
@@ -199,8 +199,8 @@ func TestLoadRefusals(t *testing.T) {
 		})
 	}
 	// An existing key is never overwritten.
-	if err := GenerateKey(rsa); !errors.Is(err, ErrKeyExists) {
-		t.Errorf("GenerateKey over an existing key: %v, want ErrKeyExists", err)
+	if err := GenerateKey(rsa); !errors.Is(err, errKeyExists) {
+		t.Errorf("GenerateKey over an existing key: %v, want errKeyExists", err)
 	}
 }
 
@@ -238,23 +238,23 @@ func TestVerifyRefusals(t *testing.T) {
 		want error
 	}{
 		{"good", NamespaceCaseManifest, msg, good, nil},
-		{"tampered message", NamespaceCaseManifest, []byte("manifest bytes!\n"), good, ErrBadSignature},
-		{"other namespace", NamespaceSummary, msg, good, ErrNamespace},
-		{"other key", NamespaceCaseManifest, msg, otherSig, ErrWrongKey},
-		{"flipped signature byte", NamespaceCaseManifest, msg, reArmor(t, good, func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), ErrBadSignature},
-		{"trailing blob bytes", NamespaceCaseManifest, msg, reArmor(t, good, func(b []byte) []byte { return append(b, 0) }), ErrMalformed},
-		{"bad magic", NamespaceCaseManifest, msg, reArmor(t, good, func(b []byte) []byte { b[0] = 'X'; return b }), ErrMalformed},
-		{"version 2", NamespaceCaseManifest, msg, reArmor(t, good, func(b []byte) []byte { b[9] = 2; return b }), ErrMalformed},
-		{"truncated", NamespaceCaseManifest, msg, reArmor(t, good, func(b []byte) []byte { return b[:nsOff+2] }), ErrMalformed},
+		{"tampered message", NamespaceCaseManifest, []byte("manifest bytes!\n"), good, errBadSignature},
+		{"other namespace", NamespaceSummary, msg, good, errNamespace},
+		{"other key", NamespaceCaseManifest, msg, otherSig, errWrongKey},
+		{"flipped signature byte", NamespaceCaseManifest, msg, reArmor(t, good, func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), errBadSignature},
+		{"trailing blob bytes", NamespaceCaseManifest, msg, reArmor(t, good, func(b []byte) []byte { return append(b, 0) }), errMalformed},
+		{"bad magic", NamespaceCaseManifest, msg, reArmor(t, good, func(b []byte) []byte { b[0] = 'X'; return b }), errMalformed},
+		{"version 2", NamespaceCaseManifest, msg, reArmor(t, good, func(b []byte) []byte { b[9] = 2; return b }), errMalformed},
+		{"truncated", NamespaceCaseManifest, msg, reArmor(t, good, func(b []byte) []byte { return b[:nsOff+2] }), errMalformed},
 		{"sha256 hash", NamespaceCaseManifest, msg, reArmor(t, good, func(b []byte) []byte {
 			i := bytes.Index(b, []byte("sha512"))
 			copy(b[i:], "sha256")
 			return b
-		}), ErrHashAlgorithm},
-		{"crlf armor", NamespaceCaseManifest, msg, bytes.ReplaceAll(good, []byte("\n"), []byte("\r\n")), ErrMalformed},
-		{"text after armor", NamespaceCaseManifest, msg, append(append([]byte(nil), good...), "extra\n"...), ErrMalformed},
-		{"not base64", NamespaceCaseManifest, msg, []byte(armorBegin + "\n!!!!\n" + armorEnd + "\n"), ErrMalformed},
-		{"oversized", NamespaceCaseManifest, msg, []byte(armorBegin + "\n" + strings.Repeat(base64.StdEncoding.EncodeToString(make([]byte, 51)), MaxSignature/68+1) + "\n" + armorEnd + "\n"), ErrTooLarge},
+		}), errHashAlgorithm},
+		{"crlf armor", NamespaceCaseManifest, msg, bytes.ReplaceAll(good, []byte("\n"), []byte("\r\n")), errMalformed},
+		{"text after armor", NamespaceCaseManifest, msg, append(append([]byte(nil), good...), "extra\n"...), errMalformed},
+		{"not base64", NamespaceCaseManifest, msg, []byte(armorBegin + "\n!!!!\n" + armorEnd + "\n"), errMalformed},
+		{"oversized", NamespaceCaseManifest, msg, []byte(armorBegin + "\n" + strings.Repeat(base64.StdEncoding.EncodeToString(make([]byte, 51)), MaxSignature/68+1) + "\n" + armorEnd + "\n"), errTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Verify(s.PublicKey(), tc.ns, tc.msg, tc.sig)
@@ -278,7 +278,7 @@ func TestVerifyRefusals(t *testing.T) {
 func TestSignRefusesEmptyNamespace(t *testing.T) {
 	t.Parallel()
 	_, s := newKey(t)
-	if _, err := s.Sign("", []byte("x")); !errors.Is(err, ErrNamespace) {
+	if _, err := s.Sign("", []byte("x")); !errors.Is(err, errNamespace) {
 		t.Fatalf("empty namespace: %v", err)
 	}
 }

@@ -45,7 +45,7 @@ func (s *Signer) Sign(namespace string, msg []byte) ([]byte, error) {
 	if namespace == "" {
 		// PROTOCOL.sshsig: the namespace is mandatory; an empty one would
 		// give a signature that is not bound to any purpose.
-		return nil, fmt.Errorf("signing: %w: empty", ErrNamespace)
+		return nil, fmt.Errorf("signing: %w: empty", errNamespace)
 	}
 	h := sha512.Sum512(msg)
 	sig, err := ssh.NewSignerFromKey(s.priv)
@@ -108,26 +108,26 @@ type Signature struct {
 // line, an optional final newline, nothing else.
 func unarmor(armored []byte) ([]byte, error) {
 	if len(armored) > MaxSignature {
-		return nil, fmt.Errorf("%w: signature over %d bytes", ErrTooLarge, MaxSignature)
+		return nil, fmt.Errorf("%w: signature over %d bytes", errTooLarge, MaxSignature)
 	}
 	s := string(armored)
 	s = strings.TrimSuffix(s, "\n")
 	lines := strings.Split(s, "\n")
 	if len(lines) < 3 || lines[0] != armorBegin || lines[len(lines)-1] != armorEnd {
-		return nil, fmt.Errorf("%w: not an armored SSH SIGNATURE block", ErrMalformed)
+		return nil, fmt.Errorf("%w: not an armored SSH SIGNATURE block", errMalformed)
 	}
 	var enc strings.Builder
 	for _, l := range lines[1 : len(lines)-1] {
 		// A carriage return or blank line would mean the armor was rewritten
 		// on the way; refuse rather than guess.
 		if l == "" || strings.ContainsAny(l, "\r \t") {
-			return nil, fmt.Errorf("%w: unexpected whitespace in armor", ErrMalformed)
+			return nil, fmt.Errorf("%w: unexpected whitespace in armor", errMalformed)
 		}
 		enc.WriteString(l)
 	}
 	blob, err := base64.StdEncoding.Strict().DecodeString(enc.String())
 	if err != nil {
-		return nil, fmt.Errorf("%w: base64: %w", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: base64: %w", errMalformed, err)
 	}
 	return blob, nil
 }
@@ -139,14 +139,14 @@ func ParseSignature(armored []byte) (*Signature, error) {
 		return nil, err
 	}
 	if !bytes.HasPrefix(blob, []byte(sigMagic)) {
-		return nil, fmt.Errorf("%w: no SSHSIG magic", ErrMalformed)
+		return nil, fmt.Errorf("%w: no SSHSIG magic", errMalformed)
 	}
 	r := blob[len(sigMagic):]
 	if len(r) < 4 {
-		return nil, fmt.Errorf("%w: truncated", ErrMalformed)
+		return nil, fmt.Errorf("%w: truncated", errMalformed)
 	}
 	if v := binary.BigEndian.Uint32(r); v != sigVersion {
-		return nil, fmt.Errorf("%w: version %d", ErrMalformed, v)
+		return nil, fmt.Errorf("%w: version %d", errMalformed, v)
 	}
 	r = r[4:]
 	var fields [5][]byte
@@ -154,30 +154,30 @@ func ParseSignature(armored []byte) (*Signature, error) {
 		var ok bool
 		fields[i], r, ok = readString(r)
 		if !ok {
-			return nil, fmt.Errorf("%w: truncated field %d", ErrMalformed, i)
+			return nil, fmt.Errorf("%w: truncated field %d", errMalformed, i)
 		}
 	}
 	// Trailing bytes would be unsigned data riding along with the signature.
 	if len(r) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(r))
+		return nil, fmt.Errorf("%w: %d trailing bytes", errMalformed, len(r))
 	}
 	pub, err := ssh.ParsePublicKey(fields[0])
 	if err != nil {
-		return nil, fmt.Errorf("%w: public key: %w", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: public key: %w", errMalformed, err)
 	}
 	// ssh-keygen refuses a non-empty reserved field; accepting it would let
 	// this verifier and the stock one disagree about the same signature.
 	if len(fields[2]) != 0 {
-		return nil, fmt.Errorf("%w: reserved field not empty", ErrMalformed)
+		return nil, fmt.Errorf("%w: reserved field not empty", errMalformed)
 	}
 	var sig ssh.Signature
 	if err := ssh.Unmarshal(fields[4], &sig); err != nil {
-		return nil, fmt.Errorf("%w: signature: %w", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: signature: %w", errMalformed, err)
 	}
 	// Bytes after the signature inside its field are unsigned and make the
 	// same signature verify in many spellings; ssh-keygen refuses them.
 	if len(sig.Rest) != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the signature in its field", ErrMalformed, len(sig.Rest))
+		return nil, fmt.Errorf("%w: %d bytes after the signature in its field", errMalformed, len(sig.Rest))
 	}
 	return &Signature{
 		PublicKey:     pub,
@@ -216,29 +216,29 @@ func Verify(pub ssh.PublicKey, namespace string, msg, armored []byte) error {
 	// The key inside the signature is attacker-chosen: it must be the
 	// expected key byte for byte, or any key could vouch for itself.
 	if !bytes.Equal(sig.PublicKey.Marshal(), pub.Marshal()) {
-		return fail(got, ErrWrongKey)
+		return fail(got, errWrongKey)
 	}
 	// The namespace binds the signature to one purpose (a manifest signature
 	// must not pass as a run record's).
 	if sig.Namespace != namespace {
-		return fail(got, fmt.Errorf("%w: signature says %q", ErrNamespace, sig.Namespace))
+		return fail(got, fmt.Errorf("%w: signature says %q", errNamespace, sig.Namespace))
 	}
 	// Pin the hash: a verifier that follows the signature's choice lets the
 	// signer pick a weaker one.
 	if sig.HashAlgorithm != hashAlg {
-		return fail(got, fmt.Errorf("%w: %q", ErrHashAlgorithm, sig.HashAlgorithm))
+		return fail(got, fmt.Errorf("%w: %q", errHashAlgorithm, sig.HashAlgorithm))
 	}
 	// Only Ed25519, and a signature format that is the key's own: no
 	// algorithm the signature names is trusted over the one expected.
 	if pub.Type() != ssh.KeyAlgoED25519 || sig.Sig.Format != ssh.KeyAlgoED25519 {
-		return fail(got, fmt.Errorf("%w: signature format %q", ErrKeyType, sig.Sig.Format))
+		return fail(got, fmt.Errorf("%w: signature format %q", errKeyType, sig.Sig.Format))
 	}
 	if len(sig.Sig.Blob) != ed25519.SignatureSize {
-		return fail(got, fmt.Errorf("%w: Ed25519 signature of %d bytes", ErrMalformed, len(sig.Sig.Blob)))
+		return fail(got, fmt.Errorf("%w: Ed25519 signature of %d bytes", errMalformed, len(sig.Sig.Blob)))
 	}
 	h := sha512.Sum512(msg)
 	if err := pub.Verify(signedData(namespace, h[:]), sig.Sig); err != nil {
-		return fail(got, ErrBadSignature)
+		return fail(got, errBadSignature)
 	}
 	return nil
 }

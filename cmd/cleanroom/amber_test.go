@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/cleanroom-dev/cleanroom/amber"
-	"github.com/cleanroom-dev/cleanroom/sign"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,7 +67,7 @@ func TestAmberCLIProducerFlow(t *testing.T) {
 		want string // in stdout (JSON) or, for a refusal, stderr (the rule broken)
 	}{
 		{"key gen", []string{"--json", "amber", "key", "gen", "--out", p("k"), "--identity", "producer@example"}, 0, `"signing_key_id": "SHA256:`},
-		{"key gen refuses to overwrite", []string{"amber", "key", "gen", "--out", p("k")}, 2, sign.ErrKeyExists.Error()},
+		{"key gen refuses to overwrite", []string{"amber", "key", "gen", "--out", p("k")}, 2, "key file already exists"},
 		{"case build", append([]string{"--json"}, build("A-1", p("case"))...), 0, `"isolation_class": "full_isolation"`},
 		{"case build into an existing dir", build("A-1", p("case")), 2, amber.ErrOutputExists.Error()},
 		{"case build, CRLF spec", build("A-2", p("case2"), "--spec", p("crlf.md")), 1, amber.ErrPinBytes.Error()},
