@@ -90,8 +90,8 @@ type Result struct {
 	RoomExit int
 }
 
-// ErrAgentOptions: the options are unusable (the error names which).
-var ErrAgentOptions = fault.New(fault.Unusable, "room agent options")
+// errAgentOptions: the options are unusable (the error names which).
+var errAgentOptions = fault.New(fault.Unusable, "room agent options")
 
 // proxyEnv points the common proxy variables at the in-namespace proxy
 // (lower- and upper-case spellings: tools read one or the other).
@@ -102,18 +102,18 @@ func proxyEnv() []string {
 
 func (o *Options) check() error {
 	if len(o.Command) == 0 || o.Command[0] == "" {
-		return fmt.Errorf("%w: no agent command", ErrAgentOptions)
+		return fmt.Errorf("%w: no agent command", errAgentOptions)
 	}
 	if o.Room.Transcript == "" {
-		return fmt.Errorf("%w: a transcript is required", ErrAgentOptions)
+		return fmt.Errorf("%w: a transcript is required", errAgentOptions)
 	}
 	if o.Relay == "" || !filepath.IsAbs(o.Relay) {
-		return fmt.Errorf("%w: relay binary %q: want an absolute path", ErrAgentOptions, o.Relay)
+		return fmt.Errorf("%w: relay binary %q: want an absolute path", errAgentOptions, o.Relay)
 	}
 	for _, b := range o.Binds {
 		// The relay and the HOME template have their own places.
 		if b.Destination == "/opt/cleanroom" || strings.HasPrefix(b.Destination, "/opt/cleanroom/") {
-			return fmt.Errorf("%w: bind destination %s: /opt/cleanroom is room agent's", ErrAgentOptions, b.Destination)
+			return fmt.Errorf("%w: bind destination %s: /opt/cleanroom is room agent's", errAgentOptions, b.Destination)
 		}
 	}
 	for _, e := range o.Env {
@@ -122,11 +122,11 @@ func (o *Options) check() error {
 		// another proxy would only fail, but the record would not say so.
 		for _, p := range proxyEnv() {
 			if pn, _, _ := strings.Cut(p, "="); strings.EqualFold(pn, name) {
-				return fmt.Errorf("%w: --env %s: the proxy variables are set by room agent", ErrAgentOptions, name)
+				return fmt.Errorf("%w: --env %s: the proxy variables are set by room agent", errAgentOptions, name)
 			}
 		}
 		if name == "HOME" || name == "PATH" {
-			return fmt.Errorf("%w: --env %s: set by the sandbox", ErrAgentOptions, name)
+			return fmt.Errorf("%w: --env %s: set by the sandbox", errAgentOptions, name)
 		}
 	}
 	return nil
@@ -176,7 +176,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// The room refuses these too, but only once the agent has
 		// started: an agent must not run for nothing.
 		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s exists (or cannot be checked: %v); the room creates it", ErrAgentOptions, p, err)
+			return nil, fmt.Errorf("%w: %s exists (or cannot be checked: %v); the room creates it", errAgentOptions, p, err)
 		}
 	}
 	if err := preflight(ctx, o); err != nil {

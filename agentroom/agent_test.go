@@ -40,8 +40,8 @@ func TestOptionsRefused(t *testing.T) {
 			o, _, _ := testOptions(t, "/bin/true")
 			c.change(&o)
 			res, err := Run(context.Background(), o)
-			if !errors.Is(err, ErrAgentOptions) || res != nil || !strings.Contains(err.Error(), c.says) {
-				t.Errorf("Run: %v, %v; want ErrAgentOptions naming %q", res, err, c.says)
+			if !errors.Is(err, errAgentOptions) || res != nil || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("Run: %v, %v; want errAgentOptions naming %q", res, err, c.says)
 			}
 			if _, err := os.Stat(o.Room.Transcript); o.Room.Transcript != "" && !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("a refused session left a transcript")

@@ -351,13 +351,13 @@ func TestHostileAgent(t *testing.T) {
 	}
 	sort.Strings(summary)
 	wantConns := []string{
-		"127.0.0.1:" + sealedPort + " refused " + string(ErrNotAllowed),
-		"evil.example:443 refused " + string(ErrNotAllowed),
-		"localhost:" + sealedPort + " refused " + string(ErrAddressRefused) + ": localhost resolves to [127.0.0.1]",
-		modelName + ":1 refused " + string(ErrNotAllowed),
+		"127.0.0.1:" + sealedPort + " refused " + string(errNotAllowed),
+		"evil.example:443 refused " + string(errNotAllowed),
+		"localhost:" + sealedPort + " refused " + string(errAddressRefused) + ": localhost resolves to [127.0.0.1]",
+		modelName + ":1 refused " + string(errNotAllowed),
 		modelName + ":" + modelPort + " proxied <nil>",
-		modelName + ":" + modelPort + " refused " + string(ErrNotConnect) + ": GET",
-		":0 refused " + string(ErrBadRequest),
+		modelName + ":" + modelPort + " refused " + string(errNotConnect) + ": GET",
+		":0 refused " + string(errBadRequest),
 	}
 	sort.Strings(wantConns)
 	if !slices.Equal(summary, wantConns) {

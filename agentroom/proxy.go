@@ -22,20 +22,20 @@ import (
 
 // Refusal rules of the proxy, recorded with each refused connection.
 const (
-	// ErrNotAllowed: the CONNECT target's host name and port are not on
+	// errNotAllowed: the CONNECT target's host name and port are not on
 	// the allowlist (compared as written, case-folded, before any lookup).
-	ErrNotAllowed pkgwalk.Rule = "host not on the allowlist"
-	// ErrNotConnect: only CONNECT is served; a request in absolute form
+	errNotAllowed pkgwalk.Rule = "host not on the allowlist"
+	// errNotConnect: only CONNECT is served; a request in absolute form
 	// (plain HTTP through the proxy) is refused.
-	ErrNotConnect pkgwalk.Rule = "only CONNECT is served"
-	// ErrBadRequest: the request head could not be read as HTTP/1.
-	ErrBadRequest pkgwalk.Rule = "malformed proxy request"
-	// ErrAddressRefused: the name resolved only to addresses the proxy
+	errNotConnect pkgwalk.Rule = "only CONNECT is served"
+	// errBadRequest: the request head could not be read as HTTP/1.
+	errBadRequest pkgwalk.Rule = "malformed proxy request"
+	// errAddressRefused: the name resolved only to addresses the proxy
 	// never dials (loopback, unspecified, link-local, multicast) unless the
 	// operator mapped the name with Resolve.
-	ErrAddressRefused pkgwalk.Rule = "resolved address refused"
-	// ErrUnreachable: the lookup or the dial failed.
-	ErrUnreachable pkgwalk.Rule = "upstream unreachable"
+	errAddressRefused pkgwalk.Rule = "resolved address refused"
+	// errUnreachable: the lookup or the dial failed.
+	errUnreachable pkgwalk.Rule = "upstream unreachable"
 )
 
 // HostPort is one allowlist entry: a host name (or a literal address) and
@@ -100,8 +100,8 @@ const maxRule = 512
 // and a goroutine of this process, and the agent must not exhaust them.
 const maxActive = 256
 
-// ErrTooMany: the agent has maxActive connections open already.
-const ErrTooMany pkgwalk.Rule = "too many connections open"
+// errTooMany: the agent has maxActive connections open already.
+const errTooMany pkgwalk.Rule = "too many connections open"
 
 // Proxy is an HTTP CONNECT proxy that dials only allowlisted host names
 // and ports, resolved on the host. It serves the listeners Serve is given
@@ -147,7 +147,7 @@ func (p *Proxy) Serve(l net.Listener) {
 		p.mu.Unlock()
 		if full {
 			// Refused without reading: closing is the whole answer.
-			p.record(Connection{Start: time.Now().UTC(), Outcome: "refused", Rule: string(ErrTooMany)})
+			p.record(Connection{Start: time.Now().UTC(), Outcome: "refused", Rule: string(errTooMany)})
 			c.Close()
 			continue
 		}
@@ -218,7 +218,7 @@ func (p *Proxy) handle(c net.Conn) {
 	br := bufio.NewReaderSize(io.LimitReader(c, maxHead), 4096)
 	req, err := http.ReadRequest(br)
 	if err != nil {
-		refuse(http.StatusBadRequest, ErrBadRequest, "")
+		refuse(http.StatusBadRequest, errBadRequest, "")
 		return
 	}
 	if req.Method != http.MethodConnect {
@@ -230,20 +230,20 @@ func (p *Proxy) handle(c net.Conn) {
 				rec.Port = 80
 			}
 		}
-		refuse(http.StatusMethodNotAllowed, ErrNotConnect, req.Method)
+		refuse(http.StatusMethodNotAllowed, errNotConnect, req.Method)
 		return
 	}
 	target, err := ParseHostPort(req.RequestURI)
 	if err != nil {
 		rec.Host = clip(req.RequestURI, maxHost)
-		refuse(http.StatusBadRequest, ErrBadRequest, "target")
+		refuse(http.StatusBadRequest, errBadRequest, "target")
 		return
 	}
 	rec.Host, rec.Port = target.Host, int(target.Port)
 	if !p.allowed(target) {
 		// Decided on the name as the agent wrote it, before any lookup:
 		// a name off the list is never resolved (no DNS as a channel).
-		refuse(http.StatusForbidden, ErrNotAllowed, "")
+		refuse(http.StatusForbidden, errNotAllowed, "")
 		return
 	}
 	upstream, addr, rule, err := p.dial(target)
@@ -336,7 +336,7 @@ func (p *Proxy) dial(t HostPort) (net.Conn, string, pkgwalk.Rule, error) {
 		}
 		found, err := lookup(ctx, t.Host)
 		if err != nil {
-			return nil, "", ErrUnreachable, fmt.Errorf("lookup %s: %w", t.Host, err)
+			return nil, "", errUnreachable, fmt.Errorf("lookup %s: %w", t.Host, err)
 		}
 		for i, a := range found {
 			a = a.Unmap()
@@ -350,7 +350,7 @@ func (p *Proxy) dial(t HostPort) (net.Conn, string, pkgwalk.Rule, error) {
 			addrs = append(addrs, a)
 		}
 		if len(addrs) == 0 {
-			return nil, "", ErrAddressRefused, fmt.Errorf("%s resolves to %v", t.Host, found)
+			return nil, "", errAddressRefused, fmt.Errorf("%s resolves to %v", t.Host, found)
 		}
 	}
 	var d net.Dialer
@@ -363,5 +363,5 @@ func (p *Proxy) dial(t HostPort) (net.Conn, string, pkgwalk.Rule, error) {
 		}
 		errs = append(errs, err)
 	}
-	return nil, "", ErrUnreachable, errors.Join(errs...)
+	return nil, "", errUnreachable, errors.Join(errs...)
 }

@@ -92,9 +92,9 @@ func TestProxyBattery(t *testing.T) {
 			return nil
 		}
 	}
-	notAllowed := refused(http.StatusForbidden, ErrNotAllowed)
-	badRequest := refused(http.StatusBadRequest, ErrBadRequest)
-	addrRefused := refused(http.StatusBadGateway, ErrAddressRefused)
+	notAllowed := refused(http.StatusForbidden, errNotAllowed)
+	badRequest := refused(http.StatusBadRequest, errBadRequest)
+	addrRefused := refused(http.StatusBadGateway, errAddressRefused)
 	cases := []struct {
 		name, raw string
 		check     func(int, string) error
@@ -123,7 +123,7 @@ func TestProxyBattery(t *testing.T) {
 		{"resolves multicast", connect("multicast.test:" + port), addrRefused},
 		{"resolves all of 127/8 and ::1", connect("mixed.test:" + port), addrRefused},
 		// DNS rebinding: each CONNECT is judged on the address it dials.
-		{"rebind, first answer", connect("rebind.test:" + port), refused(http.StatusBadGateway, ErrUnreachable)},
+		{"rebind, first answer", connect("rebind.test:" + port), refused(http.StatusBadGateway, errUnreachable)},
 		{"rebind, second answer", connect("rebind.test:" + port), addrRefused},
 		// Other spellings of an allowlisted target.
 		{"trailing dot", connect("mapped.test.:" + port), badRequest},
@@ -134,8 +134,8 @@ func TestProxyBattery(t *testing.T) {
 		{"port +", connect("mapped.test:+" + port), badRequest},
 		{"port out of range", connect("mapped.test:1" + port + "0000"), badRequest},
 		{"second target", "CONNECT mapped.test:" + port + " evil.test:443 HTTP/1.1\r\n\r\n", badRequest},
-		{"lower-case method", "connect mapped.test:" + port + " HTTP/1.1\r\n\r\n", refused(http.StatusMethodNotAllowed, ErrNotConnect)},
-		{"plain GET", "GET http://mapped.test:" + port + "/ HTTP/1.1\r\nHost: mapped.test\r\n\r\n", refused(http.StatusMethodNotAllowed, ErrNotConnect)},
+		{"lower-case method", "connect mapped.test:" + port + " HTTP/1.1\r\n\r\n", refused(http.StatusMethodNotAllowed, errNotConnect)},
+		{"plain GET", "GET http://mapped.test:" + port + "/ HTTP/1.1\r\nHost: mapped.test\r\n\r\n", refused(http.StatusMethodNotAllowed, errNotConnect)},
 		// Smuggling: the Host header is not the target; bytes after an
 		// allowed head are the tunnel's, not a second request; after a
 		// refusal the connection is closed, a pipelined CONNECT unread.

@@ -87,14 +87,14 @@ func TestProxyRefusals(t *testing.T) {
 	}{
 		{"allowed, mapped", connect("mapped.test:" + port), 200, ""},
 		{"allowed, mapped, case folded", connect("MAPPED.test:" + port), 200, ""},
-		{"other host", connect("other.test:" + port), 403, string(ErrNotAllowed)},
-		{"other port", connect("mapped.test:1"), 403, string(ErrNotAllowed)},
-		{"literal loopback", connect(up.Addr().String()), 403, string(ErrNotAllowed)},
-		{"resolves to loopback", connect("loop.test:" + port), 502, string(ErrAddressRefused)},
-		{"lookup fails", connect("public.test:" + port), 502, string(ErrUnreachable)},
-		{"plain HTTP", "GET http://mapped.test:" + port + "/ HTTP/1.1\r\nHost: mapped.test\r\n\r\n", 405, string(ErrNotConnect)},
-		{"not HTTP", "\x16\x03\x01garbage\r\n\r\n", 400, string(ErrBadRequest)},
-		{"no port", connect("mapped.test"), 400, string(ErrBadRequest)},
+		{"other host", connect("other.test:" + port), 403, string(errNotAllowed)},
+		{"other port", connect("mapped.test:1"), 403, string(errNotAllowed)},
+		{"literal loopback", connect(up.Addr().String()), 403, string(errNotAllowed)},
+		{"resolves to loopback", connect("loop.test:" + port), 502, string(errAddressRefused)},
+		{"lookup fails", connect("public.test:" + port), 502, string(errUnreachable)},
+		{"plain HTTP", "GET http://mapped.test:" + port + "/ HTTP/1.1\r\nHost: mapped.test\r\n\r\n", 405, string(errNotConnect)},
+		{"not HTTP", "\x16\x03\x01garbage\r\n\r\n", 400, string(errBadRequest)},
+		{"no port", connect("mapped.test"), 400, string(errBadRequest)},
 	}
 	for _, c := range cases {
 		status, body := send(c.raw)
@@ -136,7 +136,7 @@ func mustPort(t *testing.T, s string) uint16 {
 }
 
 // TestProxyTooMany: past maxActive open connections, the next one is
-// closed unread and recorded as ErrTooMany.
+// closed unread and recorded as errTooMany.
 func TestProxyTooMany(t *testing.T) {
 	t.Parallel()
 	p := &Proxy{}
@@ -172,8 +172,8 @@ func TestProxyTooMany(t *testing.T) {
 		t.Errorf("connection over the limit: read %q, %v; want closed unread", b, err)
 	}
 	conns, _ := p.Connections()
-	if len(conns) != 1 || conns[0].Rule != string(ErrTooMany) {
-		t.Errorf("recorded %+v, want one %q", conns, ErrTooMany)
+	if len(conns) != 1 || conns[0].Rule != string(errTooMany) {
+		t.Errorf("recorded %+v, want one %q", conns, errTooMany)
 	}
 }
 

@@ -26,12 +26,12 @@ import (
 
 // The rules a collected run can break (Collected.Errs wrap them).
 var (
-	ErrMissingResult    = errors.New("no result for the run")        // the Job left nothing under its name
-	ErrResultTree       = errors.New("result tree")                  // a symlink, special file or unreadable entry
-	ErrCollected        = errors.New("already collected")            // the destination exists: never merged into
-	ErrNotVerified      = errors.New("record does not verify")       // run verify / amber record verify failed
-	ErrIdentityMismatch = errors.New("record pins another identity") // verified, but not the planned run
-	ErrNoKey            = errors.New("no producer key")              // an AMBER record cannot be verified without one
+	errMissingResult    = errors.New("no result for the run")        // the Job left nothing under its name
+	errResultTree       = errors.New("result tree")                  // a symlink, special file or unreadable entry
+	errCollected        = errors.New("already collected")            // the destination exists: never merged into
+	errNotVerified      = errors.New("record does not verify")       // run verify / amber record verify failed
+	errIdentityMismatch = errors.New("record pins another identity") // verified, but not the planned run
+	errNoKey            = errors.New("no producer key")              // an AMBER record cannot be verified without one
 )
 
 // Verdicts of a collected run.
@@ -125,7 +125,7 @@ func Collect(ctx context.Context, runs []Run, from, into string, opt CollectOpti
 		n, err := copyResult(filepath.Join(from, r.Name), dst)
 		c.Files = n
 		switch {
-		case errors.Is(err, ErrMissingResult):
+		case errors.Is(err, errMissingResult):
 			fail(Missing, err)
 		case err != nil:
 			fail(Refused, err)
@@ -159,12 +159,12 @@ func Collect(ctx context.Context, runs []Run, from, into string, opt CollectOpti
 func verifyBlind(ctx context.Context, r Run, dst string, opt CollectOptions, c *Collected, fail func(string, error)) {
 	w, err := experiment.OpenWorld(dst)
 	if err != nil {
-		fail(Refused, fmt.Errorf("%w: %w", ErrNotVerified, err))
+		fail(Refused, fmt.Errorf("%w: %w", errNotVerified, err))
 		return
 	}
 	v, err := experiment.Verify(ctx, w, opt.Verify)
 	if err != nil {
-		fail(Refused, fmt.Errorf("%w: %w", ErrNotVerified, err))
+		fail(Refused, fmt.Errorf("%w: %w", errNotVerified, err))
 		return
 	}
 	c.Status = string(v.Status)
@@ -174,7 +174,7 @@ func verifyBlind(ctx context.Context, r Run, dst string, opt CollectOptions, c *
 		}
 	}
 	for _, p := range v.Problems() {
-		fail(Refused, fmt.Errorf("%w: %w", ErrNotVerified, p))
+		fail(Refused, fmt.Errorf("%w: %w", errNotVerified, p))
 	}
 	rec := v.Record
 	if rec == nil {
@@ -183,39 +183,39 @@ func verifyBlind(ctx context.Context, r Run, dst string, opt CollectOptions, c *
 	// A record that verifies but is pinned elsewhere is another run's
 	// result under this run's name: a Job fed the wrong release or package.
 	if rec.SpecReleaseID != r.Srel {
-		fail(Refused, fmt.Errorf("%w: srel %s, planned %s", ErrIdentityMismatch, rec.SpecReleaseID, r.Srel))
+		fail(Refused, fmt.Errorf("%w: srel %s, planned %s", errIdentityMismatch, rec.SpecReleaseID, r.Srel))
 	}
 	if rec.BlindPackageID != r.Bpkg {
-		fail(Refused, fmt.Errorf("%w: bpkg %s, planned %s", ErrIdentityMismatch, rec.BlindPackageID, r.Bpkg))
+		fail(Refused, fmt.Errorf("%w: bpkg %s, planned %s", errIdentityMismatch, rec.BlindPackageID, r.Bpkg))
 	}
 	// The planned candidate must be a frozen candidate of the run, not the
 	// reference and not a candidate of another name.
 	if !slices.ContainsFunc(rec.Candidates(), func(a experiment.Adapter) bool { return a.Implementation == r.Candidate }) {
-		fail(Refused, fmt.Errorf("%w: no candidate %q in the run (status %s)", ErrIdentityMismatch, r.Candidate, rec.Status))
+		fail(Refused, fmt.Errorf("%w: no candidate %q in the run (status %s)", errIdentityMismatch, r.Candidate, rec.Status))
 	}
 }
 
 func verifyAmber(r Run, dst string, opt CollectOptions, c *Collected, fail func(string, error)) {
 	if opt.AmberPub == nil {
-		fail(Refused, fmt.Errorf("%w: an AMBER record is verified against its producer's key (--pub)", ErrNoKey))
+		fail(Refused, fmt.Errorf("%w: an AMBER record is verified against its producer's key (--pub)", errNoKey))
 		return
 	}
 	rec, err := amber.VerifyRecordSignature(filepath.Join(dst, amber.RecordFile), opt.AmberPub)
 	if err != nil {
-		fail(Refused, fmt.Errorf("%w: %w", ErrNotVerified, err))
+		fail(Refused, fmt.Errorf("%w: %w", errNotVerified, err))
 		return
 	}
 	c.Status = rec.TerminalState
 	c.Passed = amber.RecordSignatureChecks()
 	if rec.ManifestSHA256 != r.CaseManifestSHA256 {
-		fail(Refused, fmt.Errorf("%w: case manifest %s, planned %s", ErrIdentityMismatch, rec.ManifestSHA256, r.CaseManifestSHA256))
+		fail(Refused, fmt.Errorf("%w: case manifest %s, planned %s", errIdentityMismatch, rec.ManifestSHA256, r.CaseManifestSHA256))
 	}
 	// provider/model splits at the first slash: compared joined, provider
 	// "acme/model" with model "7" would pass for "acme" with "model/7".
 	provider, model, _ := strings.Cut(r.Candidate, "/")
 	if rec.Candidate.Provider != provider || rec.Candidate.Model != model {
 		fail(Refused, fmt.Errorf("%w: candidate provider %q model %q, planned provider %q model %q",
-			ErrIdentityMismatch, rec.Candidate.Provider, rec.Candidate.Model, provider, model))
+			errIdentityMismatch, rec.Candidate.Provider, rec.Candidate.Model, provider, model))
 	}
 }
 
@@ -226,25 +226,25 @@ func copyResult(src, dst string) (int, error) {
 	fi, err := os.Lstat(src)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return 0, fmt.Errorf("%w: %s", ErrMissingResult, src)
+		return 0, fmt.Errorf("%w: %s", errMissingResult, src)
 	case err != nil:
-		return 0, fmt.Errorf("%w: %w", ErrResultTree, err)
+		return 0, fmt.Errorf("%w: %w", errResultTree, err)
 	case !fi.IsDir():
 		// A symlink here could point the copy at any directory on this host.
-		return 0, fmt.Errorf("%w: %s is a %v, not a directory", ErrResultTree, src, fi.Mode().Type())
+		return 0, fmt.Errorf("%w: %s is a %v, not a directory", errResultTree, src, fi.Mode().Type())
 	}
 	if _, err := os.Lstat(dst); err == nil {
-		return 0, fmt.Errorf("%w: %s", ErrCollected, dst)
+		return 0, fmt.Errorf("%w: %s", errCollected, dst)
 	}
 	// The descriptor walk refuses symlinks, FIFOs, devices and mounts
 	// anywhere below src: every file it lists was a regular file.
 	files, err := pkgwalk.ListRegularFiles(src)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrResultTree, err)
+		return 0, fmt.Errorf("%w: %w", errResultTree, err)
 	}
 	root, err := os.OpenFile(src, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrResultTree, err)
+		return 0, fmt.Errorf("%w: %w", errResultTree, err)
 	}
 	defer root.Close()
 	tmp, err := durable.StageDir(dst)
@@ -265,7 +265,7 @@ func copyResult(src, dst string) (int, error) {
 	// RENAME_NOREPLACE: a result collected meanwhile is not replaced.
 	if err := durable.CreateDir(tmp, dst, 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return 0, fmt.Errorf("%w: %s", ErrCollected, dst)
+			return 0, fmt.Errorf("%w: %s", errCollected, dst)
 		}
 		return 0, err
 	}
@@ -282,24 +282,24 @@ func copyOne(rootfd int, f pkgwalk.File, tmp string) error {
 	// after the walk cannot bring a host file into the copy.
 	fd, err := fsx.Open(rootfd, f.Path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrResultTree, f.Path, err)
+		return fmt.Errorf("%w: %s: %w", errResultTree, f.Path, err)
 	}
 	in := os.NewFile(uintptr(fd), f.Path)
 	defer in.Close()
 	st, err := in.Stat()
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrResultTree, f.Path, err)
+		return fmt.Errorf("%w: %s: %w", errResultTree, f.Path, err)
 	}
 	// A FIFO or device swapped in after the walk would block the copy or
 	// read a host device; the descriptor, not the walk, is believed.
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s became a %v", ErrResultTree, f.Path, st.Mode().Type())
+		return fmt.Errorf("%w: %s became a %v", errResultTree, f.Path, st.Mode().Type())
 	}
 	// A hard link is a second name for these bytes, perhaps outside the
 	// result tree (another run's result, a host file): refused like a
 	// symbolic link, so only the run's own files are collected.
 	if n := nlink(st); n != 1 {
-		return fmt.Errorf("%w: %s has %d links (a hard link)", ErrResultTree, f.Path, n)
+		return fmt.Errorf("%w: %s has %d links (a hard link)", errResultTree, f.Path, n)
 	}
 	out := filepath.Join(tmp, filepath.FromSlash(f.Path))
 	if err := durable.MkdirAll(filepath.Dir(out)); err != nil {
@@ -322,11 +322,11 @@ func copyOne(rootfd int, f pkgwalk.File, tmp string) error {
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(in, f.Size+1))
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrResultTree, f.Path, err)
+		return fmt.Errorf("%w: %s: %w", errResultTree, f.Path, err)
 	}
 	// A file swapped between the walk and the copy is refused.
 	if n != f.Size || hex.EncodeToString(h.Sum(nil)) != f.SHA256 {
-		return fmt.Errorf("%w: %s changed while it was collected", ErrResultTree, f.Path)
+		return fmt.Errorf("%w: %s changed while it was collected", errResultTree, f.Path)
 	}
 	// The umask must not decide the mode of collected evidence.
 	if err := w.Chmod(mode); err != nil {

@@ -140,16 +140,16 @@ func TestCollect(t *testing.T) {
 		status  string
 	}{
 		{blind("blind-good", srel), Verified, nil, "REVEALED"},
-		{blind("blind-other-release", "srel-"+hexA), Refused, ErrIdentityMismatch, "REVEALED"},
-		{blind("blind-tampered", srel), Refused, ErrNotVerified, ""},
-		{blind("blind-linked-file", srel), Refused, ErrResultTree, ""},
-		{blind("blind-linked-dir", srel), Refused, ErrResultTree, ""},
-		{blind("blind-missing", srel), Missing, ErrMissingResult, ""},
+		{blind("blind-other-release", "srel-"+hexA), Refused, errIdentityMismatch, "REVEALED"},
+		{blind("blind-tampered", srel), Refused, errNotVerified, ""},
+		{blind("blind-linked-file", srel), Refused, errResultTree, ""},
+		{blind("blind-linked-dir", srel), Refused, errResultTree, ""},
+		{blind("blind-missing", srel), Missing, errMissingResult, ""},
 		{blind("..", srel), Refused, errName, ""},
-		{planned(Run{Name: "blind-reference", Kind: KindBlind, Srel: srel, Bpkg: bpkg, Candidate: "javascript"}), Refused, ErrIdentityMismatch, "REVEALED"},
+		{planned(Run{Name: "blind-reference", Kind: KindBlind, Srel: srel, Bpkg: bpkg, Candidate: "javascript"}), Refused, errIdentityMismatch, "REVEALED"},
 		{am("amber-good"), Verified, nil, amber.StateValidSuccess},
-		{am("amber-other-case"), Refused, ErrIdentityMismatch, amber.StateValidSuccess},
-		{am("amber-other-key"), Refused, ErrNotVerified, ""},
+		{am("amber-other-case"), Refused, errIdentityMismatch, amber.StateValidSuccess},
+		{am("amber-other-key"), Refused, errNotVerified, ""},
 	}
 	var runs []Run
 	for _, c := range cases {
@@ -181,7 +181,7 @@ func TestCollect(t *testing.T) {
 				t.Errorf("status %q, want %q", got.Status, c.status)
 			}
 			_, err := os.Lstat(filepath.Join(into, c.run.Name))
-			copied := c.rule == nil || errors.Is(c.rule, ErrIdentityMismatch) || errors.Is(c.rule, ErrNotVerified)
+			copied := c.rule == nil || errors.Is(c.rule, errIdentityMismatch) || errors.Is(c.rule, errNotVerified)
 			if c.run.Name == ".." {
 				return // into/.. exists; nothing was written there (the listing below)
 			}
@@ -207,7 +207,7 @@ func TestCollect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errorsAny(again.Runs[0].Errs, ErrCollected) {
+	if !errorsAny(again.Runs[0].Errs, errCollected) {
 		t.Errorf("second collection: %v", again.Runs[0].Problems)
 	}
 	// Without the producer key an AMBER record is not taken on trust.
@@ -216,7 +216,7 @@ func TestCollect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errorsAny(nokey.Runs[0].Errs, ErrNoKey) {
+	if !errorsAny(nokey.Runs[0].Errs, errNoKey) {
 		t.Errorf("no key: %v", nokey.Runs[0].Problems)
 	}
 	ents, _ := os.ReadDir(into)
@@ -277,8 +277,8 @@ func TestCopyOneRefusesSwappedFIFO(t *testing.T) {
 	defer root.Close()
 	// As the walk listed it while it was a regular file.
 	listed := pkgwalk.File{Path: "run.json", Size: 2, SHA256: pkgwalk.SHA256Hex([]byte("{}"))}
-	if err := copyOne(int(root.Fd()), listed, tmp); !errors.Is(err, ErrResultTree) {
-		t.Fatalf("copyOne of a FIFO: %v, want ErrResultTree", err)
+	if err := copyOne(int(root.Fd()), listed, tmp); !errors.Is(err, errResultTree) {
+		t.Fatalf("copyOne of a FIFO: %v, want errResultTree", err)
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "run.json")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("something was written for the FIFO: %v", err)
@@ -310,8 +310,8 @@ func TestCopyResultRefusesHardLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(into, "run-a")
-	if _, err := copyResult(src, dst); !errors.Is(err, ErrResultTree) {
-		t.Fatalf("copyResult with a hard link: %v, want %v", err, ErrResultTree)
+	if _, err := copyResult(src, dst); !errors.Is(err, errResultTree) {
+		t.Fatalf("copyResult with a hard link: %v, want %v", err, errResultTree)
 	}
 	if ents, _ := os.ReadDir(into); len(ents) != 0 {
 		t.Errorf("a refused tree left %v under into", ents)
@@ -381,8 +381,8 @@ func TestCollectAmberCandidateIsProviderThenModel(t *testing.T) {
 	if got := rep.Runs[0]; got.Verdict != Verified {
 		t.Errorf("provider acme, model model/7: %s %v", got.Verdict, got.Problems)
 	}
-	if got := rep.Runs[1]; got.Verdict != Refused || !errorsAny(got.Errs, ErrIdentityMismatch) {
-		t.Errorf("provider acme/model, model 7: %s %v, want refused by %v", got.Verdict, got.Problems, ErrIdentityMismatch)
+	if got := rep.Runs[1]; got.Verdict != Refused || !errorsAny(got.Errs, errIdentityMismatch) {
+		t.Errorf("provider acme/model, model 7: %s %v, want refused by %v", got.Verdict, got.Problems, errIdentityMismatch)
 	}
 }
 
@@ -482,7 +482,7 @@ func TestCollectRefusesAnotherPlanEntry(t *testing.T) {
 					t.Errorf("%s: refused by %v, want %v", got.Name, got.Problems, errPlanEntry)
 				}
 				// The pins alone do not tell the two runs apart.
-				if errorsAny(got.Errs, ErrIdentityMismatch) {
+				if errorsAny(got.Errs, errIdentityMismatch) {
 					t.Errorf("%s: %v (the runs share every pinned identity)", got.Name, got.Problems)
 				}
 			}

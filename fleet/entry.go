@@ -54,7 +54,7 @@ func recordPath(kind, dir string) (string, error) {
 	case KindAmber:
 		return filepath.Join(dir, amber.RecordFile), nil
 	}
-	return "", fmt.Errorf("%w: %q", ErrKind, kind)
+	return "", fmt.Errorf("%w: %q", errKind, kind)
 }
 
 func recordDigest(kind, dir string) (string, error) {

@@ -357,31 +357,31 @@ func TestParseRunsRefusals(t *testing.T) {
 		rule    error
 		pointer string
 	}{
-		{name: "not an array", list: `{"runs": []}`, rule: ErrRunShape, pointer: ""},
-		{name: "empty list", list: `[]`, rule: ErrRunShape, pointer: ""},
-		{name: "unknown member", edit: func(o *evidence.Object) { o.Set("privileged", true) }, rule: ErrRunShape, pointer: "/0/privileged"},
-		{name: "missing limits", edit: func(o *evidence.Object) { o.Delete("limits") }, rule: ErrRunShape, pointer: "/0/limits"},
+		{name: "not an array", list: `{"runs": []}`, rule: errRunShape, pointer: ""},
+		{name: "empty list", list: `[]`, rule: errRunShape, pointer: ""},
+		{name: "unknown member", edit: func(o *evidence.Object) { o.Set("privileged", true) }, rule: errRunShape, pointer: "/0/privileged"},
+		{name: "missing limits", edit: func(o *evidence.Object) { o.Delete("limits") }, rule: errRunShape, pointer: "/0/limits"},
 		{name: "bad name", edit: func(o *evidence.Object) { o.Set("name", "Run_1") }, rule: errName, pointer: "/0/name"},
 		{name: "long name", edit: func(o *evidence.Object) { o.Set("name", strings.Repeat("a", 64)) }, rule: errName, pointer: "/0/name"},
-		{name: "unknown kind", edit: func(o *evidence.Object) { o.Set("kind", "green") }, rule: ErrKind, pointer: "/0/kind"},
-		{name: "blind with a case", edit: func(o *evidence.Object) { o.Set("case_manifest_sha256", hexC) }, rule: ErrKind, pointer: "/0/case_manifest_sha256"},
-		{name: "short srel", edit: func(o *evidence.Object) { o.Set("srel", "srel-"+hexA[:63]) }, rule: ErrIdentity, pointer: "/0/srel"},
-		{name: "uppercase bpkg", edit: func(o *evidence.Object) { o.Set("bpkg", "bpkg-"+strings.ToUpper(hexB)) }, rule: ErrIdentity, pointer: "/0/bpkg"},
-		{name: "bare srel", edit: func(o *evidence.Object) { o.Set("srel", hexA) }, rule: ErrIdentity, pointer: "/0/srel"},
-		{name: "srel as bpkg", edit: func(o *evidence.Object) { o.Set("bpkg", "srel-"+hexB) }, rule: ErrIdentity, pointer: "/0/bpkg"},
-		{name: "image by tag", edit: func(o *evidence.Object) { o.Set("image", "registry.example/cleanroom:latest") }, rule: ErrImage, pointer: "/0/image"},
-		{name: "empty command", edit: func(o *evidence.Object) { o.Set("command", []any{}) }, rule: ErrCommand, pointer: "/0/command"},
-		{name: "runtime class", edit: func(o *evidence.Object) { o.Set("runtime_class", "kata") }, rule: ErrRuntimeClass, pointer: "/0/runtime_class"},
-		{name: "host name", edit: func(o *evidence.Object) { o.Set("allow", []any{"api.example:443"}) }, rule: ErrAllowlist, pointer: "/0/allow/0"},
-		{name: "unspecified address", edit: func(o *evidence.Object) { o.Set("allow", []any{"0.0.0.0:443"}) }, rule: ErrAllowlist, pointer: "/0/allow/0"},
-		{name: "loopback", edit: func(o *evidence.Object) { o.Set("allow", []any{"127.0.0.1:80"}) }, rule: ErrAllowlist, pointer: "/0/allow/0"},
-		{name: "no port", edit: func(o *evidence.Object) { o.Set("allow", []any{"203.0.113.7"}) }, rule: ErrAllowlist, pointer: "/0/allow/0"},
-		{name: "twice", edit: func(o *evidence.Object) { o.Set("allow", []any{"203.0.113.7:1", "203.0.113.7:1"}) }, rule: ErrAllowlist, pointer: "/0/allow/1"},
-		{name: "no memory limit", edit: func(o *evidence.Object) { limits(o, "memory", nil) }, rule: ErrLimits, pointer: "/0/limits/memory"},
-		{name: "bad quantity", edit: func(o *evidence.Object) { limits(o, "cpu", "lots") }, rule: ErrLimits, pointer: "/0/limits/cpu"},
-		{name: "zero memory", edit: func(o *evidence.Object) { limits(o, "memory", "0") }, rule: ErrLimits, pointer: "/0/limits/memory"},
-		{name: "fractional deadline", edit: func(o *evidence.Object) { limits(o, "deadline_seconds", 1.5) }, rule: ErrLimits, pointer: "/0/limits/deadline_seconds"},
-		{name: "bad claim", edit: func(o *evidence.Object) { o.Set("results_claim", "Results!") }, rule: ErrClaim, pointer: "/0/results_claim"},
+		{name: "unknown kind", edit: func(o *evidence.Object) { o.Set("kind", "green") }, rule: errKind, pointer: "/0/kind"},
+		{name: "blind with a case", edit: func(o *evidence.Object) { o.Set("case_manifest_sha256", hexC) }, rule: errKind, pointer: "/0/case_manifest_sha256"},
+		{name: "short srel", edit: func(o *evidence.Object) { o.Set("srel", "srel-"+hexA[:63]) }, rule: errIdentity, pointer: "/0/srel"},
+		{name: "uppercase bpkg", edit: func(o *evidence.Object) { o.Set("bpkg", "bpkg-"+strings.ToUpper(hexB)) }, rule: errIdentity, pointer: "/0/bpkg"},
+		{name: "bare srel", edit: func(o *evidence.Object) { o.Set("srel", hexA) }, rule: errIdentity, pointer: "/0/srel"},
+		{name: "srel as bpkg", edit: func(o *evidence.Object) { o.Set("bpkg", "srel-"+hexB) }, rule: errIdentity, pointer: "/0/bpkg"},
+		{name: "image by tag", edit: func(o *evidence.Object) { o.Set("image", "registry.example/cleanroom:latest") }, rule: errImage, pointer: "/0/image"},
+		{name: "empty command", edit: func(o *evidence.Object) { o.Set("command", []any{}) }, rule: errCommand, pointer: "/0/command"},
+		{name: "runtime class", edit: func(o *evidence.Object) { o.Set("runtime_class", "kata") }, rule: errRuntimeClass, pointer: "/0/runtime_class"},
+		{name: "host name", edit: func(o *evidence.Object) { o.Set("allow", []any{"api.example:443"}) }, rule: errAllowlist, pointer: "/0/allow/0"},
+		{name: "unspecified address", edit: func(o *evidence.Object) { o.Set("allow", []any{"0.0.0.0:443"}) }, rule: errAllowlist, pointer: "/0/allow/0"},
+		{name: "loopback", edit: func(o *evidence.Object) { o.Set("allow", []any{"127.0.0.1:80"}) }, rule: errAllowlist, pointer: "/0/allow/0"},
+		{name: "no port", edit: func(o *evidence.Object) { o.Set("allow", []any{"203.0.113.7"}) }, rule: errAllowlist, pointer: "/0/allow/0"},
+		{name: "twice", edit: func(o *evidence.Object) { o.Set("allow", []any{"203.0.113.7:1", "203.0.113.7:1"}) }, rule: errAllowlist, pointer: "/0/allow/1"},
+		{name: "no memory limit", edit: func(o *evidence.Object) { limits(o, "memory", nil) }, rule: errLimits, pointer: "/0/limits/memory"},
+		{name: "bad quantity", edit: func(o *evidence.Object) { limits(o, "cpu", "lots") }, rule: errLimits, pointer: "/0/limits/cpu"},
+		{name: "zero memory", edit: func(o *evidence.Object) { limits(o, "memory", "0") }, rule: errLimits, pointer: "/0/limits/memory"},
+		{name: "fractional deadline", edit: func(o *evidence.Object) { limits(o, "deadline_seconds", 1.5) }, rule: errLimits, pointer: "/0/limits/deadline_seconds"},
+		{name: "bad claim", edit: func(o *evidence.Object) { o.Set("results_claim", "Results!") }, rule: errClaim, pointer: "/0/results_claim"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			list := []byte(tc.list)
@@ -410,7 +410,7 @@ func TestParseRunsRefusals(t *testing.T) {
 	}
 	// Two runs with one name would be one Job.
 	b, _ := evidence.Stringify([]any{good(), good()}, " ")
-	if _, err := ParseRuns(b, "runs.json"); !errors.Is(err, ErrDuplicateRun) {
+	if _, err := ParseRuns(b, "runs.json"); !errors.Is(err, errDuplicateRun) {
 		t.Errorf("duplicate names: %v", err)
 	}
 	// The strict reader's refusals come through with their class.

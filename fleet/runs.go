@@ -21,18 +21,18 @@ import (
 
 // The rules a run list can break; every refusal wraps one of them.
 var (
-	ErrRunShape     = errors.New("run list shape")     // not an array of closed run objects
+	errRunShape     = errors.New("run list shape")     // not an array of closed run objects
 	errName         = errors.New("run name")           // not a DNS-1123 label of at most 63 characters
-	ErrDuplicateRun = errors.New("duplicate run name") // two runs would be one Job
-	ErrKind         = errors.New("run kind")           // neither blind nor amber, or the other kind's identities
-	ErrIdentity     = errors.New("pinned identity")    // srel, bpkg or the case manifest sha256 is not 64 lowercase hex
+	errDuplicateRun = errors.New("duplicate run name") // two runs would be one Job
+	errKind         = errors.New("run kind")           // neither blind nor amber, or the other kind's identities
+	errIdentity     = errors.New("pinned identity")    // srel, bpkg or the case manifest sha256 is not 64 lowercase hex
 	errCandidate    = errors.New("candidate")          // empty or not a label
-	ErrImage        = errors.New("image not pinned")   // the image is not named by digest
-	ErrCommand      = errors.New("command")            // empty, or an empty argv[0]
-	ErrRuntimeClass = errors.New("runtime class")      // neither runc nor gvisor
-	ErrAllowlist    = errors.New("allowlist entry")    // not IP:PORT of a unicast address
-	ErrLimits       = errors.New("resource limits")    // missing, unparsable or not positive
-	ErrClaim        = errors.New("results claim")      // not a DNS-1123 subdomain
+	errImage        = errors.New("image not pinned")   // the image is not named by digest
+	errCommand      = errors.New("command")            // empty, or an empty argv[0]
+	errRuntimeClass = errors.New("runtime class")      // neither runc nor gvisor
+	errAllowlist    = errors.New("allowlist entry")    // not IP:PORT of a unicast address
+	errLimits       = errors.New("resource limits")    // missing, unparsable or not positive
+	errClaim        = errors.New("results claim")      // not a DNS-1123 subdomain
 )
 
 // Kinds of run.
@@ -139,10 +139,10 @@ func ParseRuns(b []byte, file string) ([]Run, error) {
 	}
 	arr, ok := v.([]any)
 	if !ok {
-		return nil, &RunListError{file, "", ErrRunShape, "want a JSON array of runs"}
+		return nil, &RunListError{file, "", errRunShape, "want a JSON array of runs"}
 	}
 	if len(arr) == 0 {
-		return nil, &RunListError{file, "", ErrRunShape, "the list has no runs"}
+		return nil, &RunListError{file, "", errRunShape, "the list has no runs"}
 	}
 	runs := make([]Run, 0, len(arr))
 	seen := map[string]int{}
@@ -154,7 +154,7 @@ func ParseRuns(b []byte, file string) ([]Run, error) {
 			return nil, err
 		}
 		if j, dup := seen[r.Name]; dup {
-			return nil, &RunListError{file, ptr + "/name", ErrDuplicateRun, fmt.Sprintf("%q is also run /%d", r.Name, j)}
+			return nil, &RunListError{file, ptr + "/name", errDuplicateRun, fmt.Sprintf("%q is also run /%d", r.Name, j)}
 		}
 		seen[r.Name] = i
 		r.PlanSHA256 = plan
@@ -174,33 +174,33 @@ func parseRun(v any, file, ptr string) (Run, error) {
 	}
 	o, ok := v.(*evidence.Object)
 	if !ok {
-		return refuse("", ErrRunShape, "a run is a JSON object")
+		return refuse("", errRunShape, "a run is a JSON object")
 	}
 	kind, _ := o.Get("kind")
 	r.Kind, _ = kind.(string)
 	extra, ok := kindMembers[r.Kind]
 	if !ok {
-		return refuse("kind", ErrKind, "want %q or %q", KindBlind, KindAmber)
+		return refuse("kind", errKind, "want %q or %q", KindBlind, KindAmber)
 	}
 	allowed := append(slices.Clone(commonMembers), extra...)
 	for _, n := range o.Names() {
 		if !slices.Contains(allowed, n) {
 			if slices.Contains(kindMembers[KindBlind], n) || slices.Contains(kindMembers[KindAmber], n) {
-				return refuse(n, ErrKind, "a %s run does not carry %s", r.Kind, n)
+				return refuse(n, errKind, "a %s run does not carry %s", r.Kind, n)
 			}
-			return refuse(n, ErrRunShape, "unknown member")
+			return refuse(n, errRunShape, "unknown member")
 		}
 	}
 	for _, n := range append(slices.Clone(requiredMembers), extra...) {
 		if !o.Has(n) {
-			return refuse(n, ErrRunShape, "missing")
+			return refuse(n, errRunShape, "missing")
 		}
 	}
 	str := func(n string) (string, error) {
 		x, _ := o.Get(n)
 		s, ok := x.(string)
 		if !ok {
-			_, err := refuse(n, ErrRunShape, "want a string")
+			_, err := refuse(n, errRunShape, "want a string")
 			return "", err
 		}
 		return s, nil
@@ -223,7 +223,7 @@ func parseRun(v any, file, ptr string) (Run, error) {
 		// bpkg-<hex>, and the case manifest's bare sha256.
 		prefix := identityPrefix[n]
 		if !ident.Is(prefix, s) {
-			return refuse(n, ErrIdentity, "%q: want %q followed by 64 lowercase hex digits", s, prefix)
+			return refuse(n, errIdentity, "%q: want %q followed by 64 lowercase hex digits", s, prefix)
 		}
 		switch n {
 		case "srel":
@@ -244,17 +244,17 @@ func parseRun(v any, file, ptr string) (Run, error) {
 		return Run{}, err
 	}
 	if !reImage().MatchString(r.Image) {
-		return refuse("image", ErrImage, "%q: want NAME@sha256:<64 hex>", r.Image)
+		return refuse("image", errImage, "%q: want NAME@sha256:<64 hex>", r.Image)
 	}
 	cmdv, _ := o.Get("command")
 	cmd, ok := cmdv.([]any)
 	if !ok || len(cmd) == 0 {
-		return refuse("command", ErrCommand, "want a non-empty array of strings")
+		return refuse("command", errCommand, "want a non-empty array of strings")
 	}
 	for i, a := range cmd {
 		s, ok := a.(string)
 		if !ok || (i == 0 && s == "") {
-			return refuse(fmt.Sprintf("command/%d", i), ErrCommand, "want a string (argv[0] non-empty)")
+			return refuse(fmt.Sprintf("command/%d", i), errCommand, "want a string (argv[0] non-empty)")
 		}
 		r.Command = append(r.Command, s)
 	}
@@ -262,22 +262,22 @@ func parseRun(v any, file, ptr string) (Run, error) {
 		return Run{}, err
 	}
 	if !slices.Contains(RuntimeClasses, r.RuntimeClass) {
-		return refuse("runtime_class", ErrRuntimeClass, "%q: want one of %v", r.RuntimeClass, RuntimeClasses)
+		return refuse("runtime_class", errRuntimeClass, "%q: want one of %v", r.RuntimeClass, RuntimeClasses)
 	}
 	r.Allow = []Endpoint{}
 	if av, ok := o.Get("allow"); ok {
 		arr, ok := av.([]any)
 		if !ok {
-			return refuse("allow", ErrRunShape, "want an array of IP:PORT strings")
+			return refuse("allow", errRunShape, "want an array of IP:PORT strings")
 		}
 		for i, a := range arr {
 			s, _ := a.(string)
 			ep, err := parseEndpoint(s)
 			if err != nil {
-				return refuse(fmt.Sprintf("allow/%d", i), ErrAllowlist, "%q: %v", s, err)
+				return refuse(fmt.Sprintf("allow/%d", i), errAllowlist, "%q: %v", s, err)
 			}
 			if slices.Contains(r.Allow, ep) {
-				return refuse(fmt.Sprintf("allow/%d", i), ErrAllowlist, "%s is listed twice", ep)
+				return refuse(fmt.Sprintf("allow/%d", i), errAllowlist, "%s is listed twice", ep)
 			}
 			r.Allow = append(r.Allow, ep)
 		}
@@ -290,12 +290,12 @@ func parseRun(v any, file, ptr string) (Run, error) {
 			return Run{}, err
 		}
 		if errs := validation.IsDNS1123Subdomain(r.ResultsClaim); len(errs) > 0 {
-			return refuse("results_claim", ErrClaim, "%q: %s", r.ResultsClaim, strings.Join(errs, "; "))
+			return refuse("results_claim", errClaim, "%q: %s", r.ResultsClaim, strings.Join(errs, "; "))
 		}
 	}
 	canon, err := evidence.Canonical(o)
 	if err != nil {
-		return refuse("", ErrRunShape, "%v", err)
+		return refuse("", errRunShape, "%v", err)
 	}
 	r.Digest = pkgwalk.SHA256Hex(canon)
 	return r, nil
@@ -334,36 +334,36 @@ func parseLimits(o *evidence.Object, file, ptr string) (Limits, error) {
 	v, _ := o.Get("limits")
 	lo, ok := v.(*evidence.Object)
 	if !ok {
-		return refuse("", ErrRunShape, "want an object")
+		return refuse("", errRunShape, "want an object")
 	}
 	for _, n := range lo.Names() {
 		if !slices.Contains(limitMembers, n) {
-			return refuse(n, ErrRunShape, "unknown member")
+			return refuse(n, errRunShape, "unknown member")
 		}
 	}
 	for _, n := range limitMembers {
 		x, ok := lo.Get(n)
 		if !ok {
-			return refuse(n, ErrLimits, "missing (every run is bounded)")
+			return refuse(n, errLimits, "missing (every run is bounded)")
 		}
 		if n == "deadline_seconds" {
 			f, ok := x.(float64)
 			if !ok || f != math.Trunc(f) || f < 1 || f > 7*24*3600 {
-				return refuse(n, ErrLimits, "want an integer number of seconds in [1, 604800]")
+				return refuse(n, errLimits, "want an integer number of seconds in [1, 604800]")
 			}
 			l.DeadlineSeconds = int64(f)
 			continue
 		}
 		s, ok := x.(string)
 		if !ok {
-			return refuse(n, ErrLimits, "want a Kubernetes quantity string")
+			return refuse(n, errLimits, "want a Kubernetes quantity string")
 		}
 		q, err := resource.ParseQuantity(s)
 		if err != nil {
-			return refuse(n, ErrLimits, "%q: %v", s, err)
+			return refuse(n, errLimits, "%q: %v", s, err)
 		}
 		if q.Sign() <= 0 {
-			return refuse(n, ErrLimits, "%q is not positive", s)
+			return refuse(n, errLimits, "%q is not positive", s)
 		}
 		switch n {
 		case "cpu":

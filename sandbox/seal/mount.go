@@ -15,45 +15,45 @@ import (
 )
 
 // The rules a sealed view can break. Each is an exported sentinel wrapped in
-// a *SealError that names the mount point, so errors.Is(err, ErrSuperblockRW)
+// a *SealError that names the mount point, so errors.Is(err, errSuperblockRW)
 // reports which rule failed.
 var (
-	// ErrNotMounted: the path is not a mount point in this namespace, so a
+	// errNotMounted: the path is not a mount point in this namespace, so a
 	// "sealed view" there would be the host's own directory.
-	ErrNotMounted = errors.New("no mount at the view's path")
-	// ErrStacked: more than one mount sits at the path; the last one wins,
+	errNotMounted = errors.New("no mount at the view's path")
+	// errStacked: more than one mount sits at the path; the last one wins,
 	// and an earlier writable one could be uncovered later.
-	ErrStacked = errors.New("more than one mount stacked at the view's path")
-	// ErrNotTmpfs: only a fresh tmpfs guarantees new inodes with one link
+	errStacked = errors.New("more than one mount stacked at the view's path")
+	// errNotTmpfs: only a fresh tmpfs guarantees new inodes with one link
 	// each and no older descriptor into them.
-	ErrNotTmpfs = errors.New("view is not a tmpfs")
-	// ErrMountRW: the per-mount flag is rw, so this mount point accepts writes.
-	ErrMountRW = errors.New("per-mount flag is not ro")
-	// ErrSuperblockRW: the superblock is rw; a read-only bind leaves the
+	errNotTmpfs = errors.New("view is not a tmpfs")
+	// errMountRW: the per-mount flag is rw, so this mount point accepts writes.
+	errMountRW = errors.New("per-mount flag is not ro")
+	// errSuperblockRW: the superblock is rw; a read-only bind leaves the
 	// objects underneath writable through every other mount of them.
-	ErrSuperblockRW = errors.New("superblock is not ro")
-	// ErrMountFlags: nosuid, nodev and noexec must hold on the view (a raw
+	errSuperblockRW = errors.New("superblock is not ro")
+	// errMountFlags: nosuid, nodev and noexec must hold on the view (a raw
 	// remount clears them unless they are passed again).
-	ErrMountFlags = errors.New("view lacks nosuid, nodev or noexec")
-	// ErrPeerGroup: a shared: peer group propagates mount events between
+	errMountFlags = errors.New("view lacks nosuid, nodev or noexec")
+	// errPeerGroup: a shared: peer group propagates mount events between
 	// the view and the host, so the host could see or change it.
-	ErrPeerGroup = errors.New("view is in a shared peer group")
-	// ErrStatfsRW: statfs does not report ST_RDONLY (necessary, not sufficient).
-	ErrStatfsRW = errors.New("statfs does not report ST_RDONLY")
-	// ErrDeviceMismatch: the directory's st_dev is not the mount's device,
+	errPeerGroup = errors.New("view is in a shared peer group")
+	// errStatfsRW: statfs does not report ST_RDONLY (necessary, not sufficient).
+	errStatfsRW = errors.New("statfs does not report ST_RDONLY")
+	// errDeviceMismatch: the directory's st_dev is not the mount's device,
 	// so the path resolved to something other than the asserted mount.
-	ErrDeviceMismatch = errors.New("view's st_dev differs from the mount's device")
-	// ErrNotMountRoot: statx says the descriptor is on another mount than
+	errDeviceMismatch = errors.New("view's st_dev differs from the mount's device")
+	// errNotMountRoot: statx says the descriptor is on another mount than
 	// the asserted entry (mount ID), or below that mount's root, so what
 	// would be read through it is not the mount the table vouches for.
-	ErrNotMountRoot = errors.New("view's descriptor is not the root of the asserted mount")
-	// ErrNotFreshMount: the mount shows a subtree of its file system (a
+	errNotMountRoot = errors.New("view's descriptor is not the root of the asserted mount")
+	// errNotFreshMount: the mount shows a subtree of its file system (a
 	// bind of a directory of some other read-only tmpfs), not the root
 	// of a tmpfs of its own, so files outside the view may share its
 	// superblock.
-	ErrNotFreshMount = errors.New("view's mount is a bind of a subtree, not a tmpfs's root")
-	// ErrWriteProbe: creating a file in the view did not fail with EROFS.
-	ErrWriteProbe = errors.New("write probe did not fail with EROFS")
+	errNotFreshMount = errors.New("view's mount is a bind of a subtree, not a tmpfs's root")
+	// errWriteProbe: creating a file in the view did not fail with EROFS.
+	errWriteProbe = errors.New("write probe did not fail with EROFS")
 )
 
 // SealError is a failed assertion about the view mounted at Dir.
@@ -204,25 +204,25 @@ func (m MountInfo) PeerGroup() string {
 // process's table (/proc/<pid>/mountinfo).
 func CheckSealedEntry(dir string, entries []MountInfo) (MountInfo, error) {
 	if len(entries) == 0 {
-		return MountInfo{}, &SealError{Dir: dir, Rule: ErrNotMounted}
+		return MountInfo{}, &SealError{Dir: dir, Rule: errNotMounted}
 	}
 	if len(entries) > 1 {
-		return MountInfo{}, &SealError{Dir: dir, Rule: ErrStacked, Detail: fmt.Sprintf("%d mounts", len(entries))}
+		return MountInfo{}, &SealError{Dir: dir, Rule: errStacked, Detail: fmt.Sprintf("%d mounts", len(entries))}
 	}
 	m := entries[0]
 	switch {
 	case m.FSType != "tmpfs":
-		return m, &SealError{Dir: dir, Rule: ErrNotTmpfs, Detail: m.FSType}
+		return m, &SealError{Dir: dir, Rule: errNotTmpfs, Detail: m.FSType}
 	case m.Root != "/":
-		return m, &SealError{Dir: dir, Rule: ErrNotFreshMount, Detail: "mount root " + m.Root}
+		return m, &SealError{Dir: dir, Rule: errNotFreshMount, Detail: "mount root " + m.Root}
 	case !HasOption(m.Options, "ro"):
-		return m, &SealError{Dir: dir, Rule: ErrMountRW, Detail: m.Line}
+		return m, &SealError{Dir: dir, Rule: errMountRW, Detail: m.Line}
 	case !HasOption(m.SuperOptions, "ro"):
-		return m, &SealError{Dir: dir, Rule: ErrSuperblockRW, Detail: m.Line}
+		return m, &SealError{Dir: dir, Rule: errSuperblockRW, Detail: m.Line}
 	case !HasOption(m.Options, "nosuid") || !HasOption(m.Options, "nodev") || !HasOption(m.Options, "noexec"):
-		return m, &SealError{Dir: dir, Rule: ErrMountFlags, Detail: m.Line}
+		return m, &SealError{Dir: dir, Rule: errMountFlags, Detail: m.Line}
 	case m.PeerGroup() != "":
-		return m, &SealError{Dir: dir, Rule: ErrPeerGroup, Detail: m.PeerGroup()}
+		return m, &SealError{Dir: dir, Rule: errPeerGroup, Detail: m.PeerGroup()}
 	}
 	return m, nil
 }
@@ -327,7 +327,7 @@ func AssertSealedAt(d *os.File, dir string) (*Assertion, error) {
 	// statfs cannot tell a per-mount ro from a superblock ro; it is checked
 	// as a necessary condition only, the mountinfo check above is the proof.
 	if sfs.Flags&unix.ST_RDONLY == 0 {
-		return nil, &SealError{Dir: dir, Rule: ErrStatfsRW, Detail: fmt.Sprintf("f_flags=%#x", sfs.Flags)}
+		return nil, &SealError{Dir: dir, Rule: errStatfsRW, Detail: fmt.Sprintf("f_flags=%#x", sfs.Flags)}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(dfd, &st); err != nil {
@@ -336,7 +336,7 @@ func AssertSealedAt(d *os.File, dir string) (*Assertion, error) {
 	// The descriptor must be on the asserted file system, not on something
 	// the path resolved to meanwhile.
 	if unix.Major(st.Dev) != m.Major || unix.Minor(st.Dev) != m.Minor {
-		return nil, &SealError{Dir: dir, Rule: ErrDeviceMismatch, Detail: fmt.Sprintf("st_dev %d:%d, mount %d:%d", unix.Major(st.Dev), unix.Minor(st.Dev), m.Major, m.Minor)}
+		return nil, &SealError{Dir: dir, Rule: errDeviceMismatch, Detail: fmt.Sprintf("st_dev %d:%d, mount %d:%d", unix.Major(st.Dev), unix.Minor(st.Dev), m.Major, m.Minor)}
 	}
 	if err := checkMountRoot(dfd, dir, m); err != nil {
 		return nil, err
@@ -346,10 +346,10 @@ func AssertSealedAt(d *os.File, dir string) (*Assertion, error) {
 	if perr == nil {
 		unix.Close(pfd)
 		_ = unix.Unlinkat(dfd, probe, 0)
-		return nil, &SealError{Dir: dir, Rule: ErrWriteProbe, Detail: "the create succeeded"}
+		return nil, &SealError{Dir: dir, Rule: errWriteProbe, Detail: "the create succeeded"}
 	}
 	if !errors.Is(perr, unix.EROFS) {
-		return nil, &SealError{Dir: dir, Rule: ErrWriteProbe, Detail: perr.Error()}
+		return nil, &SealError{Dir: dir, Rule: errWriteProbe, Detail: perr.Error()}
 	}
 	return &Assertion{Dir: dir, MountInfo: m.Line, StatfsFlags: int64(sfs.Flags), ProbeErrno: "EROFS"}, nil
 }
@@ -371,10 +371,10 @@ func checkMountRoot(dfd int, dir string, m MountInfo) error {
 		return fmt.Errorf("statx %s: %w", dir, err)
 	}
 	if stx.Mask&unix.STATX_MNT_ID != 0 && stx.Mnt_id != uint64(m.ID) {
-		return &SealError{Dir: dir, Rule: ErrNotMountRoot, Detail: fmt.Sprintf("mount ID %d, mountinfo entry %d", stx.Mnt_id, m.ID)}
+		return &SealError{Dir: dir, Rule: errNotMountRoot, Detail: fmt.Sprintf("mount ID %d, mountinfo entry %d", stx.Mnt_id, m.ID)}
 	}
 	if stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 {
-		return &SealError{Dir: dir, Rule: ErrNotMountRoot, Detail: "not the mount's root directory"}
+		return &SealError{Dir: dir, Rule: errNotMountRoot, Detail: "not the mount's root directory"}
 	}
 	return nil
 }

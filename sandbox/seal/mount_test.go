@@ -27,14 +27,14 @@ func TestCheckSealedEntry(t *testing.T) {
 		want  error
 	}{
 		{"sealed", []string{line("ro,nosuid,nodev,noexec,relatime", "", "tmpfs", "ro,size=1024k,mode=755")}, nil},
-		{"bind-only ro: superblock rw", []string{line("ro,nosuid,nodev,noexec", "", "tmpfs", "rw,size=1024k")}, ErrSuperblockRW},
-		{"superblock only: mount rw", []string{line("rw,nosuid,nodev,noexec", "", "tmpfs", "ro")}, ErrMountRW},
-		{"flags cleared by a raw remount", []string{line("ro,relatime", "", "tmpfs", "ro")}, ErrMountFlags},
-		{"shared peer group", []string{line("ro,nosuid,nodev,noexec", "shared:12 ", "tmpfs", "ro")}, ErrPeerGroup},
-		{"not tmpfs", []string{line("ro,nosuid,nodev,noexec", "", "ext4", "ro")}, ErrNotTmpfs},
-		{"bind of a subtree", []string{strings.Replace(line("ro,nosuid,nodev,noexec", "", "tmpfs", "ro"), " / ", " /pkg ", 1)}, ErrNotFreshMount},
-		{"stacked", []string{line("ro,nosuid,nodev,noexec", "", "tmpfs", "ro"), line("ro,nosuid,nodev,noexec", "", "tmpfs", "ro")}, ErrStacked},
-		{"absent", nil, ErrNotMounted},
+		{"bind-only ro: superblock rw", []string{line("ro,nosuid,nodev,noexec", "", "tmpfs", "rw,size=1024k")}, errSuperblockRW},
+		{"superblock only: mount rw", []string{line("rw,nosuid,nodev,noexec", "", "tmpfs", "ro")}, errMountRW},
+		{"flags cleared by a raw remount", []string{line("ro,relatime", "", "tmpfs", "ro")}, errMountFlags},
+		{"shared peer group", []string{line("ro,nosuid,nodev,noexec", "shared:12 ", "tmpfs", "ro")}, errPeerGroup},
+		{"not tmpfs", []string{line("ro,nosuid,nodev,noexec", "", "ext4", "ro")}, errNotTmpfs},
+		{"bind of a subtree", []string{strings.Replace(line("ro,nosuid,nodev,noexec", "", "tmpfs", "ro"), " / ", " /pkg ", 1)}, errNotFreshMount},
+		{"stacked", []string{line("ro,nosuid,nodev,noexec", "", "tmpfs", "ro"), line("ro,nosuid,nodev,noexec", "", "tmpfs", "ro")}, errStacked},
+		{"absent", nil, errNotMounted},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,7 +79,7 @@ func init() {
 
 // sealChildMain runs in fresh namespaces. "full" seals and asserts;
 // "bind-only" makes the view read-only per mount only, which the assertion
-// must refuse as ErrSuperblockRW — the kernel agreeing that the difference
+// must refuse as errSuperblockRW — the kernel agreeing that the difference
 // is real, not just our parser.
 func sealChildMain(mode, dir string) error {
 	if err := AssertIsolatedFrom(os.Getppid()); err != nil {
@@ -112,8 +112,8 @@ func sealChildMain(mode, dir string) error {
 		if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return err
 		}
-		if _, _, err := OpenSealed(dir); !errors.Is(err, ErrSuperblockRW) {
-			return fmt.Errorf("bind-only view: %v, want %v", err, ErrSuperblockRW)
+		if _, _, err := OpenSealed(dir); !errors.Is(err, errSuperblockRW) {
+			return fmt.Errorf("bind-only view: %v, want %v", err, errSuperblockRW)
 		}
 		return nil
 	case "descriptors":
@@ -176,11 +176,11 @@ func assertDescriptors(dir string) error {
 		want error // nil: the view itself, accepted
 	}{
 		{"the view", open(dir), nil},
-		{"a directory on another file system", open(filepath.Dir(dir)), ErrStatfsRW},
-		{"the directory under the mount", func() (*os.File, error) { return under, nil }, ErrStatfsRW},
-		{"another sealed view", open(other), ErrDeviceMismatch},
-		{"a bind of the view elsewhere", open(bind), ErrNotMountRoot},
-		{"a subdirectory of the view", open(filepath.Join(dir, "sub")), ErrNotMountRoot},
+		{"a directory on another file system", open(filepath.Dir(dir)), errStatfsRW},
+		{"the directory under the mount", func() (*os.File, error) { return under, nil }, errStatfsRW},
+		{"another sealed view", open(other), errDeviceMismatch},
+		{"a bind of the view elsewhere", open(bind), errNotMountRoot},
+		{"a subdirectory of the view", open(filepath.Join(dir, "sub")), errNotMountRoot},
 	}
 	var errs []error
 	for _, c := range cases {

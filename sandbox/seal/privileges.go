@@ -203,7 +203,7 @@ func AssertUnprivileged() error {
 	for _, p := range ps {
 		if !p.Unprivileged() {
 			return fmt.Errorf("%w: thread %d: CapInh=%x CapPrm=%x CapEff=%x CapBnd=%x CapAmb=%x NoNewPrivs=%v",
-				ErrPrivileged, p.Task, p.CapInh, p.CapPrm, p.CapEff, p.CapBnd, p.CapAmb, p.NoNewPrivs)
+				errPrivileged, p.Task, p.CapInh, p.CapPrm, p.CapEff, p.CapBnd, p.CapAmb, p.NoNewPrivs)
 		}
 	}
 	return nil

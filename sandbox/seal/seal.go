@@ -14,13 +14,13 @@ import (
 
 // The seal's process-level rules, as sentinels.
 var (
-	// ErrNotIsolated: the sealing process shares its mount or network
+	// errNotIsolated: the sealing process shares its mount or network
 	// namespace with its parent, so a mount would be visible to the host.
-	ErrNotIsolated = errors.New("not in a fresh mount and network namespace")
-	// ErrNetworkUp: an interface is up in the sealed network namespace.
-	ErrNetworkUp = errors.New("a network interface is up in the sealed namespace")
-	// ErrPrivileged: a capability set is not empty or no_new_privs is unset.
-	ErrPrivileged = errors.New("process still holds privileges")
+	errNotIsolated = errors.New("not in a fresh mount and network namespace")
+	// errNetworkUp: an interface is up in the sealed network namespace.
+	errNetworkUp = errors.New("a network interface is up in the sealed namespace")
+	// errPrivileged: a capability set is not empty or no_new_privs is unset.
+	errPrivileged = errors.New("process still holds privileges")
 )
 
 // SealedCommand returns a command that runs exe with args in new mount and
@@ -113,7 +113,7 @@ func AssertIsolatedFrom(pid int) error {
 			return fmt.Errorf("reading parent's %s namespace: %w", ns, err)
 		}
 		if mine == theirs {
-			return fmt.Errorf("%w: %s namespace %s is the parent's", ErrNotIsolated, ns, mine)
+			return fmt.Errorf("%w: %s namespace %s is the parent's", errNotIsolated, ns, mine)
 		}
 	}
 	return nil
@@ -128,7 +128,7 @@ func AssertNoNetwork() error {
 	}
 	for _, i := range ifs {
 		if i.Flags&net.FlagUp != 0 {
-			return fmt.Errorf("%w: %s", ErrNetworkUp, i.Name)
+			return fmt.Errorf("%w: %s", errNetworkUp, i.Name)
 		}
 	}
 	return nil
