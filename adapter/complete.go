@@ -14,9 +14,9 @@ import (
 
 // Rules of a completion.
 var (
-	// ErrNotComplete: a frozen subject has no measurement (its adapter was
+	// errNotComplete: a frozen subject has no measurement (its adapter was
 	// refused, failed or timed out), so the run cannot claim COMPLETE.
-	ErrNotComplete = fault.New(fault.Refused, "a frozen subject was not measured")
+	errNotComplete = fault.New(fault.Refused, "a frozen subject was not measured")
 	// ErrUnclassified: interop found disagreements nobody has classified.
 	ErrUnclassified = fault.New(fault.Refused, "unclassified findings block completion")
 	// errUnsatisfied: a subject has failing, unresolved or missing
@@ -175,7 +175,7 @@ func CompleteRun(ctx context.Context, w *experiment.World, opt RunOptions) (*Run
 	var subjects []experiment.SubjectMeasurement
 	for _, s := range m.Subjects {
 		if s.State != Measured {
-			return m, nil, nil, fmt.Errorf("%s: %s: %w", s.Implementation, s.Reason, ErrNotComplete)
+			return m, nil, nil, fmt.Errorf("%s: %s: %w", s.Implementation, s.Reason, errNotComplete)
 		}
 		if s.Report.Verdict() != "PASS" {
 			return m, nil, nil, fmt.Errorf("%s: %d unsatisfied, %d unresolved, %d missing: %w", s.Implementation, s.Report.Fail, s.Report.Unresolved, len(s.Report.Missing), errUnsatisfied)
@@ -183,7 +183,7 @@ func CompleteRun(ctx context.Context, w *experiment.World, opt RunOptions) (*Run
 		subjects = append(subjects, experiment.SubjectMeasurement{Implementation: s.Implementation, Observation: s.Observation, Predicates: experiment.PredicatesOf(s.Report)})
 	}
 	if !m.Interop.Measured {
-		return m, nil, nil, fmt.Errorf("interop NOT MEASURED (%d document(s)): %w", len(subjects), ErrNotComplete)
+		return m, nil, nil, fmt.Errorf("interop NOT MEASURED (%d document(s)): %w", len(subjects), errNotComplete)
 	}
 	if m.Outstanding > 0 {
 		return m, nil, nil, fmt.Errorf("%d finding(s) of this run unclassified (cleanroom run finding classify ID --class C --ruling TEXT): %w", m.Outstanding, ErrUnclassified)

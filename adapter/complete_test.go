@@ -80,8 +80,8 @@ func TestCompleteRunLifecycle(t *testing.T) {
 	opt := RunOptions{Runner: UnsandboxedRunner{}, Scratch: t.TempDir()}
 
 	m, _, _, err := CompleteRun(ctx, w, opt)
-	if !errors.Is(err, ErrNotComplete) {
-		t.Fatalf("complete before reveal: %v, want ErrNotComplete", err)
+	if !errors.Is(err, errNotComplete) {
+		t.Fatalf("complete before reveal: %v, want errNotComplete", err)
 	}
 	if m.Subjects[1].State != NotRun || m.Subjects[0].State != Measured {
 		t.Fatalf("before reveal: reference %s, candidate %s", m.Subjects[0].State, m.Subjects[1].State)

@@ -26,17 +26,17 @@
 // # What it refuses
 //
 //   - a candidate before the chain witnesses REVEALED: the challenge file
-//     is not even written ([ErrNotRevealed]);
+//     is not even written (errNotRevealed);
 //   - a package or binary whose bytes no longer match the freeze
-//     ([ErrPackageDigest], [ErrBinaryDigest]);
-//   - a command that points outside the frozen files ([ErrCommand]);
+//     (errPackageDigest, errBinaryDigest);
+//   - a command that points outside the frozen files (errCommand);
 //   - a frozen file in the staged I/O directory cleanroom-io/, where the
-//     challenges and the output go ([ErrReservedPath]);
+//     challenges and the output go (errReservedPath);
 //   - a release package that cannot be staged as verified, e.g. one holding
-//     a symlink ([ErrReleasePackage]);
-//   - a non-zero exit, a signal, a timeout, an OOM kill ([ErrExit],
-//     [ErrTimeout]), an output that is missing, not a regular file, too large
-//     or not strictly readable ([ErrOutput]), or that the scorer refuses
+//     a symlink (errReleasePackage);
+//   - a non-zero exit, a signal, a timeout, an OOM kill (errExit,
+//     errTimeout), an output that is missing, not a regular file, too large
+//     or not strictly readable (errOutput), or that the scorer refuses
 //     (holdout's rules, including an observation naming another
 //     implementation or release).
 //

@@ -24,34 +24,34 @@ import (
 
 // Rules an adapter run can break. Each makes the measurement ABSENT.
 var (
-	// ErrNotRevealed: a candidate may receive challenge bytes only once the
+	// errNotRevealed: a candidate may receive challenge bytes only once the
 	// receipt chain witnesses REVEALED.
-	ErrNotRevealed = fault.New(fault.Refused, "candidate not run: the chain does not witness REVEALED")
-	// ErrPackageDigest: the package files no longer hash to the frozen
+	errNotRevealed = fault.New(fault.Refused, "candidate not run: the chain does not witness REVEALED")
+	// errPackageDigest: the package files no longer hash to the frozen
 	// package_digest.
-	ErrPackageDigest = fault.New(fault.Refused, "package files do not match the frozen package_digest")
-	// ErrBinaryDigest: the binary no longer hashes to the frozen
+	errPackageDigest = fault.New(fault.Refused, "package files do not match the frozen package_digest")
+	// errBinaryDigest: the binary no longer hashes to the frozen
 	// binary_digest (or is absent).
-	ErrBinaryDigest = fault.New(fault.Refused, "binary does not match the frozen binary_digest")
-	// ErrCommand: the command names something that is not a frozen file.
-	ErrCommand = fault.New(fault.Refused, "command points outside the frozen files")
-	// ErrReleasePackage: the release package (docs/spec/proof-wire) could
+	errBinaryDigest = fault.New(fault.Refused, "binary does not match the frozen binary_digest")
+	// errCommand: the command names something that is not a frozen file.
+	errCommand = fault.New(fault.Refused, "command points outside the frozen files")
+	// errReleasePackage: the release package (docs/spec/proof-wire) could
 	// not be staged beside the adapter as the run verified it.
-	ErrReleasePackage = errors.New("release package could not be staged")
-	// ErrReservedPath: a frozen file occupies the staged view's I/O
+	errReleasePackage = errors.New("release package could not be staged")
+	// errReservedPath: a frozen file occupies the staged view's I/O
 	// directory, where the runner writes the challenges and reads the
 	// output.
-	ErrReservedPath = fault.New(fault.Refused, "a frozen file occupies the staged I/O directory "+ioDir+"/")
-	// ErrExit: the adapter exited non-zero or was killed.
-	ErrExit = fault.New(fault.Refused, "adapter failed")
-	// ErrTimeout: the adapter exceeded its time limit.
-	ErrTimeout = fault.New(fault.Refused, "adapter timed out")
-	// ErrOutput: the output document is missing, not a regular file, too
+	errReservedPath = fault.New(fault.Refused, "a frozen file occupies the staged I/O directory "+ioDir+"/")
+	// errExit: the adapter exited non-zero or was killed.
+	errExit = fault.New(fault.Refused, "adapter failed")
+	// errTimeout: the adapter exceeded its time limit.
+	errTimeout = fault.New(fault.Refused, "adapter timed out")
+	// errOutput: the output document is missing, not a regular file, too
 	// large, or does not cross the strict reader.
-	ErrOutput = fault.New(fault.Refused, "adapter output unreadable")
-	// ErrScorerRefused: the scorer refused the document (schema, label,
+	errOutput = fault.New(fault.Refused, "adapter output unreadable")
+	// errScorerRefused: the scorer refused the document (schema, label,
 	// release, fixture_root).
-	ErrScorerRefused = fault.New(fault.Refused, "observation document refused by the scorer")
+	errScorerRefused = fault.New(fault.Refused, "observation document refused by the scorer")
 )
 
 // Measurement states.
@@ -71,8 +71,8 @@ type Measurement struct {
 	Role           string
 	State          string
 	// Rule is the refusal rule when State is not Measured; Err the full
-	// cause (errors.Is works through it, e.g. evidence.ClassDuplicateName
-	// or holdout.ErrImplementation); Reason its text.
+	// cause (errors.Is works through it, e.g. evidence.ClassDuplicateName);
+	// Reason its text.
 	Rule   error
 	Err    error
 	Reason string
@@ -129,10 +129,10 @@ var (
 // command is sound.
 func CommandProblem(a experiment.Adapter, interps []string) error {
 	if a.Role == experiment.RoleCandidate && a.BinaryPath == nil {
-		return fmt.Errorf("%s: a candidate runs as its own frozen binary, and none is recorded: %w", a.Implementation, ErrCommand)
+		return fmt.Errorf("%s: a candidate runs as its own frozen binary, and none is recorded: %w", a.Implementation, errCommand)
 	}
 	if ds := experiment.CommandProblems(a, interps); len(ds) > 0 {
-		return fmt.Errorf("%s: %s: %w", a.Implementation, strings.Join(ds, "; "), ErrCommand)
+		return fmt.Errorf("%s: %s: %w", a.Implementation, strings.Join(ds, "; "), errCommand)
 	}
 	return nil
 }
@@ -154,7 +154,7 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	// The gate comes first: before REVEALED a candidate gets nothing, not
 	// even a staged directory with the challenge file in it.
 	if a.Role != experiment.RoleReference && !opt.Revealed {
-		m.State, m.Rule, m.Err, m.Reason = NotRun, ErrNotRevealed, ErrNotRevealed, ErrNotRevealed.Error()+"; the challenge file was not written"
+		m.State, m.Rule, m.Err, m.Reason = NotRun, errNotRevealed, errNotRevealed, errNotRevealed.Error()+"; the challenge file was not written"
 		return m, nil
 	}
 	if opt.Runner == nil || opt.Schemas == nil {
@@ -165,10 +165,10 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	}
 	decl, err := w.Declaration()
 	if err != nil {
-		return absent(ErrCommand, "%s: the world's declaration (its permitted interpreters) does not read: %w", a.Implementation, err)
+		return absent(errCommand, "%s: the world's declaration (its permitted interpreters) does not read: %w", a.Implementation, err)
 	}
 	if err := CommandProblem(a, decl.AdapterInterpreters); err != nil {
-		return absent(ErrCommand, "%w", err)
+		return absent(errCommand, "%w", err)
 	}
 	// The I/O directory is the runner's: a frozen file there would stand
 	// in for the challenges or the output, or make staging them fail
@@ -179,7 +179,7 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	}
 	for _, p := range frozen {
 		if c := path.Clean(p); c == ioDir || strings.HasPrefix(c, ioDir+"/") {
-			return absent(ErrReservedPath, "%s: frozen path %q", a.Implementation, p)
+			return absent(errReservedPath, "%s: frozen path %q", a.Implementation, p)
 		}
 	}
 	dir, release, err := newStagingDir(opt.ScratchDir, a.Implementation)
@@ -193,20 +193,20 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	// Stage the package files, checking each byte copied against the freeze.
 	staged, err := stage(w.Root, dir, a.PackageFiles)
 	if err != nil {
-		return absent(ErrPackageDigest, "staging the package files: %w", err)
+		return absent(errPackageDigest, "staging the package files: %w", err)
 	}
 	if got := pkgwalk.PathListDigest(staged); got != a.PackageDigest {
-		return absent(ErrPackageDigest, "%s: package files digest %s, frozen %s", a.Implementation, got, a.PackageDigest)
+		return absent(errPackageDigest, "%s: package files digest %s, frozen %s", a.Implementation, got, a.PackageDigest)
 	}
 	if a.BinaryPath != nil {
 		bin, err := stage(w.Root, dir, []string{*a.BinaryPath})
 		switch {
 		case err != nil:
-			return absent(ErrBinaryDigest, "staging the binary: %w", err)
+			return absent(errBinaryDigest, "staging the binary: %w", err)
 		case len(bin) != 1 || bin[0].SHA256 == pkgwalk.Absent:
-			return absent(ErrBinaryDigest, "%s: frozen binary %s is absent or not a file", a.Implementation, *a.BinaryPath)
+			return absent(errBinaryDigest, "%s: frozen binary %s is absent or not a file", a.Implementation, *a.BinaryPath)
 		case a.BinaryDigest == nil || bin[0].SHA256 != *a.BinaryDigest:
-			return absent(ErrBinaryDigest, "%s: binary %s hashes to %s, frozen %v", a.Implementation, *a.BinaryPath, bin[0].SHA256, deref(a.BinaryDigest))
+			return absent(errBinaryDigest, "%s: binary %s hashes to %s, frozen %v", a.Implementation, *a.BinaryPath, bin[0].SHA256, deref(a.BinaryDigest))
 		}
 		// The staged copy is what runs; make it executable (and nothing else).
 		if err := os.Chmod(filepath.Join(dir, filepath.FromSlash(*a.BinaryPath)), 0o555); err != nil {
@@ -216,7 +216,7 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	// The public release package, read by adapters for the corpus and the
 	// release identity. Staged after the frozen files, never over them.
 	if _, err := stage(w.Root, dir, []string{w.PackageLabel()}); err != nil {
-		return absent(ErrReleasePackage, "staging %s: %w", w.PackageLabel(), err)
+		return absent(errReleasePackage, "staging %s: %w", w.PackageLabel(), err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, ioDir), 0o777); err != nil {
 		return nil, err
@@ -251,23 +251,23 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("%s: %w", a.Implementation, cerr)
 		}
-		return absent(ErrExit, "%s did not run: %w", a.Implementation, err)
+		return absent(errExit, "%s did not run: %w", a.Implementation, err)
 	}
 	m.Outcome = &out
 	switch {
 	case out.Status == StatusTimeout:
-		return absent(ErrTimeout, "%s timed out", a.Implementation)
+		return absent(errTimeout, "%s timed out", a.Implementation)
 	case out.Status != StatusExited || out.ExitCode != 0:
-		return absent(ErrExit, "%s ended %s with status %d: %s", a.Implementation, out.Status, out.ExitCode, lastLine(out.Stderr))
+		return absent(errExit, "%s ended %s with status %d: %s", a.Implementation, out.Status, out.ExitCode, lastLine(out.Stderr))
 	}
 	b, err := readOutput(dir)
 	if err != nil {
-		return absent(ErrOutput, "%s: %w", a.Implementation, err)
+		return absent(errOutput, "%s: %w", a.Implementation, err)
 	}
 	m.Observation = b
 	doc, err := evidence.Read(b)
 	if err != nil {
-		return absent(ErrOutput, "%s: output refused by the strict reader: %w", a.Implementation, err)
+		return absent(errOutput, "%s: output refused by the strict reader: %w", a.Implementation, err)
 	}
 	sc := opt.Scorer
 	if sc == nil {
@@ -277,7 +277,7 @@ func Execute(ctx context.Context, w *experiment.World, a experiment.Adapter, opt
 	}
 	rep, err := sc.Score(doc, holdout.Options{ExpectRelease: opt.ExpectRelease, ExpectImplementation: a.Implementation})
 	if err != nil {
-		return absent(ErrScorerRefused, "%s: %w", a.Implementation, err)
+		return absent(errScorerRefused, "%s: %w", a.Implementation, err)
 	}
 	m.State, m.Observation, m.Doc, m.Report = Measured, b, doc, rep
 	return m, nil

@@ -147,60 +147,61 @@ func TestExecuteRefusals(t *testing.T) {
 		state    string
 		rule     error
 		cause    error
+		says     string // a rule of another package, by its text in m.Err (the scorer lists the reference's problem texts)
 	}{
-		{name: "candidate before reveal", revealed: false, state: NotRun, rule: ErrNotRevealed,
+		{name: "candidate before reveal", revealed: false, state: NotRun, rule: errNotRevealed,
 			adapter: func() experiment.Adapter { return candidate(t, w, "ws1/c", "#!/bin/sh\nexit 0\n") }},
-		{name: "package changed after freeze", revealed: true, state: Absent, rule: ErrPackageDigest,
+		{name: "package changed after freeze", revealed: true, state: Absent, rule: errPackageDigest,
 			adapter: func() experiment.Adapter { return reference(t, w) },
 			after: func() {
 				p := filepath.Join(w.Root, "governance/tally_lib.mjs")
 				b, _ := os.ReadFile(p)
 				_ = os.WriteFile(p, append(b, '\n'), 0o644)
 			}},
-		{name: "binary changed after freeze", revealed: true, state: Absent, rule: ErrBinaryDigest,
+		{name: "binary changed after freeze", revealed: true, state: Absent, rule: errBinaryDigest,
 			adapter: func() experiment.Adapter { return candidate(t, w, "ws2/c", "#!/bin/sh\nexit 0\n") },
 			after:   func() { _ = os.WriteFile(filepath.Join(w.Root, "ws2/c"), []byte("#!/bin/sh\nexit 1\n"), 0o755) }},
-		{name: "interpreter handed a file outside the package", revealed: true, state: Absent, rule: ErrCommand,
+		{name: "interpreter handed a file outside the package", revealed: true, state: Absent, rule: errCommand,
 			adapter: func() experiment.Adapter {
 				a := reference(t, w)
 				a.Command = []string{"node", "/tmp/evil.mjs", experiment.PlaceholderChallenges, experiment.PlaceholderOut}
 				return a
 			}},
-		{name: "argument naming a path outside the package", revealed: true, state: Absent, rule: ErrCommand,
+		{name: "argument naming a path outside the package", revealed: true, state: Absent, rule: errCommand,
 			adapter: func() experiment.Adapter {
 				a := candidate(t, w, "ws3/c", "#!/bin/sh\nexit 0\n")
 				a.Command = []string{"ws3/c", "/etc/passwd", experiment.PlaceholderOut}
 				return a
 			}},
-		{name: "command is not the frozen binary", revealed: true, state: Absent, rule: ErrCommand,
+		{name: "command is not the frozen binary", revealed: true, state: Absent, rule: errCommand,
 			adapter: func() experiment.Adapter {
 				a := candidate(t, w, "ws4/c", "#!/bin/sh\nexit 0\n")
 				a.Command = []string{"/bin/sh", "ws4/c", experiment.PlaceholderChallenges, experiment.PlaceholderOut}
 				return a
 			}},
-		{name: "exit 99", revealed: true, state: Absent, rule: ErrExit,
+		{name: "exit 99", revealed: true, state: Absent, rule: errExit,
 			adapter: func() experiment.Adapter { return candidate(t, w, "ws5/c", "#!/bin/sh\necho broken >&2\nexit 99\n") }},
-		{name: "timeout", revealed: true, timeout: 500 * time.Millisecond, state: Absent, rule: ErrTimeout,
+		{name: "timeout", revealed: true, timeout: 500 * time.Millisecond, state: Absent, rule: errTimeout,
 			adapter: func() experiment.Adapter { return candidate(t, w, "ws6/c", "#!/bin/sh\nsleep 30\n") }},
-		{name: "no output written", revealed: true, state: Absent, rule: ErrOutput,
+		{name: "no output written", revealed: true, state: Absent, rule: errOutput,
 			adapter: func() experiment.Adapter { return candidate(t, w, "ws7/c", "#!/bin/sh\nexit 0\n") }},
-		{name: "output with a duplicate member", revealed: true, state: Absent, rule: ErrOutput, cause: evidence.ClassDuplicateName,
+		{name: "output with a duplicate member", revealed: true, state: Absent, rule: errOutput, cause: evidence.ClassDuplicateName,
 			adapter: func() experiment.Adapter {
 				return candidate(t, w, "ws8/c", "#!/bin/sh\nprintf '%s' '"+srelDoc("candidate", `"implementation":"javascript",`)+"' > \"$2\"\n")
 			}},
-		{name: "output naming another implementation", revealed: true, state: Absent, rule: ErrScorerRefused, cause: holdout.ErrImplementation,
+		{name: "output naming another implementation", revealed: true, state: Absent, rule: errScorerRefused, says: `implementation "javascript" is not the adapter's "candidate"`,
 			adapter: func() experiment.Adapter {
 				return candidate(t, w, "ws9/c", "#!/bin/sh\nprintf '%s' '"+srelDoc("javascript", "")+"' > \"$2\"\n")
 			}},
-		{name: "output is a FIFO", revealed: true, state: Absent, rule: ErrOutput,
+		{name: "output is a FIFO", revealed: true, state: Absent, rule: errOutput,
 			adapter: func() experiment.Adapter {
 				return candidate(t, w, "wsb/c", "#!/bin/sh\nmkfifo \"$2\"\n")
 			}},
-		{name: "output over the reader's limit", revealed: true, state: Absent, rule: ErrOutput, cause: evidence.ClassTooLarge,
+		{name: "output over the reader's limit", revealed: true, state: Absent, rule: errOutput, cause: evidence.ClassTooLarge,
 			adapter: func() experiment.Adapter {
 				return candidate(t, w, "wsc/c", "#!/bin/sh\nhead -c 8388609 /dev/zero > \"$2\"\n")
 			}},
-		{name: "output is a symlink out of the view", revealed: true, state: Absent, rule: ErrOutput,
+		{name: "output is a symlink out of the view", revealed: true, state: Absent, rule: errOutput,
 			adapter: func() experiment.Adapter {
 				return candidate(t, w, "wsa/c", "#!/bin/sh\nln -s /etc/hostname \"$2\"\n")
 			}},
@@ -222,6 +223,9 @@ func TestExecuteRefusals(t *testing.T) {
 			}
 			if c.cause != nil && !errors.Is(m.Err, c.cause) {
 				t.Errorf("cause %v, want %v", m.Err, c.cause)
+			}
+			if c.says != "" && (m.Err == nil || !strings.Contains(m.Err.Error(), c.says)) {
+				t.Errorf("cause %v, want one saying %q", m.Err, c.says)
 			}
 			// The bytes of a document that was read and then refused are
 			// kept (they are archived as evidence); nothing is scored.
@@ -257,8 +261,8 @@ func TestCommandProblem(t *testing.T) {
 	if err := CommandProblem(py, []string{"python3"}); err != nil {
 		t.Errorf("python3 declared: %v", err)
 	}
-	if err := CommandProblem(ok[0], []string{"python3"}); !errors.Is(err, ErrCommand) {
-		t.Errorf("node when only python3 is declared: %v, want ErrCommand", err)
+	if err := CommandProblem(ok[0], []string{"python3"}); !errors.Is(err, errCommand) {
+		t.Errorf("node when only python3 is declared: %v, want errCommand", err)
 	}
 	bad := []experiment.Adapter{
 		{Implementation: "empty", Role: experiment.RoleReference},
@@ -268,8 +272,8 @@ func TestCommandProblem(t *testing.T) {
 		{Implementation: "stray-arg", Role: experiment.RoleCandidate, Command: []string{bp, "../x.sh"}, BinaryPath: &bp, BinaryDigest: &d},
 	}
 	for _, a := range bad {
-		if err := CommandProblem(a, []string{"node"}); !errors.Is(err, ErrCommand) {
-			t.Errorf("%s: %v, want ErrCommand", a.Implementation, err)
+		if err := CommandProblem(a, []string{"node"}); !errors.Is(err, errCommand) {
+			t.Errorf("%s: %v, want errCommand", a.Implementation, err)
 		}
 	}
 }
@@ -328,8 +332,8 @@ func TestExecuteReleasePackageRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := run(t, w, s, chs, a, true, 0)
-	if m.State != Absent || m.Rule != ErrReleasePackage || !errors.Is(m.Err, pkgwalk.ErrSymlink) {
-		t.Fatalf("state %s rule %v (%v), want ABSENT %v caused by %v", m.State, m.Rule, m.Err, ErrReleasePackage, pkgwalk.ErrSymlink)
+	if m.State != Absent || m.Rule != errReleasePackage || !errors.Is(m.Err, pkgwalk.ErrSymlink) {
+		t.Fatalf("state %s rule %v (%v), want ABSENT %v caused by %v", m.State, m.Rule, m.Err, errReleasePackage, pkgwalk.ErrSymlink)
 	}
 }
 
@@ -367,8 +371,8 @@ func TestExecuteDeclaredInterpreter(t *testing.T) {
 	py := experiment.Adapter{Implementation: "python", Role: experiment.RoleReference,
 		Command:      []string{"python3", "governance/py_adapter.py", experiment.PlaceholderChallenges, experiment.PlaceholderOut},
 		PackageFiles: pyFiles, PackageDigest: digestOf(t, w.Root, pyFiles...)}
-	if m := run(t, w, s, chs, py, true, 0); m.State != Absent || !errors.Is(m.Err, ErrCommand) {
-		t.Errorf("python3 in a world that does not declare it: %s %v, want ABSENT %v", m.State, m.Err, ErrCommand)
+	if m := run(t, w, s, chs, py, true, 0); m.State != Absent || !errors.Is(m.Err, errCommand) {
+		t.Errorf("python3 in a world that does not declare it: %s %v, want ABSENT %v", m.State, m.Err, errCommand)
 	}
 	decl := `{"format": "CLEANROOM-WORLD-v1", "adapter_interpreters": ["python3", "node"],
  "instrument": ["experiment/holdout-observation-v1.schema.json", "experiment/holdout-recipe-v1.schema.json", "experiment/fixtures"],

@@ -43,8 +43,8 @@ func TestExecuteFrozenFilesInTheIODirectory(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the measurement stopped with an error instead of a named refusal: %v", err)
 			}
-			if m.State != Absent || m.Rule != ErrReservedPath {
-				t.Fatalf("state %s rule %v (%v), want ABSENT %v", m.State, m.Rule, m.Err, ErrReservedPath)
+			if m.State != Absent || m.Rule != errReservedPath {
+				t.Fatalf("state %s rule %v (%v), want ABSENT %v", m.State, m.Rule, m.Err, errReservedPath)
 			}
 		})
 	}

@@ -47,7 +47,7 @@ func completeWorld(t *testing.T, w *experiment.World, ruling string) []*holdout.
 	}
 	ctx := context.Background()
 	opt := adapter.RunOptions{Runner: adapter.UnsandboxedRunner{}, Timeout: time.Minute, Scratch: t.TempDir()}
-	if _, err := adapter.MeasureRun(ctx, w, opt); err != nil && !errors.Is(err, adapter.ErrNotComplete) {
+	if _, err := adapter.MeasureRun(ctx, w, opt); err != nil && !strings.Contains(err.Error(), "a frozen subject was not measured") {
 		t.Logf("measure: %v", err)
 	}
 	reg := holdout.OpenRegister(w.StateDir())
