@@ -21,13 +21,13 @@ const IndexFile = "INDEX.json"
 
 // Rules a holdout directory can break (errors.Is works on every refusal).
 var (
-	// ErrIndex: INDEX.json is unreadable or not the closed index shape.
-	ErrIndex = fault.New(fault.Refused, "holdout index")
-	// ErrIndexMismatch: a challenge file disagrees with its index entry, or
+	// errIndex: INDEX.json is unreadable or not the closed index shape.
+	errIndex = fault.New(fault.Refused, "holdout index")
+	// errIndexMismatch: a challenge file disagrees with its index entry, or
 	// the directory holds a file the index does not name.
-	ErrIndexMismatch = fault.New(fault.Refused, "holdout index mismatch")
-	// ErrChallengeRead: a challenge file does not cross the strict reader.
-	ErrChallengeRead = fault.New(fault.Refused, "challenge unreadable")
+	errIndexMismatch = fault.New(fault.Refused, "holdout index mismatch")
+	// errChallengeRead: a challenge file does not cross the strict reader.
+	errChallengeRead = fault.New(fault.Refused, "challenge unreadable")
 )
 
 // Challenge is one committed challenge as the strict reader read it.
@@ -64,7 +64,7 @@ func (c *Challenge) Predicates() []*evidence.Object {
 func newChallenge(v any, file string) (*Challenge, error) {
 	o, ok := v.(*evidence.Object)
 	if !ok {
-		return nil, fmt.Errorf("%s: a challenge is a JSON object, not %s: %w", orArray(file), evidence.TypeName(v), ErrChallengeRead)
+		return nil, fmt.Errorf("%s: a challenge is a JSON object, not %s: %w", orArray(file), evidence.TypeName(v), errChallengeRead)
 	}
 	id, _ := resolve(o, "id").(string)
 	return &Challenge{ID: id, File: file, Value: o}, nil
@@ -82,11 +82,11 @@ func orArray(file string) string {
 func ParseChallenges(b []byte, name string) ([]*Challenge, error) {
 	v, err := evidence.Read(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", name, ErrChallengeRead, err)
+		return nil, fmt.Errorf("%s: %w: %w", name, errChallengeRead, err)
 	}
 	arr, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s: a challenge list is a JSON array, not %s: %w", name, evidence.TypeName(v), ErrChallengeRead)
+		return nil, fmt.Errorf("%s: a challenge list is a JSON array, not %s: %w", name, evidence.TypeName(v), errChallengeRead)
 	}
 	out := make([]*Challenge, 0, len(arr))
 	for i, e := range arr {
@@ -130,11 +130,11 @@ func LoadDir(dir string) (*Holdout, error) { return loadDir(dir, nil) }
 // and every file it names, the directory holding nothing else) before any
 // challenge is parsed, so a commitment decides before a changed file's
 // content does. With verify, a file missing, unreadable or not named is the
-// committed set changed too: such an error also wraps ErrCommitment.
+// committed set changed too: such an error also wraps errCommitment.
 func loadDir(dir string, verify func([]pkgwalk.FileDigest) error) (*Holdout, error) {
 	changed := func(err error) error {
 		if verify != nil {
-			return fmt.Errorf("%w: %w", ErrCommitment, err)
+			return fmt.Errorf("%w: %w", errCommitment, err)
 		}
 		return err
 	}
@@ -149,7 +149,7 @@ func loadDir(dir string, verify func([]pkgwalk.FileDigest) error) (*Holdout, err
 	if err != nil {
 		// An INDEX.json that is not there or cannot be read is unusable
 		// input (exit 2), as a holdout directory that is not there is.
-		return nil, fault.As(fault.RuleClass(err), fmt.Errorf("%s: %w: %w", dir, ErrIndex, err))
+		return nil, fault.As(fault.RuleClass(err), fmt.Errorf("%s: %w: %w", dir, errIndex, err))
 	}
 	entries, err := parseIndex(ib)
 	if err != nil {
@@ -162,7 +162,7 @@ func loadDir(dir string, verify func([]pkgwalk.FileDigest) error) (*Holdout, err
 		named[e.File] = true
 		b, err := readRegular(root, e.File)
 		if err != nil {
-			return nil, changed(fmt.Errorf("%s/%s: %w: %w", dir, e.File, ErrIndexMismatch, err))
+			return nil, changed(fmt.Errorf("%s/%s: %w: %w", dir, e.File, errIndexMismatch, err))
 		}
 		raw[i] = b
 		h.read = append(h.read, pkgwalk.FileDigest{Path: e.File, SHA256: pkgwalk.SHA256Hex(b)})
@@ -173,7 +173,7 @@ func loadDir(dir string, verify func([]pkgwalk.FileDigest) error) (*Holdout, err
 	}
 	for _, de := range des {
 		if !named[de.Name()] || !de.Type().IsRegular() {
-			return nil, changed(fmt.Errorf("%s/%s: not a challenge named by %s (the tree must hold exactly the indexed files): %w", dir, de.Name(), IndexFile, ErrIndexMismatch))
+			return nil, changed(fmt.Errorf("%s/%s: not a challenge named by %s (the tree must hold exactly the indexed files): %w", dir, de.Name(), IndexFile, errIndexMismatch))
 		}
 	}
 	if verify != nil {
@@ -184,14 +184,14 @@ func loadDir(dir string, verify func([]pkgwalk.FileDigest) error) (*Holdout, err
 	for i, e := range entries {
 		v, err := evidence.Read(raw[i])
 		if err != nil {
-			return nil, fmt.Errorf("%s/%s: %w: %w", dir, e.File, ErrChallengeRead, err)
+			return nil, fmt.Errorf("%s/%s: %w: %w", dir, e.File, errChallengeRead, err)
 		}
 		c, err := newChallenge(v, e.File)
 		if err != nil {
 			return nil, fmt.Errorf("%s/%s: %w", dir, e.File, err)
 		}
 		if p := entryMismatch(e, c); p != "" {
-			return nil, fmt.Errorf("%s/%s: %s: %w", dir, e.File, p, ErrIndexMismatch)
+			return nil, fmt.Errorf("%s/%s: %s: %w", dir, e.File, p, errIndexMismatch)
 		}
 		h.Challenges = append(h.Challenges, c)
 	}
@@ -220,26 +220,26 @@ func readRegular(root *os.Root, name string) ([]byte, error) {
 func parseIndex(b []byte) ([]IndexEntry, error) {
 	o, err := evidence.ReadObject(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrIndex, err)
+		return nil, fmt.Errorf("%w: %w", errIndex, err)
 	}
 	if t, _ := resolve(o, "type").(string); t != IndexType {
-		return nil, fmt.Errorf("type is not %q: %w", IndexType, ErrIndex)
+		return nil, fmt.Errorf("type is not %q: %w", IndexType, errIndex)
 	}
 	for _, n := range o.Names() {
 		if !slices.Contains([]string{"type", "entries", "note", "predicate_ops"}, n) {
-			return nil, fmt.Errorf("unknown member %q: %w", n, ErrIndex)
+			return nil, fmt.Errorf("unknown member %q: %w", n, errIndex)
 		}
 	}
 	arr, ok := resolve(o, "entries").([]any)
 	if !ok {
-		return nil, fmt.Errorf("entries is not an array: %w", ErrIndex)
+		return nil, fmt.Errorf("entries is not an array: %w", errIndex)
 	}
 	seenFile, seenID := map[string]bool{}, map[string]bool{}
 	out := make([]IndexEntry, 0, len(arr))
 	for i, e := range arr {
 		eo, ok := e.(*evidence.Object)
 		if !ok {
-			return nil, fmt.Errorf("entries[%d] is not an object: %w", i, ErrIndex)
+			return nil, fmt.Errorf("entries[%d] is not an object: %w", i, errIndex)
 		}
 		var ie IndexEntry
 		var okF, okI, okN, okP, okR bool
@@ -249,10 +249,10 @@ func parseIndex(b []byte) ([]IndexEntry, error) {
 		ie.Predicates, okP = count(resolve(eo, "predicates"))
 		ie.RecipeSteps, okR = count(resolve(eo, "recipe_steps"))
 		if !okF || !okI || !okN || !okP || !okR || eo.Len() != 5 {
-			return nil, fmt.Errorf("entries[%d] is not exactly {file, id, name, predicates, recipe_steps}: %w", i, ErrIndex)
+			return nil, fmt.Errorf("entries[%d] is not exactly {file, id, name, predicates, recipe_steps}: %w", i, errIndex)
 		}
 		if seenFile[ie.File] || seenID[ie.ID] || ie.File == IndexFile {
-			return nil, fmt.Errorf("entries[%d] repeats file %q or id %q: %w", i, ie.File, ie.ID, ErrIndex)
+			return nil, fmt.Errorf("entries[%d] repeats file %q or id %q: %w", i, ie.File, ie.ID, errIndex)
 		}
 		seenFile[ie.File], seenID[ie.ID] = true, true
 		out = append(out, ie)

@@ -44,12 +44,12 @@ func TestLoadDirRefusals(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "H99-extra.json"), []byte(`{}`), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrIndexMismatch, ""},
+		}, errIndexMismatch, ""},
 		{"subdirectory", func(t *testing.T, dir string) {
 			if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrIndexMismatch, ""},
+		}, errIndexMismatch, ""},
 		{"symlinked challenge", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "H3-shared-child-structure.json")
 			if err := os.Rename(p, filepath.Join(t.TempDir(), "moved.json")); err != nil {
@@ -58,7 +58,7 @@ func TestLoadDirRefusals(t *testing.T) {
 			if err := os.Symlink("/etc/hostname", p); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrIndexMismatch, ""},
+		}, errIndexMismatch, ""},
 		{"challenge replaced by a FIFO", func(t *testing.T, dir string) {
 			// Opening a FIFO blocks until a writer appears: the load must
 			// refuse it instead of hanging.
@@ -69,23 +69,23 @@ func TestLoadDirRefusals(t *testing.T) {
 			if err := syscall.Mkfifo(p, 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrIndexMismatch, ""},
-		{"missing challenge", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "H2-reference-set-permutation.json")) }, ErrIndexMismatch, ""},
+		}, errIndexMismatch, ""},
+		{"missing challenge", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "H2-reference-set-permutation.json")) }, errIndexMismatch, ""},
 		{"id disagrees with index", func(t *testing.T, dir string) {
 			editFile(t, filepath.Join(dir, "H1-annotation-only-change.json"), `"id":"H1"`, `"id":"H11"`)
-		}, ErrIndexMismatch, ""},
+		}, errIndexMismatch, ""},
 		{"predicate count disagrees with index", func(t *testing.T, dir string) {
 			editFile(t, filepath.Join(dir, "INDEX.json"), `"predicates":3`, `"predicates":4`)
-		}, ErrIndexMismatch, ""},
+		}, errIndexMismatch, ""},
 		{"duplicate member in a challenge", func(t *testing.T, dir string) {
 			editFile(t, filepath.Join(dir, "H1-annotation-only-change.json"), `"id":"H1"`, `"id":"H1","id":"H1"`)
-		}, ErrChallengeRead, evidence.ClassDuplicateName},
+		}, errChallengeRead, evidence.ClassDuplicateName},
 		{"index of another type", func(t *testing.T, dir string) {
 			editFile(t, filepath.Join(dir, "INDEX.json"), `TRVM-PROOF-WIRE-HOLDOUT-v2`, `SOMETHING-ELSE`)
-		}, ErrIndex, ""},
+		}, errIndex, ""},
 		{"index entry with a path", func(t *testing.T, dir string) {
 			editFile(t, filepath.Join(dir, "INDEX.json"), `"file":"H1-annotation-only-change.json"`, `"file":"../H1-annotation-only-change.json"`)
-		}, ErrIndexMismatch, ""},
+		}, errIndexMismatch, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,7 +130,7 @@ func TestValidateUnknownOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	probs := ValidateChallenges(s, h.Challenges)
-	if len(probs) != 1 || probs[0].Rule != ErrChallengeSchema || !strings.Contains(probs[0].Text, "H6") {
+	if len(probs) != 1 || probs[0].Rule != errChallengeSchema || !strings.Contains(probs[0].Text, "H6") {
 		t.Errorf("problems %v", probs)
 	}
 }
@@ -138,8 +138,8 @@ func TestValidateUnknownOperator(t *testing.T) {
 func TestParseChallengesRefusals(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{`{}`, `[1]`, `[{"id":"S1","id":"S2"}]`, ``} {
-		if _, err := ParseChallenges([]byte(in), "x"); !errors.Is(err, ErrChallengeRead) {
-			t.Errorf("%q: %v, want ErrChallengeRead", in, err)
+		if _, err := ParseChallenges([]byte(in), "x"); !errors.Is(err, errChallengeRead) {
+			t.Errorf("%q: %v, want errChallengeRead", in, err)
 		}
 	}
 }

@@ -31,8 +31,8 @@ func TestWorldDeclaredClasses(t *testing.T) {
 	if fs, err := reg.Findings(); err != nil || fs[0].Class != "PY_REFERENCE_DEFECT" {
 		t.Errorf("%+v %v", fs, err)
 	}
-	if _, err := OpenRegister(dir).Findings(); !errors.Is(err, ErrLog) {
-		t.Errorf("read under the reference classes: %v, want ErrLog", err)
+	if _, err := OpenRegister(dir).Findings(); !errors.Is(err, errLog) {
+		t.Errorf("read under the reference classes: %v, want errLog", err)
 	}
 	q := Question{FrozenSpecRevision: 1, Question: "q", WhyInsufficient: "w", Ruling: "r", Classification: "PY_REFERENCE_DEFECT"}
 	if _, err := AskQuestion(dir, q); !errors.Is(err, ErrClass) {

@@ -8,10 +8,10 @@ import (
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
-// ErrCommitment: the holdout directory is not the challenge set the release
+// errCommitment: the holdout directory is not the challenge set the release
 // committed to. A challenge set altered after it was committed is not a
 // challenge set, so nothing in it is scored.
-var ErrCommitment = fault.New(fault.Refused, "holdout does not match the release's holdout_commitment")
+var errCommitment = fault.New(fault.Refused, "holdout does not match the release's holdout_commitment")
 
 // Committed is what a release commits of the instrument that measures its
 // runs (experiment.Release.Committed makes it from a release): the holdout
@@ -37,10 +37,10 @@ func LoadCommitted(pkgDir, holdoutDir string, c *Committed, s *Schemas) (*Holdou
 		// digest covers the whole set.
 		used, err := DigestOf(pkgDir, holdoutDir, read)
 		if err != nil {
-			return fmt.Errorf("%s: %w: %w", holdoutDir, ErrCommitment, err)
+			return fmt.Errorf("%s: %w: %w", holdoutDir, errCommitment, err)
 		}
 		if used != c.Commitment || len(read)-1 != c.Entries {
-			return fmt.Errorf("%s: the files read digest to %s over %d entries, the release committed %s over %d: %w", holdoutDir, used, len(read)-1, c.Commitment, c.Entries, ErrCommitment)
+			return fmt.Errorf("%s: the files read digest to %s over %d entries, the release committed %s over %d: %w", holdoutDir, used, len(read)-1, c.Commitment, c.Entries, errCommitment)
 		}
 		return nil
 	})

@@ -287,12 +287,12 @@ func TestConformanceRealHoldoutScores(t *testing.T) {
 		opt  Options
 		rule error
 	}{
-		{"H1 resolved by its convenience label's node, not its root", func(m map[string]any) { obsOf(m, "H1")["fixture_root"] = rootD }, opt, ErrFixtureRoot},
-		{"another implementation's label", func(m map[string]any) {}, Options{ExpectRelease: trvmSrel, ExpectImplementation: "go"}, ErrImplementation},
-		{"another release", func(m map[string]any) { m["spec_release_id"] = "srel-" + strings.Repeat("f", 64) }, opt, ErrRelease},
+		{"H1 resolved by its convenience label's node, not its root", func(m map[string]any) { obsOf(m, "H1")["fixture_root"] = rootD }, opt, errFixtureRoot},
+		{"another implementation's label", func(m map[string]any) {}, Options{ExpectRelease: trvmSrel, ExpectImplementation: "go"}, errImplementation},
+		{"another release", func(m map[string]any) { m["spec_release_id"] = "srel-" + strings.Repeat("f", 64) }, opt, errRelease},
 		{"a member outside the node schema", func(m map[string]any) {
 			obsOf(m, "H4")["candidate"].(map[string]any)["C1"].(map[string]any)["blame"] = "none"
-		}, opt, ErrObservationSchema},
+		}, opt, errObservationSchema},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := fresh()

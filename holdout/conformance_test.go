@@ -74,7 +74,7 @@ func TestConformanceHoldoutOneByteChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = LoadCommitted(pkg, dir, rel, s)
-	if !errors.Is(err, ErrCommitment) {
-		t.Fatalf("changed copy: %v, want ErrCommitment", err)
+	if !errors.Is(err, errCommitment) {
+		t.Fatalf("changed copy: %v, want errCommitment", err)
 	}
 }

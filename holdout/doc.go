@@ -40,12 +40,12 @@
 // what blocks completion. The questions
 // log ([AskQuestion], governance/questions/) keeps the contract's fields.
 // The self-test's fixture files are shape-checked before anything is
-// scored; a malformed one is [ErrFixture], never a panic. The interop
+// scored; a malformed one is errFixture, never a panic. The interop
 // check changes the one member synthetic-expected.json's interop_mutation
 // names ({path, value}; absent: the reference protocol's
 // S1.candidate.D.artifact_root) and expects exactly one finding there; a
 // declaration that does not change exactly one existing member is
-// [ErrInteropMutation].
+// errInteropMutation.
 // [LoadInstrument] loads what measures a run (schemas, self-test, committed
 // challenge set, scorer) for both adapter.MeasureRun and experiment's
 // replay of a COMPLETE run from its archive (`run verify`), against what

@@ -27,14 +27,14 @@ const defaultMutationPath = "S1.candidate.D.artifact_root"
 
 var defaultMutationValue = "root-" + strings.Repeat("b", 64)
 
-// ErrInteropMutation: the self-test's interop mutation (synthetic-expected.json's
+// errInteropMutation: the self-test's interop mutation (synthetic-expected.json's
 // interop_mutation, or the default S1.candidate.D.artifact_root when that
 // member is absent) does not change exactly one existing member of the
 // honest synthetic observations. A mutation of a member that is not there
 // would create it, or land below an array the comparison reports whole, so
 // the "exactly one finding, at that path" check would test something other
-// than what the fixture says. Every ErrInteropMutation is also ErrFixture.
-var ErrInteropMutation = fault.New(fault.Refused, "self-test interop mutation names no member it can change")
+// than what the fixture says. Every errInteropMutation is also errFixture.
+var errInteropMutation = fault.New(fault.Refused, "self-test interop mutation names no member it can change")
 
 // NegativeResult is one negative case of the fixture.
 type NegativeResult struct {
@@ -87,12 +87,12 @@ func SelfTest(experimentDir string) (*FixtureReport, error) {
 	return SelfTestWith(s, filepath.Join(experimentDir, "fixtures"))
 }
 
-// ErrFixture: a self-test fixture file is not the shape the self-test
+// errFixture: a self-test fixture file is not the shape the self-test
 // reads (a missing or mistyped member, an unknown one, a count that is not
 // a non-negative integer). A fixture that cannot be read as one thing tests
 // nothing, so it is refused before any scoring, naming the file and the
 // member.
-var ErrFixture = fault.New(fault.Refused, "self-test fixture malformed")
+var errFixture = fault.New(fault.Refused, "self-test fixture malformed")
 
 // fixture is the self-test's four files, read and shape-checked.
 type fixture struct {
@@ -138,7 +138,7 @@ func (f *fixtureShape) err() error {
 	if len(f.errs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s: %s: %w", f.file, strings.Join(f.errs, "; "), ErrFixture)
+	return fmt.Errorf("%s: %s: %w", f.file, strings.Join(f.errs, "; "), errFixture)
 }
 
 // object checks v is an object with only the allowed members and every
@@ -180,12 +180,12 @@ func (f *fixtureShape) array(pointer string, v any) []any {
 
 // readFixture reads the four fixture files' bytes (dir names them in
 // errors) and checks every shape the self-test relies on. Every malformed
-// file is ErrFixture (or ErrChallengeRead for the challenges, and the
+// file is errFixture (or errChallengeRead for the challenges, and the
 // strict reader's class for bytes it refuses), never a panic.
 // synthetic-expected.json's optional interop_mutation {path, value} is the
 // interop check's change (absent: S1.candidate.D.artifact_root ←
 // "root-bbb…", the reference protocol's); it must change exactly one
-// existing member of the honest observations, or it is ErrInteropMutation.
+// existing member of the honest observations, or it is errInteropMutation.
 func readFixture(dir string, cb, ob, eb, nb []byte) (*fixture, error) {
 	name := func(n string) string { return filepath.Join(dir, n) }
 	fx := &fixture{obs: ob, expected: map[string]Counts{}}
@@ -194,12 +194,12 @@ func readFixture(dir string, cb, ob, eb, nb []byte) (*fixture, error) {
 		return nil, err
 	}
 	if fx.doc, err = evidence.Read(ob); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", name(FixtureObservations), ErrFixture, err)
+		return nil, fmt.Errorf("%s: %w: %w", name(FixtureObservations), errFixture, err)
 	}
 
 	ev, err := evidence.Read(eb)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", name(FixtureExpected), ErrFixture, err)
+		return nil, fmt.Errorf("%s: %w: %w", name(FixtureExpected), errFixture, err)
 	}
 	f := &fixtureShape{file: name(FixtureExpected)}
 	fx.mutation = fixtureMutation{path: defaultMutationPath, value: defaultMutationValue}
@@ -256,12 +256,12 @@ func readFixture(dir string, cb, ob, eb, nb []byte) (*fixture, error) {
 		if !declared {
 			where += " (absent: the default " + defaultMutationPath + ")"
 		}
-		return nil, fmt.Errorf("%s: %q: %w: %w: %w", name(FixtureExpected), where, err, ErrInteropMutation, ErrFixture)
+		return nil, fmt.Errorf("%s: %q: %w: %w: %w", name(FixtureExpected), where, err, errInteropMutation, errFixture)
 	}
 
 	nv, err := evidence.Read(nb)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", name(FixtureNegatives), ErrFixture, err)
+		return nil, fmt.Errorf("%s: %w: %w", name(FixtureNegatives), errFixture, err)
 	}
 	f = &fixtureShape{file: name(FixtureNegatives)}
 	if no, ok := f.object("", nv, []string{"cases"}, []string{"note"}); ok && no.Has("cases") {

@@ -50,35 +50,35 @@ func TestMalformedFixtureRefused(t *testing.T) {
 		rule error
 		says string
 	}{
-		{"expected without by_challenge", ex, `{"operators_exercised":["EQ"]}`, ErrFixture, `"/by_challenge": is missing`},
-		{"by_challenge null", ex, `{"by_challenge":null}`, ErrFixture, "not an object"},
-		{"by_challenge an array", ex, `{"by_challenge":[1]}`, ErrFixture, "not an object"},
-		{"by_challenge empty", ex, `{"by_challenge":{}}`, ErrFixture, "names no challenge"},
-		{"a count not an object", ex, `{"by_challenge":{"S1":8}}`, ErrFixture, `"/by_challenge/S1"`},
-		{"a count missing", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0}}}`, ErrFixture, `"/by_challenge/S1/unresolved": is missing`},
-		{"a count negative", ex, `{"by_challenge":{"S1":{"pass":-1,"fail":0,"unresolved":0}}}`, ErrFixture, "non-negative integer"},
-		{"a count fractional", ex, `{"by_challenge":{"S1":{"pass":1.5,"fail":0,"unresolved":0}}}`, ErrFixture, "non-negative integer"},
-		{"interop_mutation not an object", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":"S1.candidate"}`, ErrFixture, `"/interop_mutation": is a string, not an object`},
-		{"interop_mutation without a value", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":{"path":"S1.candidate"}}`, ErrFixture, `"/interop_mutation/value": is missing`},
-		{"interop_mutation path a number", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":{"path":1,"value":1}}`, ErrFixture, "not a string"},
-		{"interop_mutation names nothing", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":{"path":"S1.nope","value":1}}`, ErrInteropMutation, `segment 1 ("nope")`},
-		{"operators not an array", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"operators_exercised":"EQ"}`, ErrFixture, "not an array"},
-		{"an unknown member", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"by_challenges":{}}`, ErrFixture, `"/by_challenges"`},
-		{"expected an array", ex, `[]`, ErrFixture, "not an object"},
-		{"expected not JSON", ex, `{"by_challenge":`, ErrFixture, ""},
-		{"negatives without cases", ng, `{"note":"x"}`, ErrFixture, `"/cases": is missing`},
-		{"cases empty", ng, `{"cases":[]}`, ErrFixture, "is empty"},
-		{"cases an object", ng, `{"cases":{}}`, ErrFixture, "not an array"},
-		{"a case a string", ng, `{"cases":["N1"]}`, ErrFixture, `"/cases/0"`},
-		{"a case without mutations", ng, `{"cases":[{"id":"N1","rule":"r"}]}`, ErrFixture, `"/cases/0/mutations": is missing`},
-		{"a mutation without a path", ng, `{"cases":[{"id":"N1","rule":"r","mutations":[{"value":1}]}]}`, ErrFixture, `"/cases/0/mutations/0/path": is missing`},
-		{"a mutation path a number", ng, `{"cases":[{"id":"N1","rule":"r","mutations":[{"path":1}]}]}`, ErrFixture, "not a string"},
-		{"delete not a boolean", ng, `{"cases":[{"id":"N1","rule":"r","mutations":[{"path":"x","delete":"yes"}]}]}`, ErrFixture, "not a boolean"},
-		{"challenges not an array", ng, `{"cases":[{"id":"N1","rule":"r","mutations":[],"challenges":{}}]}`, ErrFixture, "not an array"},
+		{"expected without by_challenge", ex, `{"operators_exercised":["EQ"]}`, errFixture, `"/by_challenge": is missing`},
+		{"by_challenge null", ex, `{"by_challenge":null}`, errFixture, "not an object"},
+		{"by_challenge an array", ex, `{"by_challenge":[1]}`, errFixture, "not an object"},
+		{"by_challenge empty", ex, `{"by_challenge":{}}`, errFixture, "names no challenge"},
+		{"a count not an object", ex, `{"by_challenge":{"S1":8}}`, errFixture, `"/by_challenge/S1"`},
+		{"a count missing", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0}}}`, errFixture, `"/by_challenge/S1/unresolved": is missing`},
+		{"a count negative", ex, `{"by_challenge":{"S1":{"pass":-1,"fail":0,"unresolved":0}}}`, errFixture, "non-negative integer"},
+		{"a count fractional", ex, `{"by_challenge":{"S1":{"pass":1.5,"fail":0,"unresolved":0}}}`, errFixture, "non-negative integer"},
+		{"interop_mutation not an object", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":"S1.candidate"}`, errFixture, `"/interop_mutation": is a string, not an object`},
+		{"interop_mutation without a value", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":{"path":"S1.candidate"}}`, errFixture, `"/interop_mutation/value": is missing`},
+		{"interop_mutation path a number", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":{"path":1,"value":1}}`, errFixture, "not a string"},
+		{"interop_mutation names nothing", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"interop_mutation":{"path":"S1.nope","value":1}}`, errInteropMutation, `segment 1 ("nope")`},
+		{"operators not an array", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"operators_exercised":"EQ"}`, errFixture, "not an array"},
+		{"an unknown member", ex, `{"by_challenge":{"S1":{"pass":8,"fail":0,"unresolved":0}},"by_challenges":{}}`, errFixture, `"/by_challenges"`},
+		{"expected an array", ex, `[]`, errFixture, "not an object"},
+		{"expected not JSON", ex, `{"by_challenge":`, errFixture, ""},
+		{"negatives without cases", ng, `{"note":"x"}`, errFixture, `"/cases": is missing`},
+		{"cases empty", ng, `{"cases":[]}`, errFixture, "is empty"},
+		{"cases an object", ng, `{"cases":{}}`, errFixture, "not an array"},
+		{"a case a string", ng, `{"cases":["N1"]}`, errFixture, `"/cases/0"`},
+		{"a case without mutations", ng, `{"cases":[{"id":"N1","rule":"r"}]}`, errFixture, `"/cases/0/mutations": is missing`},
+		{"a mutation without a path", ng, `{"cases":[{"id":"N1","rule":"r","mutations":[{"value":1}]}]}`, errFixture, `"/cases/0/mutations/0/path": is missing`},
+		{"a mutation path a number", ng, `{"cases":[{"id":"N1","rule":"r","mutations":[{"path":1}]}]}`, errFixture, "not a string"},
+		{"delete not a boolean", ng, `{"cases":[{"id":"N1","rule":"r","mutations":[{"path":"x","delete":"yes"}]}]}`, errFixture, "not a boolean"},
+		{"challenges not an array", ng, `{"cases":[{"id":"N1","rule":"r","mutations":[],"challenges":{}}]}`, errFixture, "not an array"},
 		{"duplicate member", ng, `{"cases":[],"cases":[]}`, evidence.ClassDuplicateName, ""},
-		{"observations not JSON", ob, `{`, ErrFixture, ""},
-		{"challenges not an array", ch, `{}`, ErrChallengeRead, ""},
-		{"a challenge a number", ch, `[1]`, ErrChallengeRead, ""},
+		{"observations not JSON", ob, `{`, errFixture, ""},
+		{"challenges not an array", ch, `{}`, errChallengeRead, ""},
+		{"a challenge a number", ch, `[1]`, errChallengeRead, ""},
 	}
 	names := [4]string{FixtureChallenges, FixtureObservations, FixtureExpected, FixtureNegatives}
 	for _, c := range cases {
@@ -98,7 +98,7 @@ func TestMalformedFixtureRefused(t *testing.T) {
 
 // A fixture directory whose expected file has no by_challenge is refused by
 // SelfTest (holdout fixture, and LoadInstrument for run measure and run
-// complete) as ErrFixture, before anything is scored.
+// complete) as errFixture, before anything is scored.
 func TestSelfTestDirectoryWithoutByChallenge(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "experiment")
@@ -108,12 +108,12 @@ func TestSelfTestDirectoryWithoutByChallenge(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "fixtures", FixtureExpected), []byte(`{"note":"no counts"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := SelfTest(dir); !errors.Is(err, ErrFixture) || !strings.Contains(err.Error(), FixtureExpected) {
-		t.Errorf("%v, want %v naming %s", err, ErrFixture, FixtureExpected)
+	if _, err := SelfTest(dir); !errors.Is(err, errFixture) || !strings.Contains(err.Error(), FixtureExpected) {
+		t.Errorf("%v, want %v naming %s", err, errFixture, FixtureExpected)
 	}
 	pkg := filepath.Dir(dir)
-	if _, err := LoadInstrument(pkg, filepath.Join(testshared.RepoRoot(t), "testdata", "world", "governance", "holdout"), nil); !errors.Is(err, ErrFixture) {
-		t.Errorf("LoadInstrument: %v, want %v", err, ErrFixture)
+	if _, err := LoadInstrument(pkg, filepath.Join(testshared.RepoRoot(t), "testdata", "world", "governance", "holdout"), nil); !errors.Is(err, errFixture) {
+		t.Errorf("LoadInstrument: %v, want %v", err, errFixture)
 	}
 }
 
@@ -161,7 +161,7 @@ func FuzzFixtureReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cb, ob, eb, nb []byte) {
 		r, err := selfTestBytes(s, "fx", [4][]byte{cb, ob, eb, nb})
 		if err != nil {
-			if !errors.Is(err, ErrFixture) && !errors.Is(err, ErrChallengeRead) {
+			if !errors.Is(err, errFixture) && !errors.Is(err, errChallengeRead) {
 				t.Fatalf("an unnamed error: %v", err)
 			}
 			return
@@ -254,8 +254,8 @@ func TestSelfTestDeclaredInteropMutation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r, err := SelfTest(renamedWorld(t, c.expected))
-			if !errors.Is(err, ErrInteropMutation) || !errors.Is(err, ErrFixture) {
-				t.Fatalf("%v (report %v), want %v and %v", err, r, ErrInteropMutation, ErrFixture)
+			if !errors.Is(err, errInteropMutation) || !errors.Is(err, errFixture) {
+				t.Fatalf("%v (report %v), want %v and %v", err, r, errInteropMutation, errFixture)
 			}
 			if !strings.Contains(err.Error(), FixtureExpected) || !strings.Contains(err.Error(), c.says) {
 				t.Errorf("%v does not name %s and %q", err, FixtureExpected, c.says)

@@ -18,9 +18,9 @@ type Instrument struct {
 	Scorer   *Scorer
 }
 
-// ErrInstrument: an instrument file is not the one the release records in
+// errInstrument: an instrument file is not the one the release records in
 // experiment_files.
-var ErrInstrument = fault.New(fault.Refused, "instrument file is not the one the release records")
+var errInstrument = fault.New(fault.Refused, "instrument file is not the one the release records")
 
 // LoadInstrument loads the instrument in the order that makes each step
 // trustworthy: the schemas of pkgDir, the self-test (a failing one stops
@@ -42,7 +42,7 @@ func LoadInstrument(pkgDir, holdoutDir string, rel *Committed) (*Instrument, err
 		for _, name := range []string{RecipeSchemaFile, ObservationSchemaFile} {
 			if got, want := in.Schemas.digests[name], rel.Files["experiment/"+name]; got != want {
 				in.Schemas = nil
-				return in, fmt.Errorf("%s: sha256 %s, the release records %q: %w", filepath.Join(pkgDir, "experiment", name), got, want, ErrInstrument)
+				return in, fmt.Errorf("%s: sha256 %s, the release records %q: %w", filepath.Join(pkgDir, "experiment", name), got, want, errInstrument)
 			}
 		}
 	}

@@ -61,8 +61,8 @@ func TestLoadInstrumentAuthenticatesTheSchemas(t *testing.T) {
 				t.Fatal(err)
 			}
 			in, err := LoadInstrument(pkg, holdoutDir, rel)
-			if !errors.Is(err, ErrInstrument) {
-				t.Fatalf("loaded with %s not the recorded one: err = %v, want %v", name, err, ErrInstrument)
+			if !errors.Is(err, errInstrument) {
+				t.Fatalf("loaded with %s not the recorded one: err = %v, want %v", name, err, errInstrument)
 			}
 			if in.Scorer != nil {
 				t.Error("a scorer was built over a schema the release does not record")

@@ -39,7 +39,7 @@ func TestLoadInstrument(t *testing.T) {
 		}, ErrSelfTest},
 		{"challenge breaks the recipe schema", func(t *testing.T, _, holdoutDir string) {
 			editFile(t, filepath.Join(holdoutDir, "H6-unknown-claim-member.json"), `"op":"RESEAL"`, `"op":"RESEAL_ALL"`)
-		}, ErrChallengeSchema},
+		}, errChallengeSchema},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -147,9 +147,9 @@ func (r *Interop) Verdict() string {
 	return "PASS"
 }
 
-// ErrIncomparable: the documents were written against different releases;
+// errIncomparable: the documents were written against different releases;
 // comparing two implementations of two specifications measures nothing.
-var ErrIncomparable = fault.New(fault.Refused, "observation documents name different releases")
+var errIncomparable = fault.New(fault.Refused, "observation documents name different releases")
 
 // CompareAll compares every pair of documents (n(n-1)/2 pairs, in the
 // given order). Documents whose spec_release_id differ are refused.
@@ -159,7 +159,7 @@ func CompareAll(docs []Document) (*Interop, error) {
 		s0, _ := resolve(docs[0].Value, "spec_release_id").(string)
 		si, _ := resolve(docs[i].Value, "spec_release_id").(string)
 		if s0 != si {
-			return nil, fmt.Errorf("%s names %q, %s names %q: %w", docs[0].Implementation, s0, docs[i].Implementation, si, ErrIncomparable)
+			return nil, fmt.Errorf("%s names %q, %s names %q: %w", docs[0].Implementation, s0, docs[i].Implementation, si, errIncomparable)
 		}
 	}
 	for i := 0; i < len(docs); i++ {

@@ -94,8 +94,8 @@ func TestCompareAll(t *testing.T) {
 	}
 	d := mk("d")
 	mustMutate(d.Value, "spec_release_id", "srel-"+strings.Repeat("f", 64), false)
-	if _, err := CompareAll([]Document{mk("a"), d}); !errors.Is(err, ErrIncomparable) {
-		t.Errorf("different releases: %v, want ErrIncomparable", err)
+	if _, err := CompareAll([]Document{mk("a"), d}); !errors.Is(err, errIncomparable) {
+		t.Errorf("different releases: %v, want errIncomparable", err)
 	}
 }
 

@@ -43,20 +43,20 @@ const (
 
 // Rules of the logs.
 var (
-	// ErrLog: an entry is unreadable, out of sequence, of an unknown type
+	// errLog: an entry is unreadable, out of sequence, of an unknown type
 	// or not linked to the entry before it — the log was edited.
-	ErrLog = fault.New(fault.Refused, "log chain broken")
+	errLog = fault.New(fault.Refused, "log chain broken")
 	// ErrClass: not one of the world's finding classes (the reference
 	// protocol's six, or the world's declared ones).
 	ErrClass = fault.New(fault.Unusable, "not one of the world's finding classes")
 	// ErrUnknownFinding: no opened finding has this id.
 	ErrUnknownFinding = fault.New(fault.Unusable, "no such finding")
-	// ErrAlreadyClassified: a classification is immutable; a finding is
+	// errAlreadyClassified: a classification is immutable; a finding is
 	// classified once.
-	ErrAlreadyClassified = fault.New(fault.Refused, "finding already classified")
+	errAlreadyClassified = fault.New(fault.Refused, "finding already classified")
 	// errEntry: a required field of an entry to append is missing or
 	// malformed: the arguments that make it cannot be used (an entry
-	// read back that breaks the chain is ErrLog).
+	// read back that breaks the chain is errLog).
 	errEntry = fault.New(fault.Unusable, "log entry incomplete")
 )
 
@@ -110,23 +110,23 @@ func (l Log) Read() ([]LogEntry, error) {
 		i := len(out)
 		want := fmt.Sprintf("%0*d.json", seqWidth, i+1)
 		if name != want || !de.Type().IsRegular() {
-			return nil, fmt.Errorf("%s: %s where %s was expected: %w", l.Dir, name, want, ErrLog)
+			return nil, fmt.Errorf("%s: %s where %s was expected: %w", l.Dir, name, want, errLog)
 		}
 		// Read through the descriptor of the directory listed, not a path:
 		// an entry swapped for a symlink or FIFO after the listing is
 		// refused, not followed.
 		b, err := readRegular(root, name)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w: %w", l.Dir, ErrLog, err)
+			return nil, fmt.Errorf("%s: %w: %w", l.Dir, errLog, err)
 		}
 		o, err := evidence.ReadObject(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s/%s: %w: %w", l.Dir, name, ErrLog, err)
+			return nil, fmt.Errorf("%s/%s: %w: %w", l.Dir, name, errLog, err)
 		}
 		seq, _ := resolve(o, "seq").(float64)
 		p, _ := o.Get("previous_sha256")
 		if int(seq) != i+1 || !sameValue(p, prev) {
-			return nil, fmt.Errorf("%s/%s: sequence or previous_sha256 does not link to the entry before: %w", l.Dir, name, ErrLog)
+			return nil, fmt.Errorf("%s/%s: sequence or previous_sha256 does not link to the entry before: %w", l.Dir, name, errLog)
 		}
 		sum := pkgwalk.SHA256Hex(b)
 		out = append(out, LogEntry{File: name, SHA256: sum, Value: o})
@@ -147,7 +147,7 @@ func sameValue(a, b any) bool {
 // Append writes the next entry: typ and the members of body follow seq and
 // previous_sha256. The entry is published with durable.Create, which never
 // replaces a name: of two concurrent appenders only one wins the sequence
-// number, the other gets ErrLog.
+// number, the other gets errLog.
 func (l Log) Append(typ string, body []evidence.Member) (LogEntry, error) {
 	entries, err := l.Read()
 	if err != nil {
@@ -186,7 +186,7 @@ func (l Log) Append(typ string, body []evidence.Member) (LogEntry, error) {
 func writeExclusive(dir, name string, b []byte) error {
 	if err := durable.Create(dir, name, b, 0o644); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%s/%s exists (another append won the race): %w", dir, name, ErrLog)
+			return fmt.Errorf("%s/%s exists (another append won the race): %w", dir, name, errLog)
 		}
 		return err
 	}
@@ -254,24 +254,24 @@ func (r Register) Findings() ([]*FindingRecord, error) {
 			f := &FindingRecord{ID: e.Str("finding_id"), RunID: e.Str("run_id"), SpecReleaseID: e.Str("spec_release_id"),
 				A: e.Str("a"), B: e.Str("b"), Path: e.Str("path"), AValue: e.Str("a_value"), BValue: e.Str("b_value"), OpenedIn: e.File, openedSHA: e.SHA256}
 			if f.ID == "" || byID[f.ID] != nil {
-				return nil, fmt.Errorf("%s: finding id empty or opened twice: %w", e.File, ErrLog)
+				return nil, fmt.Errorf("%s: finding id empty or opened twice: %w", e.File, errLog)
 			}
 			byID[f.ID] = f
 			out = append(out, f)
 		case TypeClassification:
 			f := byID[e.Str("finding_id")]
 			if f == nil || e.Str("finding_sha256") != f.openedSHA {
-				return nil, fmt.Errorf("%s: classifies a finding not opened before it: %w", e.File, ErrLog)
+				return nil, fmt.Errorf("%s: classifies a finding not opened before it: %w", e.File, errLog)
 			}
 			if f.Class != "" {
-				return nil, fmt.Errorf("%s: %s classified twice: %w", e.File, f.ID, ErrLog)
+				return nil, fmt.Errorf("%s: %s classified twice: %w", e.File, f.ID, errLog)
 			}
 			if !slices.Contains(r.classes(), e.Str("class")) || e.Str("ruling") == "" {
-				return nil, fmt.Errorf("%s: class %q / empty ruling: %w", e.File, e.Str("class"), ErrLog)
+				return nil, fmt.Errorf("%s: class %q / empty ruling: %w", e.File, e.Str("class"), errLog)
 			}
 			f.Class, f.Ruling, f.ClassifiedIn = e.Str("class"), e.Str("ruling"), e.File
 		default:
-			return nil, fmt.Errorf("%s: entry type %q: %w", e.File, e.Type(), ErrLog)
+			return nil, fmt.Errorf("%s: entry type %q: %w", e.File, e.Type(), errLog)
 		}
 	}
 	return out, nil
@@ -339,7 +339,7 @@ func (r Register) Classify(id, class, ruling string) (*FindingRecord, error) {
 		return nil, fmt.Errorf("%q: %w", id, ErrUnknownFinding)
 	}
 	if match.Class != "" {
-		return nil, fmt.Errorf("%s is %s (%s): %w", match.ID, match.Class, match.ClassifiedIn, ErrAlreadyClassified)
+		return nil, fmt.Errorf("%s is %s (%s): %w", match.ID, match.Class, match.ClassifiedIn, errAlreadyClassified)
 	}
 	e, err := r.Log.Append(TypeClassification, []evidence.Member{
 		{Name: "finding_id", Value: match.ID}, {Name: "finding_sha256", Value: match.openedSHA},
@@ -442,7 +442,7 @@ func Questions(stateDir string) ([]LogEntry, error) {
 	}
 	for _, e := range es {
 		if e.Type() != TypeQuestion {
-			return nil, fmt.Errorf("%s: entry type %q: %w", e.File, e.Type(), ErrLog)
+			return nil, fmt.Errorf("%s: entry type %q: %w", e.File, e.Type(), errLog)
 		}
 	}
 	return es, nil

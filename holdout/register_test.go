@@ -65,7 +65,7 @@ func TestRegisterOpenClassify(t *testing.T) {
 	if _, err := reg.Classify(recs[0].ID, "JCS_DEPENDENCY_DIVERGENCE", "two encoders disagree"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reg.Classify(recs[0].ID, "SPEC_GAP", "changed my mind"); !errors.Is(err, ErrAlreadyClassified) {
+	if _, err := reg.Classify(recs[0].ID, "SPEC_GAP", "changed my mind"); !errors.Is(err, errAlreadyClassified) {
 		t.Errorf("second classification: %v", err)
 	}
 	if n, _ := reg.Outstanding(srel0, pairs); n != 1 {
@@ -121,8 +121,8 @@ func TestRegisterTamper(t *testing.T) {
 			if err := c.edit(t, filepath.Join(state, FindingsDirName)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := reg.Findings(); !errors.Is(err, ErrLog) {
-				t.Errorf("%v, want ErrLog", err)
+			if _, err := reg.Findings(); !errors.Is(err, errLog) {
+				t.Errorf("%v, want errLog", err)
 			}
 		})
 	}

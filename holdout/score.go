@@ -30,24 +30,24 @@ var Operators = []string{OpEQ, OpNEQ, OpHOLDS, OpMOVES, OpRefusalSetEQ, OpVerdic
 // Refusal rules of the scorer. A *RefusedError matches (errors.Is) the rule
 // of every problem it lists.
 var (
-	// ErrChallengeSchema: a challenge violates holdout-recipe-v1.schema.json
+	// errChallengeSchema: a challenge violates holdout-recipe-v1.schema.json
 	// (an unknown recipe operator, an unknown member, a fixture without a
 	// root…).
-	ErrChallengeSchema = fault.New(fault.Refused, "challenge violates the recipe schema")
-	// ErrObservationSchema: the document violates
+	errChallengeSchema = fault.New(fault.Refused, "challenge violates the recipe schema")
+	// errObservationSchema: the document violates
 	// holdout-observation-v1.schema.json (x-sorted included).
-	ErrObservationSchema = fault.New(fault.Refused, "observation document violates the observation schema")
-	// ErrImplementation: the document's implementation label is not the
+	errObservationSchema = fault.New(fault.Refused, "observation document violates the observation schema")
+	// errImplementation: the document's implementation label is not the
 	// adapter's.
-	ErrImplementation = fault.New(fault.Refused, "observation document names another implementation")
-	// ErrRelease: the document's spec_release_id is not the run's release.
-	ErrRelease = fault.New(fault.Refused, "observation document was written against another release")
-	// ErrFixtureRoot: an observation's fixture_root is not the challenge's
+	errImplementation = fault.New(fault.Refused, "observation document names another implementation")
+	// errRelease: the document's spec_release_id is not the run's release.
+	errRelease = fault.New(fault.Refused, "observation document was written against another release")
+	// errFixtureRoot: an observation's fixture_root is not the challenge's
 	// declared fixture.root.
-	ErrFixtureRoot = fault.New(fault.Refused, "observation resolved another fixture than the challenge declares")
-	// ErrDuplicateChallenge: two challenges share an id, so an observation
+	errFixtureRoot = fault.New(fault.Refused, "observation resolved another fixture than the challenge declares")
+	// errDuplicateChallenge: two challenges share an id, so an observation
 	// would answer both.
-	ErrDuplicateChallenge = fault.New(fault.Refused, "two challenges share an id")
+	errDuplicateChallenge = fault.New(fault.Refused, "two challenges share an id")
 )
 
 // Problem is one reason a document is refused.
@@ -288,11 +288,11 @@ func ValidateChallenges(s *Schemas, challenges []*Challenge) []Problem {
 			label += " (" + c.File + ")"
 		}
 		if err := s.Recipe.Validate(c.Value); err != nil {
-			probs = append(probs, schemaProblems(ErrChallengeSchema, "challenge "+label, err)...)
+			probs = append(probs, schemaProblems(errChallengeSchema, "challenge "+label, err)...)
 		}
 		if c.ID != "" {
 			if seen[c.ID] {
-				probs = append(probs, Problem{ErrDuplicateChallenge, "challenge " + label + ": id " + c.ID + " appears twice"})
+				probs = append(probs, Problem{errDuplicateChallenge, "challenge " + label + ": id " + c.ID + " appears twice"})
 			}
 			seen[c.ID] = true
 		}
@@ -353,16 +353,16 @@ func (sc *Scorer) Score(doc any, opt Options) (*Report, error) {
 
 func score(s *Schemas, challenges []*Challenge, doc any, opt Options, probs []Problem) (*Report, error) {
 	if err := s.Observation.Validate(doc); err != nil {
-		probs = append(probs, schemaProblems(ErrObservationSchema, "observation document", err)...)
+		probs = append(probs, schemaProblems(errObservationSchema, "observation document", err)...)
 	}
 	d, _ := doc.(*evidence.Object)
 	impl, _ := resolve(d, "implementation").(string)
 	srel, _ := resolve(d, "spec_release_id").(string)
 	if opt.ExpectImplementation != "" && impl != opt.ExpectImplementation {
-		probs = append(probs, Problem{ErrImplementation, fmt.Sprintf("implementation %q is not the adapter's %q", impl, opt.ExpectImplementation)})
+		probs = append(probs, Problem{errImplementation, fmt.Sprintf("implementation %q is not the adapter's %q", impl, opt.ExpectImplementation)})
 	}
 	if opt.ExpectRelease != "" && srel != opt.ExpectRelease {
-		probs = append(probs, Problem{ErrRelease, fmt.Sprintf("spec_release_id %q is not the run's %s", srel, opt.ExpectRelease)})
+		probs = append(probs, Problem{errRelease, fmt.Sprintf("spec_release_id %q is not the run's %s", srel, opt.ExpectRelease)})
 	}
 	obsAll, _ := resolve(d, "observations").(*evidence.Object)
 	for _, c := range challenges {
@@ -373,7 +373,7 @@ func score(s *Schemas, challenges []*Challenge, doc any, opt Options, probs []Pr
 		got := resolve(o, "fixture_root")
 		want, _ := c.FixtureRoot()
 		if gs, ok := got.(string); !ok || gs != want {
-			probs = append(probs, Problem{ErrFixtureRoot, fmt.Sprintf("observation %s: fixture_root %s is not the challenge's fixture.root %s", c.ID, clip(stable(got)), want)})
+			probs = append(probs, Problem{errFixtureRoot, fmt.Sprintf("observation %s: fixture_root %s is not the challenge's fixture.root %s", c.ID, clip(stable(got)), want)})
 		}
 	}
 	if len(probs) > 0 {

@@ -148,26 +148,26 @@ func TestScoreRefusals(t *testing.T) {
 		opt  Options
 		rule error
 	}{
-		{"envelope member", func(d any, c []*Challenge) []*Challenge { mustMutate(d, "extra", 1, false); return c }, Options{}, ErrObservationSchema},
+		{"envelope member", func(d any, c []*Challenge) []*Challenge { mustMutate(d, "extra", 1, false); return c }, Options{}, errObservationSchema},
 		{"unsorted refusal set", func(d any, c []*Challenge) []*Challenge {
 			mustMutate(d, "observations.S2.refusal_set", []any{"b", "a"}, false)
 			return c
-		}, Options{}, ErrObservationSchema},
-		{"implementation label", func(d any, c []*Challenge) []*Challenge { return c }, Options{ExpectImplementation: "javascript"}, ErrImplementation},
-		{"release", func(d any, c []*Challenge) []*Challenge { return c }, Options{ExpectRelease: "srel-" + strings.Repeat("1", 64)}, ErrRelease},
+		}, Options{}, errObservationSchema},
+		{"implementation label", func(d any, c []*Challenge) []*Challenge { return c }, Options{ExpectImplementation: "javascript"}, errImplementation},
+		{"release", func(d any, c []*Challenge) []*Challenge { return c }, Options{ExpectRelease: "srel-" + strings.Repeat("1", 64)}, errRelease},
 		{"fixture root", func(d any, c []*Challenge) []*Challenge {
 			mustMutate(d, "observations.S1.fixture_root", root9, false)
 			return c
-		}, Options{}, ErrFixtureRoot},
+		}, Options{}, errFixtureRoot},
 		{"unknown recipe operator", func(d any, c []*Challenge) []*Challenge {
 			mustMutate(c[0].Value, "recipe.0.op", "TELEPORT", false)
 			return c
-		}, Options{}, ErrChallengeSchema},
+		}, Options{}, errChallengeSchema},
 		{"unknown predicate operator", func(d any, c []*Challenge) []*Challenge {
 			mustMutate(c[0].Value, "predicates.0.op", "INCLUDES", false)
 			return c
-		}, Options{}, ErrChallengeSchema},
-		{"duplicate challenge id", func(d any, c []*Challenge) []*Challenge { return append(c, c[0]) }, Options{}, ErrDuplicateChallenge},
+		}, Options{}, errChallengeSchema},
+		{"duplicate challenge id", func(d any, c []*Challenge) []*Challenge { return append(c, c[0]) }, Options{}, errDuplicateChallenge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -37,12 +37,12 @@ func TestConformanceFixtureSelfTest(t *testing.T) {
 		t.Errorf("operators evaluated %v, want all eight", r.Operators)
 	}
 	rules := map[string]error{
-		"N1": ErrObservationSchema, "N2": ErrObservationSchema, "N3": ErrObservationSchema,
-		"N4": ErrObservationSchema, "N5": ErrObservationSchema, "N6": ErrObservationSchema,
-		"N7": ErrObservationSchema, "N8": ErrFixtureRoot, "N9": ErrObservationSchema,
-		"N10": ErrRelease, "N11": ErrObservationSchema, "N12": ErrObservationSchema,
-		"N13": ErrObservationSchema, "N14": ErrChallengeSchema, "N15": ErrChallengeSchema,
-		"N16": ErrChallengeSchema,
+		"N1": errObservationSchema, "N2": errObservationSchema, "N3": errObservationSchema,
+		"N4": errObservationSchema, "N5": errObservationSchema, "N6": errObservationSchema,
+		"N7": errObservationSchema, "N8": errFixtureRoot, "N9": errObservationSchema,
+		"N10": errRelease, "N11": errObservationSchema, "N12": errObservationSchema,
+		"N13": errObservationSchema, "N14": errChallengeSchema, "N15": errChallengeSchema,
+		"N16": errChallengeSchema,
 	}
 	if len(r.Negatives) != 16 {
 		t.Fatalf("%d negatives, want 16", len(r.Negatives))
