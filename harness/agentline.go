@@ -32,7 +32,7 @@ const PendingSuffix = ".pending"
 // line is being appended.
 func AppendAgentLine(path string, rec map[string]any) error {
 	if rec["event"] != "agent" {
-		return fmt.Errorf("%w: %v line appended as the agent line", ErrTranscript, rec["event"])
+		return fmt.Errorf("%w: %v line appended as the agent line", errTranscript, rec["event"])
 	}
 	r, err := openRelayRecord(path)
 	if err != nil {
@@ -72,9 +72,9 @@ func AppendAgentLine(path string, rec map[string]any) error {
 // that ends whole gets the journalled line appended (killed before the
 // append began), or nothing when that line is already its last (killed
 // before the journal was removed). The journal is removed after. Nothing
-// to recover (no journal): false, nil, or ErrTranscript for a record cut
+// to recover (no journal): false, nil, or errTranscript for a record cut
 // short, which nothing can end. Refusals of the record or the journal wrap
-// ErrTranscript (refused); a record held is ErrTranscriptBusy.
+// errTranscript (refused); a record held is errTranscriptBusy.
 func RecoverAgentLine(path string) (bool, error) {
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -92,7 +92,7 @@ func RecoverAgentLine(path string) (bool, error) {
 		if _, whole, err := endsWithWholeLine(f); err != nil || whole {
 			return false, err
 		}
-		return false, fmt.Errorf("%w: %s: the last line was cut short and no journal of it (%s) exists", ErrTranscript, path, filepath.Base(path)+PendingSuffix)
+		return false, fmt.Errorf("%w: %s: the last line was cut short and no journal of it (%s) exists", errTranscript, path, filepath.Base(path)+PendingSuffix)
 	}
 	if err != nil {
 		return false, fmt.Errorf("the agent line's journal: %w", err)
@@ -104,14 +104,14 @@ func RecoverAgentLine(path string) (bool, error) {
 	}
 	line, err := evidence.ReadObject(j)
 	if ev, _ := line.Get("event"); err != nil || ev != "agent" || bytes.IndexByte(j, '\n') >= 0 {
-		return false, fmt.Errorf("%w: %s%s: not one agent line (%v)", ErrTranscript, path, PendingSuffix, err)
+		return false, fmt.Errorf("%w: %s%s: not one agent line (%v)", errTranscript, path, PendingSuffix, err)
 	}
 	st, whole, err := endsWithWholeLine(f)
 	if err != nil {
 		return false, err
 	}
 	if st.Size() == 0 {
-		return false, fmt.Errorf("%w: %s: empty, no start line", ErrTranscript, path)
+		return false, fmt.Errorf("%w: %s: empty, no start line", errTranscript, path)
 	}
 	var out []byte
 	if whole {
@@ -137,7 +137,7 @@ func RecoverAgentLine(path string) (bool, error) {
 		// Only the beginning of the journalled line is ended this way:
 		// any other cut line (an edit, another writer's) stays refused.
 		if n > int64(len(j)) || !bytes.HasPrefix(j, cut) {
-			return false, fmt.Errorf("%w: %s: the line cut short (%d bytes, sha256 %s) is not the beginning of the journalled agent line", ErrTranscript, path, n, sum)
+			return false, fmt.Errorf("%w: %s: the line cut short (%d bytes, sha256 %s) is not the beginning of the journalled agent line", errTranscript, path, n, sum)
 		}
 		line.Set("cut_line", map[string]any{"bytes": n, "sha256": sum})
 		b, err := evidence.Canonical(line)
@@ -160,7 +160,7 @@ func RecoverAgentLine(path string) (bool, error) {
 func lockRecord(f *os.File) error {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return &pkgwalk.RefusalError{Path: f.Name(), Rule: ErrTranscriptBusy}
+			return &pkgwalk.RefusalError{Path: f.Name(), Rule: errTranscriptBusy}
 		}
 		return fmt.Errorf("locking transcript %s: %w", f.Name(), err)
 	}

@@ -33,8 +33,8 @@ func TestRecoverAgentLineAfterKill(t *testing.T) {
 	path := agentSession(t)
 	b := killWriterMidLine(t, path, "append-big-agent")
 	cut := b[bytes.LastIndexByte(b, '\n')+1:]
-	if _, err := ReadTranscript(b); !errors.Is(err, ErrTranscript) || !strings.Contains(err.Error(), "no final line feed") {
-		t.Fatalf("ReadTranscript of a record ending in a cut agent line = %v, want %v", err, ErrTranscript)
+	if _, err := ReadTranscript(b); !errors.Is(err, errTranscript) || !strings.Contains(err.Error(), "no final line feed") {
+		t.Fatalf("ReadTranscript of a record ending in a cut agent line = %v, want %v", err, errTranscript)
 	}
 	j, err := os.ReadFile(path + PendingSuffix)
 	if err != nil {
@@ -84,8 +84,8 @@ func TestRecoverAgentLineAfterKill(t *testing.T) {
 	// the line is read (and refused) as a whole one.
 	at := bytes.LastIndexByte(b, '\n') + 1
 	tampered := append(append(append([]byte{}, after[:at]...), 'z'), after[at+1:]...)
-	if _, err := ReadTranscript(tampered); !errors.Is(err, ErrTranscript) {
-		t.Errorf("ReadTranscript with the cut line edited = %v, want %v", err, ErrTranscript)
+	if _, err := ReadTranscript(tampered); !errors.Is(err, errTranscript) {
+		t.Errorf("ReadTranscript with the cut line edited = %v, want %v", err, errTranscript)
 	}
 }
 
@@ -140,8 +140,8 @@ func TestRecoverAgentLineStates(t *testing.T) {
 				t.Fatal(rerr)
 			}
 			if c.want != "" {
-				if !errors.Is(err, ErrTranscript) || !strings.Contains(err.Error(), c.want) {
-					t.Fatalf("RecoverAgentLine = %v, want %v naming %q", err, ErrTranscript, c.want)
+				if !errors.Is(err, errTranscript) || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("RecoverAgentLine = %v, want %v naming %q", err, errTranscript, c.want)
 				}
 				if !bytes.Equal(after, c.record) {
 					t.Errorf("a refused recovery changed the record")
@@ -198,11 +198,11 @@ func TestRecoverAgentLineLocked(t *testing.T) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RecoverAgentLine(path); !errors.Is(err, ErrTranscriptBusy) {
-		t.Errorf("RecoverAgentLine of a held record = %v, want %v", err, ErrTranscriptBusy)
+	if _, err := RecoverAgentLine(path); !errors.Is(err, errTranscriptBusy) {
+		t.Errorf("RecoverAgentLine of a held record = %v, want %v", err, errTranscriptBusy)
 	}
-	if err := AppendAgentLine(path, map[string]any{"event": "agent"}); !errors.Is(err, ErrTranscriptBusy) {
-		t.Errorf("AppendAgentLine to a held record = %v, want %v", err, ErrTranscriptBusy)
+	if err := AppendAgentLine(path, map[string]any{"event": "agent"}); !errors.Is(err, errTranscriptBusy) {
+		t.Errorf("AppendAgentLine to a held record = %v, want %v", err, errTranscriptBusy)
 	}
 	if _, err := os.Lstat(path + PendingSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a journal was written for a held record: %v", err)

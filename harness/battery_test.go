@@ -25,11 +25,11 @@ func TestWriteSourceBattery(t *testing.T) {
 		path string
 		rule error // nil: written
 	}{
-		{strings.Repeat("a", 300) + ".go", ErrWritePath}, // longer than a file name may be
-		{strings.Repeat("a/", DefaultLimits.MaxPathBytes/2) + "x", ErrWritePath},
-		{deep, ErrWritePath},
-		{"a\u202eog.txt", ErrWritePath}, // right-to-left override
-		{"a\u200b.go", ErrWritePath},    // zero-width space
+		{strings.Repeat("a", 300) + ".go", errWritePath}, // longer than a file name may be
+		{strings.Repeat("a/", DefaultLimits.MaxPathBytes/2) + "x", errWritePath},
+		{deep, errWritePath},
+		{"a\u202eog.txt", errWritePath}, // right-to-left override
+		{"a\u200b.go", errWritePath},    // zero-width space
 		{"CON", nil},                    // a Windows device name: an ordinary file here
 		{"...", nil},
 		{"-rf", nil},

@@ -14,7 +14,7 @@ import (
 
 // TestSessionBudget: a client flooding the room with read_file calls is
 // stopped by the session's budget — of calls, or of transcript bytes —
-// with a refusal naming ErrSessionBudget; the session ends (no more
+// with a refusal naming errSessionBudget; the session ends (no more
 // answers, Serve returns the budget's error) and the transcript is whole
 // and readable (its end line written, the refusal its last call).
 func TestSessionBudget(t *testing.T) {
@@ -63,14 +63,14 @@ func TestSessionBudget(t *testing.T) {
 					served++
 				}
 			}
-			if !bytes.Contains(refusal, []byte(ErrSessionBudget.Error())) || !tc.served(served) {
-				t.Fatalf("after %d served calls: %s; want a refusal naming %q", served, refusal, ErrSessionBudget)
+			if !bytes.Contains(refusal, []byte(errSessionBudget.Error())) || !tc.served(served) {
+				t.Fatalf("after %d served calls: %s; want a refusal naming %q", served, refusal, errSessionBudget)
 			}
 			if l := c.recv(t); l != nil {
 				t.Errorf("answered after the budget was spent: %s", l)
 			}
-			if err := <-done; !errors.Is(err, ErrSessionBudget) {
-				t.Errorf("Serve: %v, want %v", err, ErrSessionBudget)
+			if err := <-done; !errors.Is(err, errSessionBudget) {
+				t.Errorf("Serve: %v, want %v", err, errSessionBudget)
 			}
 			b, err := os.ReadFile(tpath)
 			if err != nil {
@@ -89,7 +89,7 @@ func TestSessionBudget(t *testing.T) {
 			last := calls[len(calls)-1].(interface{ Get(string) (any, bool) })
 			outcome, _ := last.Get("outcome")
 			why, _ := last.Get("refusal")
-			if outcome != "session_ended" || !strings.Contains(fmt.Sprint(why), ErrSessionBudget.Error()) {
+			if outcome != "session_ended" || !strings.Contains(fmt.Sprint(why), errSessionBudget.Error()) {
 				t.Errorf("last call %v %v", outcome, why)
 			}
 		})

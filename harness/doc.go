@@ -52,10 +52,10 @@
 // JSON is answered with a parse error (-32700) and the session goes on, a
 // JSON-RPC batch is served only under 2025-03-26 (the revision that
 // requires it) with its answers held within a budget, and refused with an
-// error naming ErrFrameBatch under any other; only the handshake
+// error naming errFrameBatch under any other; only the handshake
 // (initialize, or server/discover: the revisions, the capabilities and the
 // SYSTEM block), ping, tools/* and prompts/* are served (any other method
-// is method-not-found, ErrMethodNotServed; other notifications are
+// is method-not-found, errMethodNotServed; other notifications are
 // dropped), no listChanged is advertised (nothing changes), and one call is
 // answered before the next frame is read. What is not
 // defended: an operator with write access to the package before it is

@@ -41,9 +41,9 @@ const (
 // The rules a model reply can break; each ends the session before any of
 // the reply's calls reaches the room.
 var (
-	ErrReplyRole        = errors.New("model message role is not assistant")
-	ErrReplyToolCalls   = fmt.Errorf("model message tool_calls is not an array of at most %d calls", maxToolCalls)
-	ErrConversationFull = fmt.Errorf("conversation over %d bytes", maxConversation)
+	errReplyRole        = errors.New("model message role is not assistant")
+	errReplyToolCalls   = fmt.Errorf("model message tool_calls is not an array of at most %d calls", maxToolCalls)
+	errConversationFull = fmt.Errorf("conversation over %d bytes", maxConversation)
 )
 
 // maxToolCalls caps the calls of one model message, and maxConversation the
@@ -78,10 +78,10 @@ var (
 	// stopping either. A cut reply is recorded and asked again (it is not
 	// added to the conversation) until the cap.
 	errCutOff = fault.New(fault.Refused, "reply cut off before the model stopped")
-	// ErrRetriesExhausted: a transient failure (429, 408, 5xx, a reset
+	// errRetriesExhausted: a transient failure (429, 408, 5xx, a reset
 	// connection, a timeout) persisted through every retry.
-	ErrRetriesExhausted = errors.New("model request failed after every retry")
-	ErrInterrupted      = errors.New("interrupted")
+	errRetriesExhausted = errors.New("model request failed after every retry")
+	errInterrupted      = errors.New("interrupted")
 )
 
 // RetryPolicy bounds the retries of one model request after a transient
@@ -193,11 +193,11 @@ func (o *DriveOptions) defaults() error {
 		o.Profile = ProfileOpenAI
 	}
 	if _, ok := Profiles[o.Profile]; !ok {
-		return fmt.Errorf("%w: %q (known: %s)", ErrProfile, o.Profile, strings.Join(ProfileNames(), ", "))
+		return fmt.Errorf("%w: %q (known: %s)", errProfile, o.Profile, strings.Join(ProfileNames(), ", "))
 	}
 	for k := range o.RequestFields {
 		if relayFields[k] {
-			return fmt.Errorf("%w: %q is the relay's", ErrRequestField, k)
+			return fmt.Errorf("%w: %q is the relay's", errRequestField, k)
 		}
 	}
 	return nil
@@ -263,7 +263,7 @@ func Drive(ctx context.Context, o DriveOptions) (*DriveResult, error) {
 		// unusable). A named stop keeps its sentinel's class.
 		res.Stop = StopError
 		if ctx.Err() != nil {
-			res.Stop, loopErr = StopInterrupted, fmt.Errorf("%w: %w", ErrInterrupted, loopErr)
+			res.Stop, loopErr = StopInterrupted, fmt.Errorf("%w: %w", errInterrupted, loopErr)
 		}
 		loopErr = fault.AsUnusable(loopErr)
 	}
@@ -356,7 +356,7 @@ func (d *driver) loop(ctx context.Context) error {
 		}
 		cutOffs = 0
 		if over(msg) {
-			return fmt.Errorf("turn %d: %w", res.Turns, ErrConversationFull)
+			return fmt.Errorf("turn %d: %w", res.Turns, errConversationFull)
 		}
 		// Recorded before it is judged: the transcript says what the
 		// model answered, refused or not.
@@ -375,7 +375,7 @@ func (d *driver) loop(ctx context.Context) error {
 				return d.failed(ctx, err)
 			}
 			if over(tm) {
-				return fmt.Errorf("turn %d: %w", res.Turns, ErrConversationFull)
+				return fmt.Errorf("turn %d: %w", res.Turns, errConversationFull)
 			}
 			d.messages = append(d.messages, tm)
 			if bad {
@@ -422,7 +422,7 @@ func (d *driver) request(ctx context.Context) (*evidence.Object, string, error) 
 			return msg, finish, err
 		}
 		if attempt >= d.o.Retry.Max {
-			return nil, "", fmt.Errorf("%w (%d retries): %w", ErrRetriesExhausted, attempt, err)
+			return nil, "", fmt.Errorf("%w (%d retries): %w", errRetriesExhausted, attempt, err)
 		}
 		wait := d.o.Retry.wait(attempt, te.retryAfter)
 		d.res.Retries++
@@ -512,7 +512,7 @@ func encodedSize(v any) int {
 // an array within the cap (anything else is not "the model stopped").
 func replyCalls(msg *evidence.Object) ([]any, error) {
 	if role, _ := msg.Get("role"); role != "assistant" {
-		return nil, fmt.Errorf("%w: role %.40q", ErrReplyRole, fmt.Sprint(role))
+		return nil, fmt.Errorf("%w: role %.40q", errReplyRole, fmt.Sprint(role))
 	}
 	calls, _ := msg.Get("tool_calls")
 	if calls == nil {
@@ -520,10 +520,10 @@ func replyCalls(msg *evidence.Object) ([]any, error) {
 	}
 	list, ok := calls.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%w: tool_calls is %s", ErrReplyToolCalls, evidence.TypeName(calls))
+		return nil, fmt.Errorf("%w: tool_calls is %s", errReplyToolCalls, evidence.TypeName(calls))
 	}
 	if len(list) > maxToolCalls {
-		return nil, fmt.Errorf("%w: %d calls", ErrReplyToolCalls, len(list))
+		return nil, fmt.Errorf("%w: %d calls", errReplyToolCalls, len(list))
 	}
 	return list, nil
 }
@@ -554,10 +554,10 @@ var Profiles = map[string]Profile{
 // ProfileNames lists the profiles, sorted.
 func ProfileNames() []string { return slices.Sorted(maps.Keys(Profiles)) }
 
-// ErrProfile and ErrRequestField refuse a request the relay cannot send.
+// errProfile and errRequestField refuse a request the relay cannot send.
 var (
-	ErrProfile      = errors.New("unknown request profile")
-	ErrRequestField = errors.New("request field not allowed")
+	errProfile      = errors.New("unknown request profile")
+	errRequestField = errors.New("request field not allowed")
 )
 
 // relayFields are the request's members that are the relay's to set: the

@@ -124,8 +124,8 @@ func TestRequestProfiles(t *testing.T) {
 		{RequestFields: map[string]json.RawMessage{"model": json.RawMessage(`"other"`)}},
 	} {
 		err := bad.defaults()
-		if !errors.Is(err, ErrProfile) && !errors.Is(err, ErrRequestField) {
-			t.Errorf("%+v: %v, want %v or %v", bad, err, ErrProfile, ErrRequestField)
+		if !errors.Is(err, errProfile) && !errors.Is(err, errRequestField) {
+			t.Errorf("%+v: %v, want %v or %v", bad, err, errProfile, errRequestField)
 		}
 	}
 }
@@ -216,7 +216,7 @@ func TestDriveInterruptedResumed(t *testing.T) {
 		fm.ServeHTTP(w, r)
 	})
 	r := driveAt(t, ctx, pkg, id, ws, tpath, h, nil)
-	if !errors.Is(r.err, ErrInterrupted) || r.res.Stop != StopInterrupted {
+	if !errors.Is(r.err, errInterrupted) || r.res.Stop != StopInterrupted {
 		t.Fatalf("Drive: %v, %+v; want stop %s", r.err, r.res, StopInterrupted)
 	}
 	prior, err := ReadResumable(tpath)
@@ -253,8 +253,8 @@ func TestDriveInterruptedResumed(t *testing.T) {
 	if len(res.([]any)) != 1 || len(fw.([]any)) != 1 {
 		t.Errorf("resumptions %v, files_written %v", res, fw)
 	}
-	if _, err := ReadResumable(tpath); !errors.Is(err, ErrNotResumable) {
-		t.Errorf("a completed session: %v, want %v", err, ErrNotResumable)
+	if _, err := ReadResumable(tpath); !errors.Is(err, errNotResumable) {
+		t.Errorf("a completed session: %v, want %v", err, errNotResumable)
 	}
 	// Records the reader must refuse: the resume line taken out, a drive
 	// line whose messages are not the turn lines'.
@@ -273,8 +273,8 @@ func TestDriveInterruptedResumed(t *testing.T) {
 		if tb == string(b) {
 			t.Fatalf("%s: changed nothing", name)
 		}
-		if _, err := ReadTranscript([]byte(tb)); !errors.Is(err, ErrTranscript) {
-			t.Errorf("%s: %v, want %v", name, err, ErrTranscript)
+		if _, err := ReadTranscript([]byte(tb)); !errors.Is(err, errTranscript) {
+			t.Errorf("%s: %v, want %v", name, err, errTranscript)
 		}
 	}
 }
@@ -301,14 +301,14 @@ func TestReopenWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A/x.go: case-folds onto the directory a; two more files pass MaxFiles.
-	if err := w.Write("A/x.go", nil); err == nil || !strings.Contains(err.Error(), string(ErrWriteCase)) {
-		t.Errorf("A/x.go after reopening: %v, want %q", err, ErrWriteCase)
+	if err := w.Write("A/x.go", nil); err == nil || !strings.Contains(err.Error(), string(errWriteCase)) {
+		t.Errorf("A/x.go after reopening: %v, want %q", err, errWriteCase)
 	}
 	if err := w.Write("c.go", nil); err != nil {
 		t.Errorf("c.go: %v", err)
 	}
-	if err := w.Write("d.go", nil); err == nil || !strings.Contains(err.Error(), string(ErrWorkspaceFull)) {
-		t.Errorf("a third file: %v, want %q", err, ErrWorkspaceFull)
+	if err := w.Write("d.go", nil); err == nil || !strings.Contains(err.Error(), string(errWorkspaceFull)) {
+		t.Errorf("a third file: %v, want %q", err, errWorkspaceFull)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -316,8 +316,8 @@ func TestReopenWorkspace(t *testing.T) {
 	if err := os.Symlink("/etc", filepath.Join(dir, "a", "out")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReopenWorkspace(dir, lim); err == nil || !strings.Contains(err.Error(), string(ErrWorkspaceEntry)) {
-		t.Errorf("a workspace holding a link: %v, want %q", err, ErrWorkspaceEntry)
+	if _, err := ReopenWorkspace(dir, lim); err == nil || !strings.Contains(err.Error(), string(errWorkspaceEntry)) {
+		t.Errorf("a workspace holding a link: %v, want %q", err, errWorkspaceEntry)
 	}
 }
 
@@ -373,11 +373,11 @@ func TestResumeAfterRoomDied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadResumable(p); !errors.Is(err, ErrNotResumable) || !strings.Contains(err.Error(), string(ErrTranscriptBusy)) {
-		t.Errorf("resuming a transcript a room holds: %v, want %v naming %q", err, ErrNotResumable, ErrTranscriptBusy)
+	if _, err := ReadResumable(p); !errors.Is(err, errNotResumable) || !strings.Contains(err.Error(), string(errTranscriptBusy)) {
+		t.Errorf("resuming a transcript a room holds: %v, want %v naming %q", err, errNotResumable, errTranscriptBusy)
 	}
-	if _, err := ResumeTranscript(p, h); err == nil || !strings.Contains(err.Error(), string(ErrTranscriptBusy)) {
-		t.Errorf("a second room on a held transcript: %v, want %q", err, ErrTranscriptBusy)
+	if _, err := ResumeTranscript(p, h); err == nil || !strings.Contains(err.Error(), string(errTranscriptBusy)) {
+		t.Errorf("a second room on a held transcript: %v, want %q", err, errTranscriptBusy)
 	}
 	tr.f.Close() // the room dies without its end line
 	prior, err := ReadResumable(p)

@@ -196,8 +196,8 @@ func checkTranscriptDocument(t *testing.T, tpath, id, addSHA string) {
 		if bytes.Equal(tb, b) {
 			t.Fatalf("%s: tampering changed nothing", name)
 		}
-		if _, err := ReadTranscript(tb); !errors.Is(err, ErrTranscript) {
-			t.Errorf("%s: ReadTranscript = %v, want %v", name, err, ErrTranscript)
+		if _, err := ReadTranscript(tb); !errors.Is(err, errTranscript) {
+			t.Errorf("%s: ReadTranscript = %v, want %v", name, err, errTranscript)
 		}
 	}
 }

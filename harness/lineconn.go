@@ -14,9 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ErrFrameTooLarge: one inbound frame passed the room's cap before its end
+// errFrameTooLarge: one inbound frame passed the room's cap before its end
 // was read; the session ends rather than buffer more of it.
-var ErrFrameTooLarge = errors.New("inbound JSON-RPC frame exceeded the configured maximum line length")
+var errFrameTooLarge = errors.New("inbound JSON-RPC frame exceeded the configured maximum line length")
 
 // batchRevision is the one protocol revision whose servers must receive
 // JSON-RPC batches (2025-03-26 added them, 2025-06-18 removed them).
@@ -121,7 +121,7 @@ func readFrameLine(br *bufio.Reader, maxLine int) ([]byte, error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		if len(line)+len(frag) > maxLine+1 {
-			return nil, ErrFrameTooLarge
+			return nil, errFrameTooLarge
 		}
 		line = append(line, frag...)
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -219,7 +219,7 @@ func (c *lineConn) startBatch(frame []byte) error {
 		if proto == "" {
 			proto = "none yet"
 		}
-		return c.writeLine(errorLine(jsonrpc.CodeInvalidRequest, fmt.Sprintf("%v: batches are served only under protocol revision %s (negotiated: %s)", ErrFrameBatch, batchRevision, proto)))
+		return c.writeLine(errorLine(jsonrpc.CodeInvalidRequest, fmt.Sprintf("%v: batches are served only under protocol revision %s (negotiated: %s)", errFrameBatch, batchRevision, proto)))
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(frame, &raws); err != nil {

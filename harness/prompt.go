@@ -20,19 +20,19 @@ var implementedTools = []string{"list_files", "read_file", "write_source"}
 // *pkgwalk.RefusalError naming the prompt's path, like any other refusal of
 // a package file.
 const (
-	// ErrPromptAbsent: without the sealed prompt the harness would have to
+	// errPromptAbsent: without the sealed prompt the harness would have to
 	// supply words of its own, which nothing authenticates.
-	ErrPromptAbsent pkgwalk.Rule = "prompt file absent from the package"
-	// ErrPromptBlock: a block marker missing, or present twice — two
+	errPromptAbsent pkgwalk.Rule = "prompt file absent from the package"
+	// errPromptBlock: a block marker missing, or present twice — two
 	// readings of the instruction.
-	ErrPromptBlock pkgwalk.Rule = "block markers not exactly one ## NAME and one ## END NAME line"
-	// ErrPromptToolsFence: the TOOLS block is not exactly one ```json fence.
-	ErrPromptToolsFence pkgwalk.Rule = "TOOLS block is not exactly one ```json fence"
-	// ErrPromptToolsJSON: the fence does not cross the strict reader.
-	ErrPromptToolsJSON pkgwalk.Rule = "TOOLS fence is not strict JSON"
-	// ErrPromptTools: the declared tools are not exactly the ones the harness
+	errPromptBlock pkgwalk.Rule = "block markers not exactly one ## NAME and one ## END NAME line"
+	// errPromptToolsFence: the TOOLS block is not exactly one ```json fence.
+	errPromptToolsFence pkgwalk.Rule = "TOOLS block is not exactly one ```json fence"
+	// errPromptToolsJSON: the fence does not cross the strict reader.
+	errPromptToolsJSON pkgwalk.Rule = "TOOLS fence is not strict JSON"
+	// errPromptTools: the declared tools are not exactly the ones the harness
 	// implements, or declare parameters it does not take.
-	ErrPromptTools pkgwalk.Rule = "declared tools differ from the implemented list_files, read_file, write_source"
+	errPromptTools pkgwalk.Rule = "declared tools differ from the implemented list_files, read_file, write_source"
 )
 
 // ToolSpec is one declared tool: its name, description and input schema,
@@ -82,18 +82,18 @@ func ParsePrompt(b []byte) (*Prompt, error) {
 			case "## " + name:
 				// A second marker is a second reading of the instruction.
 				if open >= 0 {
-					return "", perr(ErrPromptBlock, "two %q lines (lines %d and %d)", "## "+name, open+1, i+1)
+					return "", perr(errPromptBlock, "two %q lines (lines %d and %d)", "## "+name, open+1, i+1)
 				}
 				open = i
 			case "## END " + name:
 				if end >= 0 {
-					return "", perr(ErrPromptBlock, "two %q lines (lines %d and %d)", "## END "+name, end+1, i+1)
+					return "", perr(errPromptBlock, "two %q lines (lines %d and %d)", "## END "+name, end+1, i+1)
 				}
 				end = i
 			}
 		}
 		if open < 0 || end < 0 || end < open {
-			return "", perr(ErrPromptBlock, "block %s: start line %d, end line %d", name, open+1, end+1)
+			return "", perr(errPromptBlock, "block %s: start line %d, end line %d", name, open+1, end+1)
 		}
 		return strings.TrimSpace(strings.Join(lines[open+1:end], "\n")), nil
 	}
@@ -111,30 +111,30 @@ func ParsePrompt(b []byte) (*Prompt, error) {
 	}
 	const open, close = "```json\n", "\n```"
 	if !strings.HasPrefix(tools, open) || !strings.HasSuffix(tools, close) || len(tools) < len(open)+len(close) {
-		return nil, perr(ErrPromptToolsFence, "the block does not start with ```json and end with ```")
+		return nil, perr(errPromptToolsFence, "the block does not start with ```json and end with ```")
 	}
 	body := tools[len(open) : len(tools)-len(close)]
 	// A second fence inside would be a second declaration.
 	if strings.Contains(body, "```") {
-		return nil, perr(ErrPromptToolsFence, "more than one fence")
+		return nil, perr(errPromptToolsFence, "more than one fence")
 	}
 	v, err := evidence.Read([]byte(body))
 	if err != nil {
-		return nil, &pkgwalk.RefusalError{Path: PromptPath, Rule: ErrPromptToolsJSON, Detail: err.Error()}
+		return nil, &pkgwalk.RefusalError{Path: PromptPath, Rule: errPromptToolsJSON, Detail: err.Error()}
 	}
 	arr, ok := v.([]any)
 	if !ok {
-		return nil, perr(ErrPromptTools, "the fence holds %s, not an array", evidence.TypeName(v))
+		return nil, perr(errPromptTools, "the fence holds %s, not an array", evidence.TypeName(v))
 	}
 	byName := map[string]ToolSpec{}
 	var names []string
 	for i, item := range arr {
 		t, err := parseToolDecl(item)
 		if err != nil {
-			return nil, perr(ErrPromptTools, "tool %d: %v", i, err)
+			return nil, perr(errPromptTools, "tool %d: %v", i, err)
 		}
 		if _, dup := byName[t.Name]; dup {
-			return nil, perr(ErrPromptTools, "tool %q declared twice", t.Name)
+			return nil, perr(errPromptTools, "tool %q declared twice", t.Name)
 		}
 		byName[t.Name] = t
 		names = append(names, t.Name)
@@ -142,7 +142,7 @@ func ParsePrompt(b []byte) (*Prompt, error) {
 	sorted := slices.Sorted(slices.Values(names))
 	want := slices.Sorted(slices.Values(implementedTools))
 	if !slices.Equal(sorted, want) {
-		return nil, perr(ErrPromptTools, "declared %q, implemented %q", names, implementedTools)
+		return nil, perr(errPromptTools, "declared %q, implemented %q", names, implementedTools)
 	}
 	// The handlers read these parameters; a declaration that names others
 	// would describe a tool the harness does not implement.
@@ -150,7 +150,7 @@ func ParsePrompt(b []byte) (*Prompt, error) {
 	for _, n := range implementedTools {
 		t := byName[n]
 		if err := checkParams(t.Schema, wantParams[n]); err != nil {
-			return nil, perr(ErrPromptTools, "tool %q: %v", n, err)
+			return nil, perr(errPromptTools, "tool %q: %v", n, err)
 		}
 		p.Tools = append(p.Tools, t)
 	}

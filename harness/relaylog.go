@@ -71,10 +71,10 @@ func (r *relayRecord) check(event any) error {
 	// A record that cannot take the line is no verdict on anyone's input:
 	// the session could not be recorded (internal/fault: unusable).
 	if st.Size() == 0 {
-		return fault.AsUnusable(fmt.Errorf("%w: %s: empty, no start line", ErrTranscript, r.path))
+		return fault.AsUnusable(fmt.Errorf("%w: %s: empty, no start line", errTranscript, r.path))
 	}
 	if !whole {
-		return fault.AsUnusable(fmt.Errorf("%w: %s: the last line was cut short; the %v line is not appended", ErrTranscript, r.path, event))
+		return fault.AsUnusable(fmt.Errorf("%w: %s: the last line was cut short; the %v line is not appended", errTranscript, r.path, event))
 	}
 	return nil
 }
@@ -176,9 +176,9 @@ func appendDrive(path string, r *DriveResult, profile string, messages []any, lo
 
 // The rules a transcript must meet to be resumed.
 var (
-	// ErrNotResumable: the session completed (the model stopped), or
+	// errNotResumable: the session completed (the model stopped), or
 	// its room is still running (it holds the transcript's lock).
-	ErrNotResumable = fault.New(fault.Refused, "transcript cannot be resumed")
+	errNotResumable = fault.New(fault.Refused, "transcript cannot be resumed")
 	// ErrResumeMismatch: the fresh room does not open the conversation
 	// as the recorded one did, or the workspace is not what the record
 	// says the room wrote.
@@ -223,10 +223,10 @@ func ReadResumable(path string) (*PriorSession, error) {
 	get := func(k string) any { v, _ := doc.Get(k); return v }
 	if get("complete") != true && TranscriptHeld(path) {
 		// No end line and a room holds the lock: it is still serving.
-		return nil, fmt.Errorf("%w: %s: %s", ErrNotResumable, path, ErrTranscriptBusy)
+		return nil, fmt.Errorf("%w: %s: %s", errNotResumable, path, errTranscriptBusy)
 	}
 	if get("stop") == StopModel {
-		return nil, fmt.Errorf("%w: %s: the model stopped; the session is complete", ErrNotResumable, path)
+		return nil, fmt.Errorf("%w: %s: the model stopped; the session is complete", errNotResumable, path)
 	}
 	first, err := evidence.ReadObject(b[:bytes.IndexByte(b, '\n')])
 	if err != nil {

@@ -109,14 +109,14 @@ func runtimeInUse() int64 {
 	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
 }
 
-// ErrTranscriptExists: an existing transcript path is never appended to
+// errTranscriptExists: an existing transcript path is never appended to
 // nor written through (a planted symlink): one transcript is one session.
-const ErrTranscriptExists pkgwalk.Rule = "transcript already exists"
+const errTranscriptExists pkgwalk.Rule = "transcript already exists"
 
-// ErrTranscriptInWorkspace: write_source could replace a transcript
+// errTranscriptInWorkspace: write_source could replace a transcript
 // inside the workspace, and the implementer would write the record of its
 // own session.
-const ErrTranscriptInWorkspace pkgwalk.Rule = "transcript inside the workspace"
+const errTranscriptInWorkspace pkgwalk.Rule = "transcript inside the workspace"
 
 // ExitError carries the sealed server's exit status.
 type ExitError struct{ Code int }
@@ -170,7 +170,7 @@ func Serve(ctx context.Context, o ServeOptions, stdin io.Reader, stdout, stderr 
 		// The room binary is named: the error's own path is only
 		// /proc/self/fd/N, and an exec it refuses (a file being
 		// written: ETXTBSY) is not the namespaces' fault.
-		return fmt.Errorf("starting %s in new namespaces: %w: %w", what, ErrNoIsolation, err)
+		return fmt.Errorf("starting %s in new namespaces: %w: %w", what, errNoIsolation, err)
 	}
 	stop := o.Stop
 	for {
@@ -383,9 +383,9 @@ func sealStage(prefix, args []string, c *stageConfig, fail func(int, error) int)
 // read-only view, dropped privileges): the command's exit 3.
 const ExitNoIsolation = 3
 
-// ErrNoIsolation is wrapped by Serve's error when the sealed server could
+// errNoIsolation is wrapped by Serve's error when the sealed server could
 // not even be started in its new namespaces.
-var ErrNoIsolation = fault.New(fault.NoIsolation, "this machine cannot establish the clean room's isolation")
+var errNoIsolation = fault.New(fault.NoIsolation, "this machine cannot establish the clean room's isolation")
 
 // refusalCode is 1 for a refusal of the input (package, pin, prompt,
 // workspace: all *pkgwalk.RefusalError), 2 for anything else.
@@ -428,7 +428,7 @@ func serveStage(c *stageConfig, stdin io.Reader, stdout io.Writer, fail func(int
 	if cerr := room.Close(); err == nil {
 		err = cerr
 	}
-	if errors.Is(err, ErrSessionBudget) {
+	if errors.Is(err, errSessionBudget) {
 		// The client's flood, refused by name; the transcript is whole.
 		return fail(fault.ExitCode(err), err)
 	}
@@ -518,7 +518,7 @@ func OpenRoom(c RoomConfig) (*Room, error) {
 			return drop(fmt.Errorf("checking transcript %s against the workspace: %w", c.Transcript, err))
 		}
 		if inside {
-			return drop(&pkgwalk.RefusalError{Path: c.Transcript, Rule: ErrTranscriptInWorkspace})
+			return drop(&pkgwalk.RefusalError{Path: c.Transcript, Rule: errTranscriptInWorkspace})
 		}
 		h := TranscriptHeader{
 			BlindPackageID: view.ID, SealDigest: view.SealDigest(), ServedFileCount: len(view.Files),
@@ -529,7 +529,7 @@ func OpenRoom(c RoomConfig) (*Room, error) {
 		}
 		r.Transcript, err = openTranscript(c.Transcript, h)
 		if errors.Is(err, unix.EEXIST) {
-			return drop(&pkgwalk.RefusalError{Path: c.Transcript, Rule: ErrTranscriptExists})
+			return drop(&pkgwalk.RefusalError{Path: c.Transcript, Rule: errTranscriptExists})
 		}
 		if err != nil {
 			return drop(err)
@@ -542,8 +542,8 @@ func OpenRoom(c RoomConfig) (*Room, error) {
 // Inbound frames are lines, capped (lineTransport): a frame that is not
 // JSON is answered with a parse error, a batch is served only under the
 // revision that requires it and within a memory budget (else refused with
-// ErrFrameBatch named), a method the room does not serve is refused
-// (ErrMethodNotServed), and no message is read while a call is unanswered
+// errFrameBatch named), a method the room does not serve is refused
+// (errMethodNotServed), and no message is read while a call is unanswered
 // (gatedConn).
 func (r *Room) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	s := NewServer(r)

@@ -117,7 +117,7 @@ func TestRoomRefusesBatch(t *testing.T) {
 			tc.before(t, c)
 			before := liveHeap()
 			c.send(t, tc.frame)
-			expectError(t, c, -32600, ErrFrameBatch.Error())
+			expectError(t, c, -32600, errFrameBatch.Error())
 			if held := liveHeap() - min(before, liveHeap()); held > heldLimit {
 				t.Errorf("the room holds %d MiB after one batch frame, want < %d MiB", held>>20, heldLimit>>20)
 			}
@@ -270,8 +270,8 @@ func TestRoomServesOnlyItsMethods(t *testing.T) {
 			} `json:"error"`
 		}
 		l := c.recv(t)
-		if json.Unmarshal(l, &a) != nil || a.ID != id || a.Error == nil || a.Error.Code != -32601 || !strings.Contains(a.Error.Message, ErrMethodNotServed.Error()) {
-			t.Errorf("%s answered %.300q, want method-not-found naming %q", m, l, ErrMethodNotServed)
+		if json.Unmarshal(l, &a) != nil || a.ID != id || a.Error == nil || a.Error.Code != -32601 || !strings.Contains(a.Error.Message, errMethodNotServed.Error()) {
+			t.Errorf("%s answered %.300q, want method-not-found naming %q", m, l, errMethodNotServed)
 		}
 		id++
 	}

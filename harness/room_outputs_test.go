@@ -35,8 +35,8 @@ func TestRoomExistingTranscript(t *testing.T) {
 			ws, tr := filepath.Join(base, "ws"), filepath.Join(base, "transcript.jsonl")
 			setup(t, tr)
 			_, err := openRoomAt(pkg, RoomConfig{Expect: id, Workspace: ws, Transcript: tr, Limits: DefaultLimits})
-			if !errors.Is(err, ErrTranscriptExists) {
-				t.Fatalf("OpenRoom: %v, want %q", err, ErrTranscriptExists)
+			if !errors.Is(err, errTranscriptExists) {
+				t.Fatalf("OpenRoom: %v, want %q", err, errTranscriptExists)
 			}
 			if _, err := os.Lstat(ws); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the refused room left its workspace: %v", err)
@@ -49,8 +49,8 @@ func TestRoomExistingTranscript(t *testing.T) {
 			ws, tr := filepath.Join(base, "ws"), filepath.Join(base, "transcript.jsonl")
 			setup(t, tr)
 			code, stderr := serveExit(t, ServeOptions{PackageDir: pkg, Expect: id, Workspace: ws, Transcript: tr})
-			if code != 1 || !strings.Contains(stderr, ErrTranscriptExists.Error()) {
-				t.Errorf("exit %d, want 1 naming %q; stderr:\n%s", code, ErrTranscriptExists, stderr)
+			if code != 1 || !strings.Contains(stderr, errTranscriptExists.Error()) {
+				t.Errorf("exit %d, want 1 naming %q; stderr:\n%s", code, errTranscriptExists, stderr)
 			}
 			if _, err := os.Lstat(ws); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the refused room left its workspace: %v", err)
@@ -96,8 +96,8 @@ func TestRoomTranscriptInWorkspace(t *testing.T) {
 					}
 				}
 			}
-			if !errors.Is(err, ErrTranscriptInWorkspace) {
-				t.Fatalf("OpenRoom: %v, want %q", err, ErrTranscriptInWorkspace)
+			if !errors.Is(err, errTranscriptInWorkspace) {
+				t.Fatalf("OpenRoom: %v, want %q", err, errTranscriptInWorkspace)
 			}
 			if _, err := os.Lstat(ws); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the refused room left its workspace: %v", err)

@@ -39,13 +39,13 @@ type Room struct {
 	spent    error // the budget's refusal, once spent (the session ends)
 }
 
-// ErrSessionBudget: the session made as many tool calls, or wrote as many
+// errSessionBudget: the session made as many tool calls, or wrote as many
 // transcript bytes, as one session may (Limits.MaxSessionCalls,
 // MaxSessionBytes). A client that floods the room would otherwise grow the
 // transcript past what its readers take in. The call is refused by name,
 // recorded, and the session ends with a whole transcript. Classed Refused
 // where it is made (internal/fault): the room exits 1 on it.
-var ErrSessionBudget = fault.New(fault.Refused, "session budget spent")
+var errSessionBudget = fault.New(fault.Refused, "session budget spent")
 
 // spend counts one tool call against the session's budget. Past it, the
 // call is recorded as refused and the budget's error returned; the
@@ -59,9 +59,9 @@ func (r *Room) spend(tool string) error {
 	maxCalls, maxBytes := r.Limits.session()
 	switch written := r.Transcript.Bytes(); {
 	case r.calls >= maxCalls:
-		r.spent = fmt.Errorf("%w: %d tool calls, the session's limit", ErrSessionBudget, maxCalls)
+		r.spent = fmt.Errorf("%w: %d tool calls, the session's limit", errSessionBudget, maxCalls)
 	case written >= int64(maxBytes):
-		r.spent = fmt.Errorf("%w: transcript of %d bytes, the session's limit %d", ErrSessionBudget, written, maxBytes)
+		r.spent = fmt.Errorf("%w: transcript of %d bytes, the session's limit %d", errSessionBudget, written, maxBytes)
 	default:
 		r.calls++
 		return nil
@@ -81,7 +81,7 @@ func (r *Room) ended() error {
 func LoadPrompt(v *pkgwalk.View) (*Prompt, string, error) {
 	f, ok := v.File(PromptPath)
 	if !ok {
-		return nil, "", &pkgwalk.RefusalError{Path: PromptPath, Rule: ErrPromptAbsent}
+		return nil, "", &pkgwalk.RefusalError{Path: PromptPath, Rule: errPromptAbsent}
 	}
 	b := f.Data
 	p, err := ParsePrompt(b)
@@ -202,24 +202,24 @@ func (r *Room) writeSource(_ context.Context, args map[string]string) *mcp.CallT
 
 // The rules the room holds the client's messages to, beyond the SDK's.
 var (
-	// ErrFrameBatch: a JSON-RPC batch is answered with one array once its
+	// errFrameBatch: a JSON-RPC batch is answered with one array once its
 	// last call is done, so every answer of the batch is held until then:
 	// one frame of small read_file calls could make the room hold the
 	// package thousands of times over. The room serves batches only under
 	// the revision that requires them (2025-03-26), within maxBatchHeld;
 	// under any other it answers the frame with an invalid-request error
 	// naming this rule, and the session goes on (lineTransport).
-	ErrFrameBatch = errors.New("frame is a JSON-RPC batch, not one message")
-	// ErrMethodNotServed: the room serves the handshake, ping, its three
+	errFrameBatch = errors.New("frame is a JSON-RPC batch, not one message")
+	// errMethodNotServed: the room serves the handshake, ping, its three
 	// tools and its prompt. The SDK answers more by default (resources,
 	// logging/setLevel, subscriptions/listen, which parks with its request
 	// until cancelled); none of it is the room's to serve.
-	ErrMethodNotServed = errors.New("method not served by the clean room")
+	errMethodNotServed = errors.New("method not served by the clean room")
 )
 
 // servedCalls and servedNotifications are the only messages of the client
 // the room passes to the SDK's server; any other call is answered with
-// ErrMethodNotServed, any other notification dropped.
+// errMethodNotServed, any other notification dropped.
 var (
 	servedCalls = map[string]bool{
 		"initialize": true, "server/discover": true, "ping": true,
@@ -287,7 +287,7 @@ func (c *gatedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 		case !servedCalls[req.Method]:
 			err := c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
-				Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%v: %q", ErrMethodNotServed, req.Method)}})
+				Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%v: %q", errMethodNotServed, req.Method)}})
 			<-c.slot
 			if err != nil {
 				return nil, err

@@ -31,14 +31,14 @@ var stageBuildID string
 // Why a dedicated room binary is not used; each leaves the stages to the
 // running binary (StageArgs), which is always correct, only slower.
 var (
-	ErrStageNotLinked     = errors.New("this binary was not built with a room binary (make build links one)")
-	ErrStageMissing       = errors.New("no room binary beside this one")
-	ErrStageNotFile       = errors.New("room binary is not a regular executable file")
-	ErrStageWritable      = errors.New("room binary is writable by group or others")
-	ErrStageOwner         = errors.New("room binary has another owner than this binary")
-	ErrStageBuildMismatch = errors.New("room binary is from another build")
-	ErrStageSetID         = errors.New("room binary is setuid or setgid")
-	ErrStageNotExecutable = errors.New("room binary may not be executed by this user here")
+	errStageNotLinked     = errors.New("this binary was not built with a room binary (make build links one)")
+	errStageMissing       = errors.New("no room binary beside this one")
+	errStageNotFile       = errors.New("room binary is not a regular executable file")
+	errStageWritable      = errors.New("room binary is writable by group or others")
+	errStageOwner         = errors.New("room binary has another owner than this binary")
+	errStageBuildMismatch = errors.New("room binary is from another build")
+	errStageSetID         = errors.New("room binary is setuid or setgid")
+	errStageNotExecutable = errors.New("room binary may not be executed by this user here")
 )
 
 // OpenStage opens the room binary beside the running executable if it is
@@ -48,7 +48,7 @@ var (
 // its own binary; the error says why.
 func OpenStage() (*os.File, error) {
 	if stageBuildID == "" {
-		return nil, ErrStageNotLinked
+		return nil, errStageNotLinked
 	}
 	self, err := os.Open("/proc/self/exe")
 	if err != nil {
@@ -76,10 +76,10 @@ func openStageAt(path, wantID string, owner uint32) (*os.File, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return nil, fmt.Errorf("%w: %s", ErrStageMissing, path)
+			return nil, fmt.Errorf("%w: %s", errStageMissing, path)
 		}
 		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("%w: %s is a symbolic link", ErrStageNotFile, path)
+			return nil, fmt.Errorf("%w: %s is a symbolic link", errStageNotFile, path)
 		}
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
@@ -95,37 +95,37 @@ func openStageAt(path, wantID string, owner uint32) (*os.File, error) {
 		return nil, fmt.Errorf("fstat %s: %w", path, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
-		return nil, fmt.Errorf("%w: %s (mode %o)", ErrStageNotFile, path, st.Mode)
+		return nil, fmt.Errorf("%w: %s (mode %o)", errStageNotFile, path, st.Mode)
 	}
 	// Anyone who may rewrite the file may choose what runs as the room,
 	// with this process's privileges: only the binary's own owner may.
 	if st.Mode&0o022 != 0 {
-		return nil, fmt.Errorf("%w: %s (mode %o)", ErrStageWritable, path, st.Mode&0o7777)
+		return nil, fmt.Errorf("%w: %s (mode %o)", errStageWritable, path, st.Mode&0o7777)
 	}
 	if st.Uid != owner {
-		return nil, fmt.Errorf("%w: %s is owned by uid %d, this binary by uid %d", ErrStageOwner, path, st.Uid, owner)
+		return nil, fmt.Errorf("%w: %s is owned by uid %d, this binary by uid %d", errStageOwner, path, st.Uid, owner)
 	}
 	// The room runs with this process's credentials: a set-ID bit would
 	// run the seal stage as the file's owner or group instead.
 	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
-		return nil, fmt.Errorf("%w: %s (mode %o)", ErrStageSetID, path, st.Mode&0o7777)
+		return nil, fmt.Errorf("%w: %s (mode %o)", errStageSetID, path, st.Mode&0o7777)
 	}
 	// Some execute bit is not enough: the kernel decides the exec to come
 	// for this process's ids (0744 owned by another user, an ACL, a noexec
 	// mount), and a refused exec would fail the room where this binary's
 	// own stages serve.
 	if err := unix.Faccessat(unix.AT_FDCWD, StageExe(f), unix.X_OK, unix.AT_EACCESS); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrStageNotExecutable, path, err)
+		return nil, fmt.Errorf("%w: %s: %w", errStageNotExecutable, path, err)
 	}
 	// A room binary left from another build speaks another version of the
 	// stages' command line and checks: only the one built with this binary
 	// is used.
 	id, err := goBuildID(f)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrStageBuildMismatch, path, err)
+		return nil, fmt.Errorf("%w: %s: %w", errStageBuildMismatch, path, err)
 	}
 	if id != wantID {
-		return nil, fmt.Errorf("%w: %s has build ID %s, this binary was built with %s", ErrStageBuildMismatch, path, id, wantID)
+		return nil, fmt.Errorf("%w: %s has build ID %s, this binary was built with %s", errStageBuildMismatch, path, id, wantID)
 	}
 	ok = true
 	return f, nil

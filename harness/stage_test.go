@@ -88,17 +88,17 @@ func TestOpenStageAt(t *testing.T) {
 		want           error
 	}{
 		{"matching build", "good", id, owner, nil},
-		{"another build", "good", id + "x", owner, ErrStageBuildMismatch},
-		{"missing", "absent", id, owner, ErrStageMissing},
-		{"symlink to the right binary", "link", id, owner, ErrStageNotFile},
-		{"fifo (must not block)", "fifo", id, owner, ErrStageNotFile},
-		{"directory", ".", id, owner, ErrStageNotFile},
-		{"not executable", "noexec", id, owner, ErrStageNotFile},
-		{"group-writable", "groupwritable", id, owner, ErrStageWritable},
-		{"another owner", "good", id, owner + 1, ErrStageOwner},
-		{"setuid", "setuid", id, owner, ErrStageSetID},
-		{"setgid", "setgid", id, owner, ErrStageSetID},
-		{"not ELF", "script", id, owner, ErrStageBuildMismatch},
+		{"another build", "good", id + "x", owner, errStageBuildMismatch},
+		{"missing", "absent", id, owner, errStageMissing},
+		{"symlink to the right binary", "link", id, owner, errStageNotFile},
+		{"fifo (must not block)", "fifo", id, owner, errStageNotFile},
+		{"directory", ".", id, owner, errStageNotFile},
+		{"not executable", "noexec", id, owner, errStageNotFile},
+		{"group-writable", "groupwritable", id, owner, errStageWritable},
+		{"another owner", "good", id, owner + 1, errStageOwner},
+		{"setuid", "setuid", id, owner, errStageSetID},
+		{"setgid", "setgid", id, owner, errStageSetID},
+		{"not ELF", "script", id, owner, errStageBuildMismatch},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -126,8 +126,8 @@ func TestOpenStageAt(t *testing.T) {
 // (this test binary) runs the stages itself.
 func TestOpenStageNotLinked(t *testing.T) {
 	t.Parallel()
-	if f, err := OpenStage(); !errors.Is(err, ErrStageNotLinked) || f != nil {
-		t.Fatalf("OpenStage = %v, %v; want %v", f, err, ErrStageNotLinked)
+	if f, err := OpenStage(); !errors.Is(err, errStageNotLinked) || f != nil {
+		t.Fatalf("OpenStage = %v, %v; want %v", f, err, errStageNotLinked)
 	}
 }
 
@@ -165,8 +165,8 @@ func init() {
 			return err
 		}
 		owner := st.Sys().(*syscall.Stat_t).Uid
-		if f, err := openStageAt(p, id, owner); !errors.Is(err, ErrStageNotExecutable) || f != nil {
-			return fmt.Errorf("openStageAt on a noexec mount = %v, %v; want %v", f, err, ErrStageNotExecutable)
+		if f, err := openStageAt(p, id, owner); !errors.Is(err, errStageNotExecutable) || f != nil {
+			return fmt.Errorf("openStageAt on a noexec mount = %v, %v; want %v", f, err, errStageNotExecutable)
 		}
 		return nil
 	}
@@ -218,7 +218,7 @@ func TestServeNamesTheRoomBinary(t *testing.T) {
 	pkg, pin := writePackage(t, testFiles())
 	o := ServeOptions{PackageDir: pkg, Expect: pin, Workspace: filepath.Join(dir, "ws"), Stage: stage, StageArgs: []string{stageMarker}}
 	err = Serve(t.Context(), o, strings.NewReader(""), io.Discard, io.Discard)
-	if !errors.Is(err, ErrNoIsolation) || !errors.Is(err, syscall.ETXTBSY) || !strings.Contains(err.Error(), p) {
-		t.Fatalf("Serve with a room binary open for writing = %v; want %v (ETXTBSY) naming %s", err, ErrNoIsolation, p)
+	if !errors.Is(err, errNoIsolation) || !errors.Is(err, syscall.ETXTBSY) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("Serve with a room binary open for writing = %v; want %v (ETXTBSY) naming %s", err, errNoIsolation, p)
 	}
 }

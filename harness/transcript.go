@@ -154,7 +154,7 @@ func ResumeTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Size() == 0 {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: not a record (%v)", ErrTranscript, path, err)
+		return nil, fmt.Errorf("%w: %s: not a record (%v)", errTranscript, path, err)
 	}
 	return startTranscript(f, h, true)
 }
@@ -162,7 +162,7 @@ func ResumeTranscript(path string, h TranscriptHeader) (*Transcript, error) {
 // cutLine returns the size and sha256 of what follows f's last line feed:
 // a line cut short by a writer killed in the middle of its write (0 and
 // "" when f ends with a whole line). A record with no line feed at all
-// has no whole line, not even its start: ErrTranscript.
+// has no whole line, not even its start: errTranscript.
 func cutLine(f *os.File) (int64, string, error) {
 	st, whole, err := endsWithWholeLine(f)
 	if err != nil || whole {
@@ -186,7 +186,7 @@ func cutLine(f *os.File) (int64, string, error) {
 		}
 		end = off
 	}
-	return 0, "", fmt.Errorf("%w: %s: no whole line", ErrTranscript, f.Name())
+	return 0, "", fmt.Errorf("%w: %s: no whole line", errTranscript, f.Name())
 }
 
 // endsWithWholeLine stats f and reports whether its last byte is a
@@ -204,9 +204,9 @@ func endsWithWholeLine(f *os.File) (os.FileInfo, bool, error) {
 	return st, last[0] == '\n', nil
 }
 
-// ErrTranscriptBusy: another room holds the transcript (its lock): two
+// errTranscriptBusy: another room holds the transcript (its lock): two
 // rooms appending to one record would interleave two sessions.
-const ErrTranscriptBusy pkgwalk.Rule = "transcript is held by a running room"
+const errTranscriptBusy pkgwalk.Rule = "transcript is held by a running room"
 
 // startTranscript locks f for the life of the room (released when its
 // descriptor closes, however the room ends: a resume can tell a room still
@@ -335,7 +335,7 @@ func (t *Transcript) call(tool, outcome string, fields map[string]any) {
 		// unreadable, so the record (and with it the room) stops here.
 		b, _ := evidence.Canonical(p)
 		if t.summary.refusedBytes += len(b) + 1; t.summary.refusedBytes > maxRefusedReadBytes {
-			t.err = fmt.Errorf("%w: refused reads over %d bytes", ErrTranscriptFull, maxRefusedReadBytes)
+			t.err = fmt.Errorf("%w: refused reads over %d bytes", errTranscriptFull, maxRefusedReadBytes)
 			return
 		}
 	}
@@ -343,9 +343,9 @@ func (t *Transcript) call(tool, outcome string, fields map[string]any) {
 	_ = t.line(rec) // a failure is t.err, which Err returns
 }
 
-// ErrTranscriptFull: the record cannot take another call and stay
+// errTranscriptFull: the record cannot take another call and stay
 // readable by the strict reader.
-var ErrTranscriptFull = errors.New("transcript full")
+var errTranscriptFull = errors.New("transcript full")
 
 // maxRefusedReadBytes bounds the end line's refused_reads as encoded (half
 // the strict reader's limit; files_read and files_written are bounded by
@@ -401,9 +401,9 @@ func cutNamed(l string, lines []string, i int) bool {
 	return n == float64(len(l)) && sum == pkgwalk.SHA256Hex([]byte(l))
 }
 
-// ErrTranscript is wrapped by every refusal of ReadTranscript: the record
+// errTranscript is wrapped by every refusal of ReadTranscript: the record
 // was read and breaks a rule (internal/fault: refused).
-var ErrTranscript = fault.New(fault.Refused, "malformed transcript")
+var errTranscript = fault.New(fault.Refused, "malformed transcript")
 
 // MaxTranscriptBytes bounds a transcript file its readers take in (`room
 // transcript`, the run report): JSON Lines, one line per tool call, each
@@ -442,7 +442,7 @@ const MaxTranscriptBytes = 256 << 20
 // nothing names it yet (ReadResumable reads the record before it).
 func ReadTranscript(b []byte) (*evidence.Object, error) {
 	bad := func(line int, format string, a ...any) error {
-		return fmt.Errorf("%w: line %d: %s", ErrTranscript, line, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: line %d: %s", errTranscript, line, fmt.Sprintf(format, a...))
 	}
 	text := string(b)
 	if !strings.HasSuffix(text, "\n") {

@@ -206,8 +206,8 @@ func TestResumeAfterCutLine(t *testing.T) {
 		b := killMidLine(t, s.tpath)
 		cut := b[bytes.LastIndexByte(b, '\n')+1:]
 		// Nothing names the cut yet: the reader refuses the record as it is.
-		if _, err := ReadTranscript(b); !errors.Is(err, ErrTranscript) || !strings.Contains(err.Error(), "no final line feed") {
-			t.Errorf("ReadTranscript of a record ending in a cut line = %v, want %v", err, ErrTranscript)
+		if _, err := ReadTranscript(b); !errors.Is(err, errTranscript) || !strings.Contains(err.Error(), "no final line feed") {
+			t.Errorf("ReadTranscript of a record ending in a cut line = %v, want %v", err, errTranscript)
 		}
 		after := resumeDone(t, pkg, id, s)
 		if !bytes.HasPrefix(after, b) {
@@ -267,8 +267,8 @@ func TestCutLineNamedExactly(t *testing.T) {
 		if bytes.Equal(c.tampered, good) {
 			t.Fatalf("%s: changed nothing", name)
 		}
-		if _, err := ReadTranscript(c.tampered); !errors.Is(err, ErrTranscript) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: ReadTranscript = %v, want %v naming %q", name, err, ErrTranscript, c.want)
+		if _, err := ReadTranscript(c.tampered); !errors.Is(err, errTranscript) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: ReadTranscript = %v, want %v naming %q", name, err, errTranscript, c.want)
 		}
 	}
 }

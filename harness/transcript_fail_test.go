@@ -122,15 +122,15 @@ func TestTranscriptLineRemoved(t *testing.T) {
 	lines := strings.SplitAfter(string(b), "\n")
 	for _, i := range []int{1, 3} { // a list_files line
 		cut := strings.Join(append(append([]string{}, lines[:i]...), lines[i+1:]...), "")
-		if _, err := ReadTranscript([]byte(cut)); !errors.Is(err, ErrTranscript) {
-			t.Errorf("line %d removed: ReadTranscript = %v, want %v", i+1, err, ErrTranscript)
+		if _, err := ReadTranscript([]byte(cut)); !errors.Is(err, errTranscript) {
+			t.Errorf("line %d removed: ReadTranscript = %v, want %v", i+1, err, errTranscript)
 		}
 	}
 	// The last call removed: the numbers left run on, the end line's count
 	// disagrees.
 	cut := strings.Join(append(append([]string{}, lines[:3]...), lines[4:]...), "")
-	if _, err := ReadTranscript([]byte(cut)); !errors.Is(err, ErrTranscript) {
-		t.Errorf("last call removed: ReadTranscript = %v, want %v", err, ErrTranscript)
+	if _, err := ReadTranscript([]byte(cut)); !errors.Is(err, errTranscript) {
+		t.Errorf("last call removed: ReadTranscript = %v, want %v", err, errTranscript)
 	}
 }
 
@@ -225,8 +225,8 @@ func TestTranscriptManyRefusedReads(t *testing.T) {
 		answered++
 	}
 	// The record stopped at the budget: its end line is refused too.
-	if err := room.Close(); !errors.Is(err, ErrTranscriptFull) {
-		t.Fatalf("Close: %v, want %v", err, ErrTranscriptFull)
+	if err := room.Close(); !errors.Is(err, errTranscriptFull) {
+		t.Fatalf("Close: %v, want %v", err, errTranscriptFull)
 	}
 	b, err := os.ReadFile(tpath)
 	if err != nil {

@@ -18,23 +18,23 @@ import (
 // The rules write_source enforces. Each refusal wraps one of these in a
 // *pkgwalk.RefusalError naming the path.
 const (
-	// ErrWorkspaceExists: a workspace that existed before the run may hold
+	// errWorkspaceExists: a workspace that existed before the run may hold
 	// anything (a planted file, a symlink out), so only a fresh one is used.
-	ErrWorkspaceExists pkgwalk.Rule = "workspace already exists"
-	// ErrWorkspacePath: the workspace must be a clean absolute path.
-	ErrWorkspacePath pkgwalk.Rule = "workspace path is not a clean absolute path"
-	// ErrWritePath: only portable relative paths: segments of
+	errWorkspaceExists pkgwalk.Rule = "workspace already exists"
+	// errWorkspacePath: the workspace must be a clean absolute path.
+	errWorkspacePath pkgwalk.Rule = "workspace path is not a clean absolute path"
+	// errWritePath: only portable relative paths: segments of
 	// [A-Za-z0-9._+-], no ".", "..", empty segment, leading "/" or NUL.
-	ErrWritePath pkgwalk.Rule = "not a portable relative path"
-	// ErrWriteCase: two paths differing only by ASCII case are one file on
+	errWritePath pkgwalk.Rule = "not a portable relative path"
+	// errWriteCase: two paths differing only by ASCII case are one file on
 	// a case-insensitive filesystem.
-	ErrWriteCase pkgwalk.Rule = "path equals another written path after ASCII case-folding"
-	// ErrWriteConflict: the path crosses a file, or names a directory.
-	ErrWriteConflict pkgwalk.Rule = "path conflicts with a file or directory already written"
-	// ErrWriteTooLarge: content over the per-file cap.
-	ErrWriteTooLarge pkgwalk.Rule = "content over the per-file size cap"
-	// ErrWorkspaceFull: the file-count, byte or call cap is reached.
-	ErrWorkspaceFull pkgwalk.Rule = "workspace cap reached"
+	errWriteCase pkgwalk.Rule = "path equals another written path after ASCII case-folding"
+	// errWriteConflict: the path crosses a file, or names a directory.
+	errWriteConflict pkgwalk.Rule = "path conflicts with a file or directory already written"
+	// errWriteTooLarge: content over the per-file cap.
+	errWriteTooLarge pkgwalk.Rule = "content over the per-file size cap"
+	// errWorkspaceFull: the file-count, byte or call cap is reached.
+	errWorkspaceFull pkgwalk.Rule = "workspace cap reached"
 )
 
 // Limits bound what the implementer can write and send.
@@ -47,7 +47,7 @@ type Limits struct {
 	MaxDepth      int
 	// MaxSessionCalls and MaxSessionBytes are one session's budget: tool
 	// calls, and bytes of its transcript. Past either the session ends
-	// (ErrSessionBudget). 0 means the default's value; a MaxSessionBytes
+	// (errSessionBudget). 0 means the default's value; a MaxSessionBytes
 	// over the default's is refused (errSessionBytes).
 	MaxSessionCalls int
 	MaxSessionBytes int
@@ -128,7 +128,7 @@ func CreateWorkspace(dir string, limits Limits) (*Workspace, error) {
 	// dir fails with EEXIST, so nothing planted beforehand is adopted.
 	if err := unix.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, unix.EEXIST) {
-			return nil, &pkgwalk.RefusalError{Path: dir, Rule: ErrWorkspaceExists}
+			return nil, &pkgwalk.RefusalError{Path: dir, Rule: errWorkspaceExists}
 		}
 		return nil, fmt.Errorf("creating workspace %s: %w", dir, err)
 	}
@@ -140,7 +140,7 @@ func CreateWorkspace(dir string, limits Limits) (*Workspace, error) {
 // than the directory the record names.
 func checkWorkspacePath(dir string) error {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || strings.ContainsRune(dir, 0) {
-		return &pkgwalk.RefusalError{Path: dir, Rule: ErrWorkspacePath}
+		return &pkgwalk.RefusalError{Path: dir, Rule: errWorkspacePath}
 	}
 	return nil
 }
@@ -171,22 +171,22 @@ func (w *Workspace) Close() error {
 // CheckWritePath applies the portable-path rule to an implementer's path.
 func CheckWritePath(p string, limits Limits) error {
 	if p == "" || len(p) > limits.MaxPathBytes {
-		return &pkgwalk.RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("length %d, allowed 1..%d", len(p), limits.MaxPathBytes)}
+		return &pkgwalk.RefusalError{Path: p, Rule: errWritePath, Detail: fmt.Sprintf("length %d, allowed 1..%d", len(p), limits.MaxPathBytes)}
 	}
 	segs := strings.Split(p, "/")
 	if len(segs) > limits.MaxDepth {
-		return &pkgwalk.RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("%d segments, allowed %d", len(segs), limits.MaxDepth)}
+		return &pkgwalk.RefusalError{Path: p, Rule: errWritePath, Detail: fmt.Sprintf("%d segments, allowed %d", len(segs), limits.MaxDepth)}
 	}
 	for _, s := range segs {
 		// "" catches a leading "/" (absolute), "//" and a trailing "/".
 		if s == "" || s == "." || s == ".." {
-			return &pkgwalk.RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("segment %q", s)}
+			return &pkgwalk.RefusalError{Path: p, Rule: errWritePath, Detail: fmt.Sprintf("segment %q", s)}
 		}
 		for i := 0; i < len(s); i++ {
 			c := s[i]
 			ok := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '+' || c == '-'
 			if !ok {
-				return &pkgwalk.RefusalError{Path: p, Rule: ErrWritePath, Detail: fmt.Sprintf("byte %#02x in segment %q", c, s)}
+				return &pkgwalk.RefusalError{Path: p, Rule: errWritePath, Detail: fmt.Sprintf("byte %#02x in segment %q", c, s)}
 			}
 		}
 	}
@@ -200,44 +200,44 @@ func (w *Workspace) Write(p string, content []byte) error {
 	defer w.mu.Unlock()
 	w.writes++
 	if w.writes > w.limits.MaxWrites {
-		return &pkgwalk.RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("more than %d write_source calls", w.limits.MaxWrites)}
+		return &pkgwalk.RefusalError{Path: p, Rule: errWorkspaceFull, Detail: fmt.Sprintf("more than %d write_source calls", w.limits.MaxWrites)}
 	}
 	if err := CheckWritePath(p, w.limits); err != nil {
 		return err
 	}
 	if len(content) > w.limits.MaxFileBytes {
-		return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteTooLarge, Detail: fmt.Sprintf("%d bytes, cap %d", len(content), w.limits.MaxFileBytes)}
+		return &pkgwalk.RefusalError{Path: p, Rule: errWriteTooLarge, Detail: fmt.Sprintf("%d bytes, cap %d", len(content), w.limits.MaxFileBytes)}
 	}
 	lower := strings.ToLower(p)
 	if prev, ok := w.folded[lower]; ok && prev != p {
-		return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteCase, Detail: fmt.Sprintf("already wrote %q", prev)}
+		return &pkgwalk.RefusalError{Path: p, Rule: errWriteCase, Detail: fmt.Sprintf("already wrote %q", prev)}
 	}
 	old, exists := w.sizes[p]
 	if !exists && len(w.sizes) >= w.limits.MaxFiles {
-		return &pkgwalk.RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d files", w.limits.MaxFiles)}
+		return &pkgwalk.RefusalError{Path: p, Rule: errWorkspaceFull, Detail: fmt.Sprintf("%d files", w.limits.MaxFiles)}
 	}
 	if w.total-old+len(content) > w.limits.MaxTotalBytes {
-		return &pkgwalk.RefusalError{Path: p, Rule: ErrWorkspaceFull, Detail: fmt.Sprintf("%d bytes", w.limits.MaxTotalBytes)}
+		return &pkgwalk.RefusalError{Path: p, Rule: errWorkspaceFull, Detail: fmt.Sprintf("%d bytes", w.limits.MaxTotalBytes)}
 	}
 	// A file may not stand where a directory was created, nor a directory
 	// (a parent of p) where a file was written.
 	if w.dirs[p] || w.dirs[lower] {
-		return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteConflict, Detail: "a directory of that name exists"}
+		return &pkgwalk.RefusalError{Path: p, Rule: errWriteConflict, Detail: "a directory of that name exists"}
 	}
 	segs := strings.Split(p, "/")
 	for i := 1; i < len(segs); i++ {
 		parent := strings.Join(segs[:i], "/")
 		if _, isFile := w.folded[strings.ToLower(parent)]; isFile {
-			return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteConflict, Detail: fmt.Sprintf("%q is a file", parent)}
+			return &pkgwalk.RefusalError{Path: p, Rule: errWriteConflict, Detail: fmt.Sprintf("%q is a file", parent)}
 		}
 		// "A/" and "a/" are one directory on a case-insensitive
 		// filesystem, and a tree holding both is refused by the walk.
 		if prev, ok := w.dirFold[strings.ToLower(parent)]; ok && prev != parent {
-			return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteCase, Detail: fmt.Sprintf("directory %q, already created as %q", parent, prev)}
+			return &pkgwalk.RefusalError{Path: p, Rule: errWriteCase, Detail: fmt.Sprintf("directory %q, already created as %q", parent, prev)}
 		}
 	}
 	if err := w.writeBeneath(segs, content); err != nil {
-		return &pkgwalk.RefusalError{Path: p, Rule: ErrWriteConflict, Detail: err.Error()}
+		return &pkgwalk.RefusalError{Path: p, Rule: errWriteConflict, Detail: err.Error()}
 	}
 	for i := 1; i < len(segs); i++ {
 		d := strings.Join(segs[:i], "/")
@@ -287,9 +287,9 @@ func (w *Workspace) writeBeneath(segs []string, content []byte) error {
 	return durable.ReplaceIn(dir, name, content, 0o644)
 }
 
-// ErrWorkspaceEntry: a resumed workspace holds something write_source
+// errWorkspaceEntry: a resumed workspace holds something write_source
 // never creates (a link, a device, a name no write could have).
-const ErrWorkspaceEntry pkgwalk.Rule = "workspace holds an entry the room did not write"
+const errWorkspaceEntry pkgwalk.Rule = "workspace holds an entry the room did not write"
 
 // ReopenWorkspace opens the workspace of an interrupted session (room
 // drive --resume) and takes back what it holds as written: the caps count
@@ -334,7 +334,7 @@ func (w *Workspace) takeBack(fd int, rel string) error {
 			p = rel + "/" + name
 		}
 		refuse := func(detail string) error {
-			return &pkgwalk.RefusalError{Path: filepath.Join(w.Path, p), Rule: ErrWorkspaceEntry, Detail: detail}
+			return &pkgwalk.RefusalError{Path: filepath.Join(w.Path, p), Rule: errWorkspaceEntry, Detail: detail}
 		}
 		if err := CheckWritePath(p, w.limits); err != nil {
 			return refuse(err.Error())

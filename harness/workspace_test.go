@@ -21,13 +21,13 @@ func TestWorkspaceNameClashes(t *testing.T) {
 		path   string
 		rule   pkgwalk.Rule
 	}{
-		{"case twin file", []string{"Main.go"}, "main.go", ErrWriteCase},
-		{"case twin directory", []string{"A/x.go"}, "a/y.go", ErrWriteCase},
-		{"case twin directory, deeper", []string{"src/Pkg/x.go"}, "src/pkg/y.go", ErrWriteCase},
-		{"directory under a file", []string{"a"}, "a/b", ErrWriteConflict},
-		{"directory under a case twin of a file", []string{"a"}, "A/b", ErrWriteConflict},
-		{"file on a directory", []string{"a/b"}, "a", ErrWriteConflict},
-		{"file on a case twin of a directory", []string{"a/b"}, "A", ErrWriteConflict},
+		{"case twin file", []string{"Main.go"}, "main.go", errWriteCase},
+		{"case twin directory", []string{"A/x.go"}, "a/y.go", errWriteCase},
+		{"case twin directory, deeper", []string{"src/Pkg/x.go"}, "src/pkg/y.go", errWriteCase},
+		{"directory under a file", []string{"a"}, "a/b", errWriteConflict},
+		{"directory under a case twin of a file", []string{"a"}, "A/b", errWriteConflict},
+		{"file on a directory", []string{"a/b"}, "a", errWriteConflict},
+		{"file on a case twin of a directory", []string{"a/b"}, "A", errWriteConflict},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
