@@ -203,7 +203,7 @@ func (c *Config) validate() error {
 	}
 	stateDir, err := filepath.Abs(c.StateDir)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrStateRoot, c.StateDir, err)
+		return fmt.Errorf("%w: %s: %w", errStateRoot, c.StateDir, err)
 	}
 	// The paths to bind are the checked ones, with their parents' links
 	// resolved (CheckHostDir).
@@ -328,7 +328,7 @@ func Exec(ctx context.Context, cfg Config, stdio Stdio) (_ *Result, err error) {
 	defer stopPriming()
 	stateDir, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrStateRoot, cfg.StateDir, err)
+		return nil, fmt.Errorf("%w: %s: %w", errStateRoot, cfg.StateDir, err)
 	}
 	bundle, endRun, err := startRun(stateDir, id)
 	if err != nil {
@@ -652,9 +652,9 @@ func sameNetNS(ns netns.NsHandle, pid int) error {
 	return nil
 }
 
-// ErrHostRoot: the candidate's first process is not the sandbox's
+// errHostRoot: the candidate's first process is not the sandbox's
 // unprivileged uid on the host (the user namespace did not take).
-var ErrHostRoot = errors.New("candidate is not the sandbox's unprivileged uid on the host")
+var errHostRoot = errors.New("candidate is not the sandbox's unprivileged uid on the host")
 
 // hostUID reads the real, effective, saved and file-system uids of pid
 // from /proc, maps each through this process's own uid_map to the host's
@@ -668,11 +668,11 @@ func hostUID(pid int) (int, error) {
 	}
 	maps, err := readIDMap(self)
 	if err != nil {
-		return -1, fmt.Errorf("%w: %w", ErrHostRoot, err)
+		return -1, fmt.Errorf("%w: %w", errHostRoot, err)
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return -1, fmt.Errorf("%w: %w", ErrHostRoot, err)
+		return -1, fmt.Errorf("%w: %w", errHostRoot, err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		rest, ok := strings.CutPrefix(line, "Uid:")
@@ -685,14 +685,14 @@ func hostUID(pid int) (int, error) {
 			host, mapped := outside(maps, id)
 			// Host root is never the candidate, whatever the mode.
 			if err != nil || !mapped || host != uint64(want) || host == 0 {
-				return -1, fmt.Errorf("%w: uids %s (want host uid %d)", ErrHostRoot, strings.Join(f, " "), want)
+				return -1, fmt.Errorf("%w: uids %s (want host uid %d)", errHostRoot, strings.Join(f, " "), want)
 			}
 		}
 		if len(f) == 4 {
 			return want, nil
 		}
 	}
-	return -1, fmt.Errorf("%w: no Uid line in /proc/%d/status", ErrHostRoot, pid)
+	return -1, fmt.Errorf("%w: no Uid line in /proc/%d/status", errHostRoot, pid)
 }
 
 // oomKilled reads the kernel's OOM-kill counter of the container's memory

@@ -347,8 +347,8 @@ func TestParseEndpoint(t *testing.T) {
 		{"example.com:443", "", false, nil},
 		{"10.1.2.3", "", false, nil},
 		{"10.1.2.3:0", "", false, nil},
-		{"0.0.0.0:80", "", false, ErrAllowUnspecified},
-		{"224.0.0.1:80", "", false, ErrAllowMulticast},
+		{"0.0.0.0:80", "", false, errAllowUnspecified},
+		{"224.0.0.1:80", "", false, errAllowMulticast},
 	} {
 		e, err := ParseEndpoint(tc.in)
 		if tc.ok != (err == nil) || tc.ok && e.String() != tc.want {

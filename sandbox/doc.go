@@ -15,7 +15,7 @@
 // the sandbox keeps for itself) outside, with every capability dropped and
 // no_new_privs set; Exec reads the uids of the candidate's first process
 // from the host's /proc before the command starts and refuses anything but
-// CandidateUID (ErrHostRoot). It cannot change its own network namespace
+// CandidateUID (errHostRoot). It cannot change its own network namespace
 // (the namespace belongs to the host's user namespace) or remount its
 // root. The workspace is chowned to CandidateUID before the run (not an
 // idmapped mount: one mapping the workspace's owner, root for the
@@ -38,7 +38,7 @@
 // mount calls, which need a capability the candidate never holds.
 //
 // Paths: Config.Workspace and Config.Package are refused (PathRefusal,
-// ErrHostPath) when they are a system tree, inside one or a parent of one,
+// errHostPath) when they are a system tree, inside one or a parent of one,
 // the state root, inside it or a parent of it, or a symlink; the bind uses
 // the path with its parents' links resolved. `sandbox exec` adds that a
 // workspace must be empty or one a run made its own (CheckNewWorkspace).
@@ -136,7 +136,7 @@
 // limits stage (sandboxinit.LimitsArg) at the command's exec so that they
 // never bound the container's own Go init; the state root
 // is a tmpfs mounted in that mount namespace, so a killed run leaves
-// nothing; an allowlist is refused (ErrRootless: its veth and filter live
+// nothing; an allowlist is refused (errRootless: its veth and filter live
 // in the host's network namespace); the workspace must be empty. The
 // namespaces the candidate runs in belong to the user's user namespace,
 // so every process of that user could enter them: rootless mode trusts

@@ -18,8 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrEgress: the allowlisted egress could not be set up.
-var ErrEgress = errors.New("allowlisted egress")
+// errEgress: the allowlisted egress could not be set up.
+var errEgress = errors.New("allowlisted egress")
 
 // egressPool is where the /31 links of allowlisted runs are numbered
 // (a private range; a /31 already on this host is skipped).
@@ -64,24 +64,24 @@ func linkNames(id string) (host, cand string) {
 // host route and a filter rule for one remote service; these addresses
 // would make it something else.
 var (
-	// ErrAllowUnspecified: 0.0.0.0 or :: is no destination (to the kernel,
+	// errAllowUnspecified: 0.0.0.0 or :: is no destination (to the kernel,
 	// this host).
-	ErrAllowUnspecified = errors.New("allowlist entry is the unspecified address")
-	// ErrAllowBroadcast: 255.255.255.255 reaches every host on a link.
-	ErrAllowBroadcast = errors.New("allowlist entry is the limited broadcast address")
-	// ErrAllowMulticast: a group address reaches every member of a group.
-	ErrAllowMulticast = errors.New("allowlist entry is a multicast address")
-	// ErrAllowLinkLocal: 169.254.0.0/16 (and fe80::/10) is the link's own,
+	errAllowUnspecified = errors.New("allowlist entry is the unspecified address")
+	// errAllowBroadcast: 255.255.255.255 reaches every host on a link.
+	errAllowBroadcast = errors.New("allowlist entry is the limited broadcast address")
+	// errAllowMulticast: a group address reaches every member of a group.
+	errAllowMulticast = errors.New("allowlist entry is a multicast address")
+	// errAllowLinkLocal: 169.254.0.0/16 (and fe80::/10) is the link's own,
 	// where cloud metadata services (169.254.169.254) hand out credentials.
-	ErrAllowLinkLocal = errors.New("allowlist entry is link-local (cloud metadata lives there)")
-	// ErrAllowLoopback: a loopback address is the host itself.
-	ErrAllowLoopback = errors.New("allowlist entry is a loopback address")
-	// ErrAllowOwnPool: the sandbox numbers its own links from egressPool;
+	errAllowLinkLocal = errors.New("allowlist entry is link-local (cloud metadata lives there)")
+	// errAllowLoopback: a loopback address is the host itself.
+	errAllowLoopback = errors.New("allowlist entry is a loopback address")
+	// errAllowOwnPool: the sandbox numbers its own links from egressPool;
 	// an entry there names another run's candidate or this host's end.
-	ErrAllowOwnPool = errors.New("allowlist entry is in the sandbox's own link pool")
-	// ErrAllowDuplicate: the same address and port twice (a list that says
+	errAllowOwnPool = errors.New("allowlist entry is in the sandbox's own link pool")
+	// errAllowDuplicate: the same address and port twice (a list that says
 	// one thing twice is not what its writer meant).
-	ErrAllowDuplicate = errors.New("allowlist entry appears twice")
+	errAllowDuplicate = errors.New("allowlist entry appears twice")
 )
 
 // CheckAllowlist refuses an allowlist with an entry that is not one remote
@@ -94,19 +94,19 @@ func CheckAllowlist(allow []Endpoint) error {
 		var rule error
 		switch {
 		case a.IsUnspecified():
-			rule = ErrAllowUnspecified
+			rule = errAllowUnspecified
 		case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-			rule = ErrAllowBroadcast
+			rule = errAllowBroadcast
 		case a.IsMulticast():
-			rule = ErrAllowMulticast
+			rule = errAllowMulticast
 		case a.IsLinkLocalUnicast():
-			rule = ErrAllowLinkLocal
+			rule = errAllowLinkLocal
 		case a.IsLoopback():
-			rule = ErrAllowLoopback
+			rule = errAllowLoopback
 		case egressPool.Contains(a):
-			rule = ErrAllowOwnPool
+			rule = errAllowOwnPool
 		case seen[e]:
-			rule = ErrAllowDuplicate
+			rule = errAllowDuplicate
 		}
 		if rule != nil {
 			return fmt.Errorf("%w: %w: %s", errConfig, rule, e)
@@ -142,11 +142,11 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 	}
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: hostName}, PeerName: candName, PeerNamespace: netlink.NsFd(int(ns))}
 	if err := netlink.LinkAdd(veth); err != nil {
-		return nil, fmt.Errorf("%w: creating veth %s: %w", ErrEgress, hostName, err)
+		return nil, fmt.Errorf("%w: creating veth %s: %w", errEgress, hostName, err)
 	}
 	host, err := netlink.LinkByName(hostName)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEgress, err)
+		return nil, fmt.Errorf("%w: %w", errEgress, err)
 	}
 	// No IPv6 on either end: no link-local addresses or routes the check
 	// would have to explain, and no unfiltered v6 path.
@@ -154,7 +154,7 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 		return nil, err
 	}
 	if err := netlink.AddrAdd(host, &netlink.Addr{IPNet: prefixNet(eg.peer, 31)}); err != nil {
-		return nil, fmt.Errorf("%w: host end address: %w", ErrEgress, err)
+		return nil, fmt.Errorf("%w: host end address: %w", errEgress, err)
 	}
 	if err := writeSysctl("net/ipv4/conf/"+hostName+"/forwarding", "1"); err != nil {
 		return nil, err
@@ -164,30 +164,30 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 		return nil, err
 	}
 	if err := netlink.LinkSetUp(host); err != nil {
-		return nil, fmt.Errorf("%w: host end up: %w", ErrEgress, err)
+		return nil, fmt.Errorf("%w: host end up: %w", errEgress, err)
 	}
 	if err := inNetNS(ns, func() error { return disableIPv6(candName) }); err != nil {
 		return nil, err
 	}
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
-		return nil, fmt.Errorf("%w: netlink handle in the candidate namespace: %w", ErrEgress, err)
+		return nil, fmt.Errorf("%w: netlink handle in the candidate namespace: %w", errEgress, err)
 	}
 	defer h.Close()
 	lo, err := h.LinkByName("lo")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEgress, err)
+		return nil, fmt.Errorf("%w: %w", errEgress, err)
 	}
 	cand, err := h.LinkByName(candName)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEgress, err)
+		return nil, fmt.Errorf("%w: %w", errEgress, err)
 	}
 	if err := h.AddrAdd(cand, &netlink.Addr{IPNet: prefixNet(eg.local, 31)}); err != nil {
-		return nil, fmt.Errorf("%w: candidate end address: %w", ErrEgress, err)
+		return nil, fmt.Errorf("%w: candidate end address: %w", errEgress, err)
 	}
 	for _, l := range []netlink.Link{lo, cand} {
 		if err := h.LinkSetUp(l); err != nil {
-			return nil, fmt.Errorf("%w: link up: %w", ErrEgress, err)
+			return nil, fmt.Errorf("%w: link up: %w", errEgress, err)
 		}
 	}
 	// A veth carries nothing until both ends are operationally up; a SYN
@@ -201,7 +201,7 @@ func setupEgress(id string, ns netns.NsHandle, allow []Endpoint) (eg *egress, er
 	for _, e := range allow {
 		r := &netlink.Route{LinkIndex: cand.Attrs().Index, Dst: prefixNet(e.Addr, 32), Gw: net.IP(eg.peer.AsSlice())}
 		if err := h.RouteReplace(r); err != nil {
-			return nil, fmt.Errorf("%w: host route to %s: %w", ErrEgress, e.Addr, err)
+			return nil, fmt.Errorf("%w: host route to %s: %w", errEgress, e.Addr, err)
 		}
 	}
 	return eg, nil
@@ -212,14 +212,14 @@ func waitOperUp(h *netlink.Handle, name string) error {
 	for range 200 {
 		l, err := h.LinkByName(name)
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrEgress, err)
+			return fmt.Errorf("%w: %w", errEgress, err)
 		}
 		if l.Attrs().OperState == netlink.OperUp {
 			return nil
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return fmt.Errorf("%w: link %s did not come up", ErrEgress, name)
+	return fmt.Errorf("%w: link %s did not come up", errEgress, name)
 }
 
 // pickLink chooses a free /31 in pool (a /16): host end (even), far end
@@ -228,7 +228,7 @@ func pickLink(pool netip.Prefix) (host, cand netip.Addr, err error) {
 	used := map[netip.Addr]bool{}
 	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
 	if err != nil {
-		return host, cand, fmt.Errorf("%w: listing host addresses: %w", ErrEgress, err)
+		return host, cand, fmt.Errorf("%w: listing host addresses: %w", errEgress, err)
 	}
 	for _, a := range addrs {
 		if ip, ok := netip.AddrFromSlice(a.IP); ok {
@@ -239,7 +239,7 @@ func pickLink(pool netip.Prefix) (host, cand netip.Addr, err error) {
 	for range 64 {
 		var b [2]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return host, cand, fmt.Errorf("%w: %w", ErrEgress, err)
+			return host, cand, fmt.Errorf("%w: %w", errEgress, err)
 		}
 		n := binary.BigEndian.Uint16(b[:]) &^ 1
 		h := base
@@ -250,7 +250,7 @@ func pickLink(pool netip.Prefix) (host, cand netip.Addr, err error) {
 			return host, cand, nil
 		}
 	}
-	return host, cand, fmt.Errorf("%w: no free /31 in %s", ErrEgress, pool)
+	return host, cand, fmt.Errorf("%w: no free /31 in %s", errEgress, pool)
 }
 
 func prefixNet(a netip.Addr, bits int) *net.IPNet {
@@ -262,11 +262,11 @@ func prefixNet(a netip.Addr, bits int) *net.IPNet {
 func writeSysctl(key, value string) error {
 	p := "/proc/sys/" + key
 	if err := os.WriteFile(p, []byte(value), 0); err != nil {
-		return fmt.Errorf("%w: sysctl %s: %w", ErrEgress, key, err)
+		return fmt.Errorf("%w: sysctl %s: %w", errEgress, key, err)
 	}
 	b, err := os.ReadFile(p)
 	if err != nil || strings.TrimSpace(string(b)) != value {
-		return fmt.Errorf("%w: sysctl %s did not take %q (%q, %v)", ErrEgress, key, value, b, err)
+		return fmt.Errorf("%w: sysctl %s did not take %q (%q, %v)", errEgress, key, value, b, err)
 	}
 	return nil
 }
@@ -349,7 +349,7 @@ func (eg *egress) filterRules() (forward, input, post [][]expr.Any) {
 func (eg *egress) installFilter() error {
 	c, err := nftables.New()
 	if err != nil {
-		return fmt.Errorf("%w: nftables: %w", ErrEgress, err)
+		return fmt.Errorf("%w: nftables: %w", errEgress, err)
 	}
 	eg.table = c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: eg.tableName()})
 	accept := nftables.ChainPolicyAccept
@@ -366,7 +366,7 @@ func (eg *egress) installFilter() error {
 		}
 	}
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("%w: installing the nftables filter (is nf_tables available?): %w", ErrEgress, err)
+		return fmt.Errorf("%w: installing the nftables filter (is nf_tables available?): %w", errEgress, err)
 	}
 	return nil
 }

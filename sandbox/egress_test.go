@@ -372,18 +372,18 @@ func TestCheckAllowlist(t *testing.T) {
 		entry string
 		rule  error
 	}{
-		{"255.255.255.255:80", ErrAllowBroadcast},
-		{"169.254.169.254:80", ErrAllowLinkLocal},
-		{"169.254.0.1:443", ErrAllowLinkLocal},
-		{"[fe80::1]:443", ErrAllowLinkLocal},
-		{"224.0.0.1:80", ErrAllowMulticast},
-		{"239.1.2.3:80", ErrAllowMulticast},
-		{"[ff02::1]:80", ErrAllowMulticast},
-		{"0.0.0.0:80", ErrAllowUnspecified},
-		{"[::]:80", ErrAllowUnspecified},
-		{"127.0.0.1:80", ErrAllowLoopback},
-		{"10.213.0.1:80", ErrAllowOwnPool},
-		{"10.213.255.254:443", ErrAllowOwnPool},
+		{"255.255.255.255:80", errAllowBroadcast},
+		{"169.254.169.254:80", errAllowLinkLocal},
+		{"169.254.0.1:443", errAllowLinkLocal},
+		{"[fe80::1]:443", errAllowLinkLocal},
+		{"224.0.0.1:80", errAllowMulticast},
+		{"239.1.2.3:80", errAllowMulticast},
+		{"[ff02::1]:80", errAllowMulticast},
+		{"0.0.0.0:80", errAllowUnspecified},
+		{"[::]:80", errAllowUnspecified},
+		{"127.0.0.1:80", errAllowLoopback},
+		{"10.213.0.1:80", errAllowOwnPool},
+		{"10.213.255.254:443", errAllowOwnPool},
 	} {
 		ap := netip.MustParseAddrPort(tc.entry)
 		e := Endpoint{Addr: ap.Addr().Unmap(), Port: ap.Port()}
@@ -394,8 +394,8 @@ func TestCheckAllowlist(t *testing.T) {
 			t.Errorf("ParseEndpoint(%s) = %v, want %v", tc.entry, err, tc.rule)
 		}
 	}
-	if err := CheckAllowlist([]Endpoint{ok, {Addr: ok.Addr, Port: 80}, ok}); !errors.Is(err, ErrAllowDuplicate) {
-		t.Errorf("a duplicate entry: %v, want %v", err, ErrAllowDuplicate)
+	if err := CheckAllowlist([]Endpoint{ok, {Addr: ok.Addr, Port: 80}, ok}); !errors.Is(err, errAllowDuplicate) {
+		t.Errorf("a duplicate entry: %v, want %v", err, errAllowDuplicate)
 	}
 	if err := CheckAllowlist([]Endpoint{ok, {Addr: netip.MustParseAddr("10.214.0.3"), Port: 80}}); err != nil {
 		t.Errorf("a unicast list refused: %v", err)

@@ -94,7 +94,7 @@ func gc(stateDir string, dryRun bool) (*GCReport, error) {
 	defer unix.Close(root)
 	// Exclusive: a run holds the root shared from mkdir to its lock.
 	if err := unix.Flock(root, unix.LOCK_EX); err != nil {
-		return nil, fmt.Errorf("%w: %s: lock: %w", ErrStateRoot, stateDir, err)
+		return nil, fmt.Errorf("%w: %s: lock: %w", errStateRoot, stateDir, err)
 	}
 	names, err := readDirNames(root, stateDir)
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrUnsupported is wrapped by CheckKernel's error when this machine cannot
+// errUnsupported is wrapped by CheckKernel's error when this machine cannot
 // establish the candidate sandbox; the error text names every missing piece.
-var ErrUnsupported = fault.New(fault.NoIsolation, "the kernel cannot establish the candidate sandbox")
+var errUnsupported = fault.New(fault.NoIsolation, "the kernel cannot establish the candidate sandbox")
 
 // KernelReport is what `cleanroom sandbox check` prints: what the kernel
 // offers for the candidate sandbox, and what is missing.
@@ -75,18 +75,18 @@ var requiredControllers = map[int][]string{
 // CheckKernel is CheckMode for a caller that runs Exec in its own process
 // (amber run, run complete, room agent, the demo): besides what CheckMode
 // refuses, it refuses a user who is not root outside the rootless child
-// (ErrRootless): only `sandbox exec` and `sandbox probe` run themselves
+// (errRootless): only `sandbox exec` and `sandbox probe` run themselves
 // again rootless (EnterRootless).
 func CheckKernel() (*KernelReport, error) {
 	r, err := CheckMode()
 	if err == nil && r.Mode == ModeRootless && !rootless().on {
-		return r, fmt.Errorf("%w: this command runs the sandbox in its own process, which needs host root (only `cleanroom sandbox exec` and `sandbox probe` run rootless)", ErrRootless)
+		return r, fmt.Errorf("%w: this command runs the sandbox in its own process, which needs host root (only `cleanroom sandbox exec` and `sandbox probe` run rootless)", errRootless)
 	}
 	return r, err
 }
 
 // CheckMode inspects this machine and returns the report: the mode this
-// process's user gets and why. The error wraps ErrUnsupported and names
+// process's user gets and why. The error wraps errUnsupported and names
 // the missing pieces when the sandbox cannot run here in any mode.
 func CheckMode() (*KernelReport, error) {
 	// Host root: NeedsRootless already requires euid 0 in the initial
@@ -149,7 +149,7 @@ func CheckMode() (*KernelReport, error) {
 		// Missing names user.max_user_namespaces already.
 	default:
 		if err := probeRootless(); err != nil {
-			r.Missing = append(r.Missing, strings.TrimPrefix(err.Error(), ErrRootless.Error()+": "))
+			r.Missing = append(r.Missing, strings.TrimPrefix(err.Error(), errRootless.Error()+": "))
 			break
 		}
 		r.CandidateUID, r.Limits = os.Geteuid(), LimitsRlimits
@@ -162,7 +162,7 @@ func CheckMode() (*KernelReport, error) {
 	if len(r.Missing) > 0 {
 		r.Mode, r.Limits = ModeUnavailable, ""
 		r.Why = r.Missing[0]
-		return r, fmt.Errorf("%w: missing %s", ErrUnsupported, strings.Join(r.Missing, "; "))
+		return r, fmt.Errorf("%w: missing %s", errUnsupported, strings.Join(r.Missing, "; "))
 	}
 	r.Mode = ModeRootless
 	if r.Root {

@@ -11,8 +11,8 @@ import (
 func TestCheckKernelReport(t *testing.T) {
 	t.Parallel()
 	rep, err := CheckKernel()
-	if err != nil && !errors.Is(err, ErrUnsupported) {
-		t.Fatalf("CheckKernel error %v does not wrap ErrUnsupported", err)
+	if err != nil && !errors.Is(err, errUnsupported) {
+		t.Fatalf("CheckKernel error %v does not wrap errUnsupported", err)
 	}
 	if (err == nil) != (len(rep.Missing) == 0) {
 		t.Fatalf("error %v disagrees with missing %q", err, rep.Missing)

@@ -49,9 +49,9 @@ const (
 	LimitsRlimits   = "rlimits"   // per-process rlimits: no cgroup is writable
 )
 
-// ErrRootless wraps ErrUnsupported for what a rootless sandbox cannot
+// errRootless wraps errUnsupported for what a rootless sandbox cannot
 // establish (exit 3: isolation impossible in this mode).
-var ErrRootless = fmt.Errorf("%w in rootless mode", ErrUnsupported)
+var errRootless = fmt.Errorf("%w in rootless mode", errUnsupported)
 
 // rootlessEnv marks the process EnterRootless starts in the user
 // namespace it made: the one process whose mount namespace is private to
@@ -209,19 +209,19 @@ var rootlessMounted sync.Map
 func prepareRootlessStateRoot(stateDir string) error {
 	v, _ := rootlessMounted.LoadOrStore(stateDir, sync.OnceValue(func() error {
 		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-			return fmt.Errorf("%w: making the mount namespace private: %w", ErrStateRoot, err)
+			return fmt.Errorf("%w: making the mount namespace private: %w", errStateRoot, err)
 		}
 		if err := os.MkdirAll(stateDir, 0o700); err != nil {
-			return fmt.Errorf("%w: %w", ErrStateRoot, err)
+			return fmt.Errorf("%w: %w", errStateRoot, err)
 		}
 		var st unix.Stat_t
 		// Another user's directory (or a link) in a shared /tmp must not
 		// become the place where this user's runs are built.
 		if err := unix.Lstat(stateDir, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 {
-			return fmt.Errorf("%w: %s: not a directory of this user's (%v)", ErrStateRoot, stateDir, err)
+			return fmt.Errorf("%w: %s: not a directory of this user's (%v)", errStateRoot, stateDir, err)
 		}
 		if err := unix.Mount("cleanroom-state", stateDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0700,size=4m"); err != nil {
-			return fmt.Errorf("%w: %s: tmpfs: %w", ErrStateRoot, stateDir, err)
+			return fmt.Errorf("%w: %s: tmpfs: %w", errStateRoot, stateDir, err)
 		}
 		return nil
 	}))
@@ -274,12 +274,12 @@ func NeedsRootless() bool {
 // terminal's signal reaches it through this process only. If this process dies, the
 // kernel kills the child (parent-death signal), and with it its
 // containers and its mount namespace. An error means the namespace could
-// not be made or the child not run; it wraps ErrRootless (ErrUnsupported:
+// not be made or the child not run; it wraps errRootless (errUnsupported:
 // no isolation here) and names the sysctl that forbids it when one does.
 func EnterRootless(args []string) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return 0, fmt.Errorf("%w: rootless re-execution: %w", ErrRootless, err)
+		return 0, fmt.Errorf("%w: rootless re-execution: %w", errRootless, err)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Args[0] = os.Args[0]
@@ -311,7 +311,7 @@ wait:
 		return ee.ExitCode(), nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%w: rootless re-execution: %w", ErrRootless, err)
+		return 0, fmt.Errorf("%w: rootless re-execution: %w", errRootless, err)
 	}
 	return 0, nil
 }
@@ -357,9 +357,9 @@ func forbiddingSysctls() []string {
 // namespace: the sysctls that forbid it, if any, else the kernel's error.
 func userNSRefusal(err error) error {
 	if s := forbiddingSysctls(); len(s) > 0 {
-		return fmt.Errorf("%w: unprivileged user namespaces are disabled (%s): %w", ErrRootless, strings.Join(s, ", "), err)
+		return fmt.Errorf("%w: unprivileged user namespaces are disabled (%s): %w", errRootless, strings.Join(s, ", "), err)
 	}
-	return fmt.Errorf("%w: an unprivileged user namespace could not be made: %w", ErrRootless, err)
+	return fmt.Errorf("%w: an unprivileged user namespace could not be made: %w", errRootless, err)
 }
 
 // ProbeArg is argv[1] of the rootless probe: CheckMode runs this binary
@@ -374,7 +374,7 @@ const ProbeArg = "sandbox-rootless-probe"
 func probeRootless() error {
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrRootless, err)
+		return fmt.Errorf("%w: %w", errRootless, err)
 	}
 	cmd := exec.Command(exe, ProbeArg)
 	var stderr bytes.Buffer
@@ -428,9 +428,9 @@ func rootlessAllows(cfg Config) error {
 	r := rootless()
 	switch {
 	case !r.on && NeedsRootless():
-		return fmt.Errorf("%w: not host root; rootless runs go through `cleanroom sandbox exec` (EnterRootless)", ErrRootless)
+		return fmt.Errorf("%w: not host root; rootless runs go through `cleanroom sandbox exec` (EnterRootless)", errRootless)
 	case r.on && len(cfg.Allow) > 0:
-		return fmt.Errorf("%w: allowlisted egress needs host root (a veth and a filter in the host's network namespace); use --net none", ErrRootless)
+		return fmt.Errorf("%w: allowlisted egress needs host root (a veth and a filter in the host's network namespace); use --net none", errRootless)
 	}
 	return nil
 }

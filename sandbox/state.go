@@ -19,9 +19,9 @@ import (
 // lock it can take as one whose owner is gone.
 const runLockName = ".owner.lock"
 
-// ErrStateRoot: the state root cannot be used (a symlink in its path, not
+// errStateRoot: the state root cannot be used (a symlink in its path, not
 // a directory, or its private mount could not be established).
-var ErrStateRoot = errors.New("sandbox state root unusable")
+var errStateRoot = errors.New("sandbox state root unusable")
 
 // openStateRoot creates the state root if needed (0710, group
 // CandidateUID) and opens it as a
@@ -29,7 +29,7 @@ var ErrStateRoot = errors.New("sandbox state root unusable")
 // mountinfo shows and the directory the descriptor holds are the same.
 func openStateRoot(dir string, create bool) (int, error) {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
-		return -1, fmt.Errorf("%w: %s: want an absolute, clean path", ErrStateRoot, dir)
+		return -1, fmt.Errorf("%w: %s: want an absolute, clean path", errStateRoot, dir)
 	}
 	if create {
 		// Parents are 0711 (less the umask): the container's init passes
@@ -37,7 +37,7 @@ func openStateRoot(dir string, create bool) (int, error) {
 		// (fchmod below). A symlink met here is
 		// refused by the openat2 below, before anything is put in it.
 		if err := os.MkdirAll(dir, 0o711); err != nil {
-			return -1, fmt.Errorf("%w: %w", ErrStateRoot, err)
+			return -1, fmt.Errorf("%w: %w", errStateRoot, err)
 		}
 	}
 	// No symlink in the path (fsx.OpenPath): a symlinked state root would
@@ -45,7 +45,7 @@ func openStateRoot(dir string, create bool) (int, error) {
 	// what was opened. The path starts at / and crosses mounts by nature.
 	fd, err := fsx.OpenPath(dir, unix.O_DIRECTORY|unix.O_RDONLY)
 	if err != nil {
-		return -1, fmt.Errorf("%w: %s: %w", ErrStateRoot, dir, err)
+		return -1, fmt.Errorf("%w: %s: %w", errStateRoot, dir, err)
 	}
 	if create {
 		// Other users must not reach exec.fifo or a run's rootfs; the
@@ -54,15 +54,15 @@ func openStateRoot(dir string, create bool) (int, error) {
 		// group CandidateUID with search permission only (0710).
 		if err := unix.Fchown(fd, 0, candidateID()); err != nil {
 			unix.Close(fd)
-			return -1, fmt.Errorf("%w: %s: chown: %w", ErrStateRoot, dir, err)
+			return -1, fmt.Errorf("%w: %s: chown: %w", errStateRoot, dir, err)
 		}
 		if err := unix.Fchmod(fd, 0o710); err != nil {
 			unix.Close(fd)
-			return -1, fmt.Errorf("%w: %s: chmod: %w", ErrStateRoot, dir, err)
+			return -1, fmt.Errorf("%w: %s: chmod: %w", errStateRoot, dir, err)
 		}
 		if err := searchableByCandidate(dir); err != nil {
 			unix.Close(fd)
-			return -1, fmt.Errorf("%w: %w", ErrStateRoot, err)
+			return -1, fmt.Errorf("%w: %w", errStateRoot, err)
 		}
 	}
 	return fd, nil
@@ -119,11 +119,11 @@ func privateStateRoot(dir string, fd int) (err error) {
 	shared := func() (bool, error) {
 		table, err := seal.ReadMountInfo(0)
 		if err != nil {
-			return false, fmt.Errorf("%w: %s: %w", ErrStateRoot, dir, err)
+			return false, fmt.Errorf("%w: %s: %w", errStateRoot, dir, err)
 		}
 		m, ok := mountHolding(table, dir)
 		if !ok {
-			return false, fmt.Errorf("%w: %s: no mount holds it in /proc/self/mountinfo", ErrStateRoot, dir)
+			return false, fmt.Errorf("%w: %s: no mount holds it in /proc/self/mountinfo", errStateRoot, dir)
 		}
 		return m.PeerGroup() != "", nil
 	}
@@ -133,13 +133,13 @@ func privateStateRoot(dir string, fd int) (err error) {
 	// Converting the shared lock drops it first: another run may bind in
 	// between, so the table is read again under the exclusive lock.
 	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
-		return fmt.Errorf("%w: %s: lock: %w", ErrStateRoot, dir, err)
+		return fmt.Errorf("%w: %s: lock: %w", errStateRoot, dir, err)
 	}
 	defer func() {
 		// The caller goes on under the shared lock: a failed downgrade
 		// would leave the root unlocked, and gc could see a run half-made.
 		if lerr := unix.Flock(fd, unix.LOCK_SH); lerr != nil && err == nil {
-			err = fmt.Errorf("%w: %s: lock: %w", ErrStateRoot, dir, lerr)
+			err = fmt.Errorf("%w: %s: lock: %w", errStateRoot, dir, lerr)
 		}
 	}()
 	if s, err := shared(); err != nil || !s {
@@ -148,15 +148,15 @@ func privateStateRoot(dir string, fd int) (err error) {
 	// The bind is stacked on top of whatever holds dir: the propagation of
 	// the host's own mounts is never changed.
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("%w: %s: bind onto itself: %w", ErrStateRoot, dir, err)
+		return fmt.Errorf("%w: %s: bind onto itself: %w", errStateRoot, dir, err)
 	}
 	if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("%w: %s: private: %w", ErrStateRoot, dir, err)
+		return fmt.Errorf("%w: %s: private: %w", errStateRoot, dir, err)
 	}
 	if s, err := shared(); err != nil {
 		return err
 	} else if s {
-		return fmt.Errorf("%w: %s: still in a shared peer group after MS_PRIVATE", ErrStateRoot, dir)
+		return fmt.Errorf("%w: %s: still in a shared peer group after MS_PRIVATE", errStateRoot, dir)
 	}
 	return nil
 }
@@ -179,7 +179,7 @@ func startRun(stateDir, id string) (bundle string, end func(), err error) {
 	}
 	defer unix.Close(root)
 	if err := unix.Flock(root, unix.LOCK_SH); err != nil {
-		return "", nil, fmt.Errorf("%w: %s: lock: %w", ErrStateRoot, stateDir, err)
+		return "", nil, fmt.Errorf("%w: %s: lock: %w", errStateRoot, stateDir, err)
 	}
 	if err := privateStateRoot(stateDir, root); err != nil {
 		return "", nil, err

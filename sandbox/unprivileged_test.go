@@ -177,7 +177,7 @@ func TestHostPathRefusals(t *testing.T) {
 			}
 			_, err := Exec(context.Background(), cfg, Stdio{})
 			var pr *PathRefusal
-			if !errors.As(err, &pr) || pr.Rule != tc.rule || pr.Role != role || !errors.Is(err, ErrHostPath) || !errors.Is(err, errConfig) {
+			if !errors.As(err, &pr) || pr.Rule != tc.rule || pr.Role != role || !errors.Is(err, errHostPath) || !errors.Is(err, errConfig) {
 				t.Errorf("%s %s: %v, want rule %s", role, tc.dir, err, tc.rule)
 			}
 		}

@@ -13,11 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrHostPath: a --workspace or --package directory is one the sandbox
+// errHostPath: a --workspace or --package directory is one the sandbox
 // will not bind (a system tree, the state root, a symlink, a non-empty
 // directory cleanroom did not make). The error is a *PathRefusal naming
 // the rule.
-var ErrHostPath = errors.New("host directory refused")
+var errHostPath = errors.New("host directory refused")
 
 // Rules of a PathRefusal.
 const (
@@ -40,8 +40,8 @@ func (e *PathRefusal) Error() string {
 	return fmt.Sprintf("%s %q refused (rule %s): %s", e.Role, e.Path, e.Rule, e.Why)
 }
 
-// Is makes errors.Is(err, ErrHostPath) and errors.Is(err, errConfig) hold.
-func (e *PathRefusal) Is(target error) bool { return target == ErrHostPath || target == errConfig }
+// Is makes errors.Is(err, errHostPath) and errors.Is(err, errConfig) hold.
+func (e *PathRefusal) Is(target error) bool { return target == errHostPath || target == errConfig }
 
 // Unwrap returns the underlying error.
 func (e *PathRefusal) Unwrap() error { return e.Err }
