@@ -38,25 +38,25 @@ const (
 
 // Rules a build refuses.
 var (
-	ErrShallowSource   = fault.New(fault.Refused, "source repository is shallow")
-	ErrPartialSource   = fault.New(fault.Refused, "source repository is a partial clone")
-	ErrSubmodule       = fault.New(fault.Refused, "submodule (gitlink) reachable from the cutoff: vendor it or the case is ineligible")
-	ErrLFS             = fault.New(fault.Refused, "Git LFS content reachable from the cutoff: vendor it or the case is ineligible")
-	ErrPinBytes        = fault.New(fault.Refused, "pinned file is not UTF-8 with LF line endings and no BOM")
-	ErrCutoffRef       = fault.New(fault.Refused, "temporary ref "+BundleRef+" already exists in the source")
-	ErrBuildArgument   = fault.New(fault.Unusable, "unusable build argument")
-	ErrOutputExists    = fault.New(fault.Unusable, "output case directory already exists")
-	ErrNotCommit       = fault.New(fault.Refused, "cutoff does not name a commit")
-	ErrAllowlistFormat = fault.New(fault.Refused, "allowlist entry is not HOST:PORT")
-	// ErrCutoffBeforeCommit: cutoff_utc is earlier than the cutoff commit's
+	errShallowSource   = fault.New(fault.Refused, "source repository is shallow")
+	errPartialSource   = fault.New(fault.Refused, "source repository is a partial clone")
+	errSubmodule       = fault.New(fault.Refused, "submodule (gitlink) reachable from the cutoff: vendor it or the case is ineligible")
+	errLFS             = fault.New(fault.Refused, "Git LFS content reachable from the cutoff: vendor it or the case is ineligible")
+	errPinBytes        = fault.New(fault.Refused, "pinned file is not UTF-8 with LF line endings and no BOM")
+	errCutoffRef       = fault.New(fault.Refused, "temporary ref "+BundleRef+" already exists in the source")
+	errBuildArgument   = fault.New(fault.Unusable, "unusable build argument")
+	errOutputExists    = fault.New(fault.Unusable, "output case directory already exists")
+	errNotCommit       = fault.New(fault.Refused, "cutoff does not name a commit")
+	errAllowlistFormat = fault.New(fault.Refused, "allowlist entry is not HOST:PORT")
+	// errCutoffBeforeCommit: cutoff_utc is earlier than the cutoff commit's
 	// committer date — the case would claim a cutoff its own base state
 	// postdates. Committer dates are no mapping evidence (Distribution
 	// §3.2), so a producer who knows better overrides it explicitly and the
 	// override is recorded in the manifest's provenance.
-	ErrCutoffBeforeCommit = fault.New(fault.Refused, "cutoff_utc is earlier than the cutoff commit's committer date")
+	errCutoffBeforeCommit = fault.New(fault.Refused, "cutoff_utc is earlier than the cutoff commit's committer date")
 )
 
-// Provenance keys recording an explicit override of ErrCutoffBeforeCommit.
+// Provenance keys recording an explicit override of errCutoffBeforeCommit.
 const (
 	ProvenanceCutoffCommitterUTC = "cutoff_commit_committer_utc"
 	ProvenanceCutoffOverride     = "cutoff_before_committer_date_override"
@@ -132,11 +132,11 @@ func PinFile(path string) (string, error) {
 	}
 	switch {
 	case bytes.HasPrefix(b, []byte("\xef\xbb\xbf")):
-		return "", fmt.Errorf("%s: %w: byte order mark", path, ErrPinBytes)
+		return "", fmt.Errorf("%s: %w: byte order mark", path, errPinBytes)
 	case bytes.Contains(b, []byte("\r")):
-		return "", fmt.Errorf("%s: %w: carriage return at byte %d", path, ErrPinBytes, bytes.IndexByte(b, '\r'))
+		return "", fmt.Errorf("%s: %w: carriage return at byte %d", path, errPinBytes, bytes.IndexByte(b, '\r'))
 	case !utf8.Valid(b):
-		return "", fmt.Errorf("%s: %w: invalid UTF-8", path, ErrPinBytes)
+		return "", fmt.Errorf("%s: %w: invalid UTF-8", path, errPinBytes)
 	}
 	return pkgwalk.SHA256Hex(b), nil
 }
@@ -144,7 +144,7 @@ func PinFile(path string) (string, error) {
 func (o *BuildOptions) check() error {
 	var errs []error
 	bad := func(f string, a ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+f, append([]any{ErrBuildArgument}, a...)...))
+		errs = append(errs, fmt.Errorf("%w: "+f, append([]any{errBuildArgument}, a...)...))
 	}
 	if !reCaseID().MatchString(o.CaseID) {
 		bad("case id %q must match %s", o.CaseID, reCaseID())
@@ -167,7 +167,7 @@ func (o *BuildOptions) check() error {
 	seen := map[string]bool{}
 	for _, a := range o.Allow {
 		if !reHostPort().MatchString(a) {
-			errs = append(errs, fmt.Errorf("%w: %q", ErrAllowlistFormat, a))
+			errs = append(errs, fmt.Errorf("%w: %q", errAllowlistFormat, a))
 		}
 		if seen[a] {
 			bad("allowlist entry %q given twice", a)
@@ -229,7 +229,7 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 		return nil, err
 	}
 	if _, err := os.Lstat(o.Out); err == nil {
-		return nil, fmt.Errorf("%s: %w", o.Out, ErrOutputExists)
+		return nil, fmt.Errorf("%s: %w", o.Out, errOutputExists)
 	}
 	stage, err := durable.StageDir(o.Out)
 	if err != nil {
@@ -345,7 +345,7 @@ func Build(ctx context.Context, o BuildOptions) (*Case, error) {
 	}
 	if err := durable.CreateDir(stage, o.Out, 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("%s: %w", o.Out, ErrOutputExists)
+			return nil, fmt.Errorf("%s: %w", o.Out, errOutputExists)
 		}
 		return nil, err
 	}
@@ -399,7 +399,7 @@ func checkSource(ctx context.Context, repo, cutoff string) (commit, objFormat st
 	// A shallow clone's bundle has no prerequisite lines yet lacks history:
 	// `git bundle verify` would call it complete.
 	if lines[0] != "false" {
-		return "", "", fmt.Errorf("%s: %w", repo, ErrShallowSource)
+		return "", "", fmt.Errorf("%s: %w", repo, errShallowSource)
 	}
 	objFormat = lines[1]
 	// A partial clone lacks objects it promises to fetch later; a bundle
@@ -408,18 +408,18 @@ func checkSource(ctx context.Context, repo, cutoff string) (commit, objFormat st
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(l)
 		if len(f) == 2 && (f[0] == "extensions.partialclone" || f[1] == "true") {
-			return "", "", fmt.Errorf("%s: %w (%s=%s)", repo, ErrPartialSource, f[0], f[1])
+			return "", "", fmt.Errorf("%s: %w (%s=%s)", repo, errPartialSource, f[0], f[1])
 		}
 	}
 	out, err = git(ctx, repo, false, "rev-parse", "--verify", "--quiet", "--end-of-options", cutoff+"^{commit}")
 	if err != nil {
-		return "", "", fmt.Errorf("%q: %w", cutoff, ErrNotCommit)
+		return "", "", fmt.Errorf("%q: %w", cutoff, errNotCommit)
 	}
 	return strings.TrimSpace(string(out)), objFormat, nil
 }
 
 // cutoffAfterCommit refuses a cutoff_utc earlier than the committer date
-// of the cutoff commit (ErrCutoffBeforeCommit) unless o.CutoffOverride
+// of the cutoff commit (errCutoffBeforeCommit) unless o.CutoffOverride
 // gives the reason. It returns the committer date (UTC, RFC 3339) when the
 // override was needed, "" otherwise.
 func cutoffAfterCommit(ctx context.Context, o BuildOptions, commit string) (string, error) {
@@ -434,7 +434,7 @@ func cutoffAfterCommit(ctx context.Context, o BuildOptions, commit string) (stri
 	committed := time.Unix(secs, 0).UTC()
 	cutoff, err := time.Parse(time.RFC3339Nano, o.CutoffUTC)
 	if err != nil {
-		return "", fmt.Errorf("%w: cutoff %q is not a calendar instant", ErrBuildArgument, o.CutoffUTC)
+		return "", fmt.Errorf("%w: cutoff %q is not a calendar instant", errBuildArgument, o.CutoffUTC)
 	}
 	if !cutoff.Before(committed) {
 		return "", nil
@@ -442,7 +442,7 @@ func cutoffAfterCommit(ctx context.Context, o BuildOptions, commit string) (stri
 	stamp := committed.Format(time.RFC3339)
 	if o.CutoffOverride == "" {
 		return "", fmt.Errorf("%w: cutoff_utc %s, commit %s committed %s (give the reason with --cutoff-before-commit-date REASON to build it anyway; the override is recorded in the manifest's provenance)",
-			ErrCutoffBeforeCommit, o.CutoffUTC, commit, stamp)
+			errCutoffBeforeCommit, o.CutoffUTC, commit, stamp)
 	}
 	return stamp, nil
 }
@@ -467,7 +467,7 @@ func checkVendored(ctx context.Context, repo, commit string) error {
 		}
 		f := strings.Fields(meta)
 		if len(f) >= 2 && (f[1] == "160000" || f[0] == ":160000") {
-			return fmt.Errorf("%s: %w", p, ErrSubmodule)
+			return fmt.Errorf("%s: %w", p, errSubmodule)
 		}
 	}
 	out, err = git(ctx, repo, false, "ls-tree", "-r", "-l", "-z", "--full-tree", commit)
@@ -486,7 +486,7 @@ func checkVendored(ctx context.Context, repo, commit string) error {
 			continue
 		}
 		if f[0] == "160000" {
-			return fmt.Errorf("%s: %w", p, ErrSubmodule)
+			return fmt.Errorf("%s: %w", p, errSubmodule)
 		}
 		if filepath.Base(p) == ".gitattributes" || (f[3] != "-" && len(f[3]) <= 3) {
 			small = append(small, f[2])
@@ -502,10 +502,10 @@ func checkVendored(ctx context.Context, repo, commit string) error {
 	}
 	for i, b := range blobs {
 		if bytes.HasPrefix(b, []byte(lfsPointerPrefix)) {
-			return fmt.Errorf("%s: %w (LFS pointer)", smallPaths[i], ErrLFS)
+			return fmt.Errorf("%s: %w (LFS pointer)", smallPaths[i], errLFS)
 		}
 		if filepath.Base(smallPaths[i]) == ".gitattributes" && bytes.Contains(b, []byte("filter=lfs")) {
-			return fmt.Errorf("%s: %w (filter=lfs)", smallPaths[i], ErrLFS)
+			return fmt.Errorf("%s: %w (filter=lfs)", smallPaths[i], errLFS)
 		}
 	}
 	return nil
@@ -552,10 +552,10 @@ func createBundle(ctx context.Context, repo, commit, out string) (err error) {
 	// The empty old value makes update-ref fail if the ref exists: a stale
 	// or concurrent build's ref must not be silently repointed.
 	if _, err := git(ctx, repo, false, "update-ref", BundleRef, commit, ""); err != nil {
-		return fmt.Errorf("%w: %w", ErrCutoffRef, err)
+		return fmt.Errorf("%w: %w", errCutoffRef, err)
 	}
 	defer func() {
-		// A ref left behind refuses the next build (ErrCutoffRef above):
+		// A ref left behind refuses the next build (errCutoffRef above):
 		// failing to delete it fails this one, which says why.
 		if _, derr := git(context.WithoutCancel(ctx), repo, false, "update-ref", "-d", BundleRef, commit); derr != nil {
 			err = errors.Join(err, fmt.Errorf("deleting the temporary ref %s: %w", BundleRef, derr))

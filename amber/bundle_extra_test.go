@@ -40,7 +40,7 @@ func TestVerifyBundleRefusesUnreachableObjects(t *testing.T) {
 		has := cerr == nil && exec.Command("git", "-C", ws, "cat-file", "-e", repo.After).Run() == nil
 		t.Fatalf("accepted a bundle carrying objects its ref does not reach (workspace holds post-cutoff commit: %v; checkout: %v)", has, cerr)
 	}
-	if CheckOf(err) != CheckGitFetchFsck || !errors.Is(err, ErrBundleUnreachable) {
-		t.Fatalf("got %v (check %q), want %v at %s", err, CheckOf(err), ErrBundleUnreachable, CheckGitFetchFsck)
+	if CheckOf(err) != CheckGitFetchFsck || !errors.Is(err, errBundleUnreachable) {
+		t.Fatalf("got %v (check %q), want %v at %s", err, CheckOf(err), errBundleUnreachable, CheckGitFetchFsck)
 	}
 }

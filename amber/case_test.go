@@ -172,60 +172,60 @@ func TestBuildRefusals(t *testing.T) {
 			gitT(t, "", "clone", "--quiet", "--depth", "1", "file://"+o.Repo, shallow)
 			o.Repo = shallow
 			o.CutoffCommit = "HEAD"
-		}, ErrShallowSource},
+		}, errShallowSource},
 		{"partial clone", func(t *testing.T, o *BuildOptions) {
 			gitT(t, o.Repo, "config", "extensions.partialClone", "origin")
-		}, ErrPartialSource},
+		}, errPartialSource},
 		{"promisor remote", func(t *testing.T, o *BuildOptions) {
 			gitT(t, o.Repo, "config", "remote.origin.promisor", "true")
-		}, ErrPartialSource},
+		}, errPartialSource},
 		{"submodule in history", func(t *testing.T, o *BuildOptions) {
 			gitT(t, o.Repo, "update-index", "--add", "--cacheinfo", "160000,"+o.CutoffCommit+",vendor/dep")
 			gitT(t, o.Repo, "commit", "--quiet", "-m", "add a gitlink")
 			gitT(t, o.Repo, "rm", "--quiet", "--cached", "vendor/dep")
 			gitT(t, o.Repo, "commit", "--quiet", "-m", "drop it again")
 			o.CutoffCommit = "HEAD"
-		}, ErrSubmodule},
+		}, errSubmodule},
 		{"lfs pointer", func(t *testing.T, o *BuildOptions) {
 			writeFile(t, filepath.Join(o.Repo, "big.bin"), "version https://git-lfs.github.com/spec/v1\noid sha256:"+strings.Repeat("a", 64)+"\nsize 12\n")
 			gitT(t, o.Repo, "add", "big.bin")
 			gitT(t, o.Repo, "commit", "--quiet", "-m", "lfs")
 			o.CutoffCommit = "HEAD"
-		}, ErrLFS},
+		}, errLFS},
 		{"lfs attribute", func(t *testing.T, o *BuildOptions) {
 			writeFile(t, filepath.Join(o.Repo, ".gitattributes"), "*.bin filter=lfs diff=lfs merge=lfs -text\n")
 			gitT(t, o.Repo, "add", ".gitattributes")
 			gitT(t, o.Repo, "commit", "--quiet", "-m", "lfs attrs")
 			o.CutoffCommit = "HEAD"
-		}, ErrLFS},
-		{"not a commit", func(t *testing.T, o *BuildOptions) { o.CutoffCommit = "HEAD^{tree}" }, ErrNotCommit},
-		{"crlf spec", func(t *testing.T, o *BuildOptions) { writeFile(t, o.SpecFile, "# Core\r\n") }, ErrPinBytes},
-		{"bom protocol", func(t *testing.T, o *BuildOptions) { writeFile(t, o.ProtocolFile, "\xef\xbb\xbf# D\n") }, ErrPinBytes},
-		{"invalid utf-8 spec", func(t *testing.T, o *BuildOptions) { writeFile(t, o.SpecFile, "# \xff\n") }, ErrPinBytes},
+		}, errLFS},
+		{"not a commit", func(t *testing.T, o *BuildOptions) { o.CutoffCommit = "HEAD^{tree}" }, errNotCommit},
+		{"crlf spec", func(t *testing.T, o *BuildOptions) { writeFile(t, o.SpecFile, "# Core\r\n") }, errPinBytes},
+		{"bom protocol", func(t *testing.T, o *BuildOptions) { writeFile(t, o.ProtocolFile, "\xef\xbb\xbf# D\n") }, errPinBytes},
+		{"invalid utf-8 spec", func(t *testing.T, o *BuildOptions) { writeFile(t, o.SpecFile, "# \xff\n") }, errPinBytes},
 		{"symlink in oracle", func(t *testing.T, o *BuildOptions) {
 			if err := os.Symlink("/etc/passwd", filepath.Join(o.OracleDir, "leak")); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrPackFileType},
+		}, errPackFileType},
 		{"fifo in oracle", func(t *testing.T, o *BuildOptions) {
 			if err := mkfifo(filepath.Join(o.OracleDir, "pipe")); err != nil {
 				t.Skip("mkfifo:", err)
 			}
-		}, ErrPackFileType},
+		}, errPackFileType},
 		{"existing output", func(t *testing.T, o *BuildOptions) {
 			if err := os.Mkdir(o.Out, 0o755); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrOutputExists},
+		}, errOutputExists},
 		{"stale cutoff ref", func(t *testing.T, o *BuildOptions) {
 			gitT(t, o.Repo, "update-ref", BundleRef, o.CutoffCommit)
-		}, ErrCutoffRef},
-		{"bad case id", func(t *testing.T, o *BuildOptions) { o.CaseID = "../x" }, ErrBuildArgument},
-		{"offset cutoff", func(t *testing.T, o *BuildOptions) { o.CutoffUTC = "2026-01-15T00:00:00+08:00" }, ErrBuildArgument},
-		{"impossible cutoff", func(t *testing.T, o *BuildOptions) { o.CutoffUTC = "2026-13-45T00:00:00Z" }, ErrBuildArgument},
-		{"allowlist entry", func(t *testing.T, o *BuildOptions) { o.Allow = []string{"https://example.org"} }, ErrAllowlistFormat},
+		}, errCutoffRef},
+		{"bad case id", func(t *testing.T, o *BuildOptions) { o.CaseID = "../x" }, errBuildArgument},
+		{"offset cutoff", func(t *testing.T, o *BuildOptions) { o.CutoffUTC = "2026-01-15T00:00:00+08:00" }, errBuildArgument},
+		{"impossible cutoff", func(t *testing.T, o *BuildOptions) { o.CutoffUTC = "2026-13-45T00:00:00Z" }, errBuildArgument},
+		{"allowlist entry", func(t *testing.T, o *BuildOptions) { o.Allow = []string{"https://example.org"} }, errAllowlistFormat},
 		// The test repository's commits are dated 2026-01-01T00:00:00Z.
-		{"cutoff before the commit's committer date", func(t *testing.T, o *BuildOptions) { o.CutoffUTC = "2025-12-31T23:59:59Z" }, ErrCutoffBeforeCommit},
+		{"cutoff before the commit's committer date", func(t *testing.T, o *BuildOptions) { o.CutoffUTC = "2025-12-31T23:59:59Z" }, errCutoffBeforeCommit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := buildOpts(t, newTestRepo(t, 2), s)

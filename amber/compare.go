@@ -110,7 +110,7 @@ func parseWhen(s string) (time.Time, error) {
 		return t, nil
 	}
 	if !reUTC().MatchString(s) {
-		return time.Time{}, fmt.Errorf("%w: %q is not YYYY-MM-DD or a UTC instant", ErrBuildArgument, s)
+		return time.Time{}, fmt.Errorf("%w: %q is not YYYY-MM-DD or a UTC instant", errBuildArgument, s)
 	}
 	return time.Parse(time.RFC3339Nano, s)
 }
@@ -142,10 +142,10 @@ func Adjudicate(records map[string]*RunRecord, o AdjudicateOptions) ([]Adjudicat
 		}
 		leakKnown, basis = true, "leak date unknown: last passed leak check "+o.Manifest.LeakCheck.LastRunDate
 	case o.Manifest == nil:
-		return nil, fmt.Errorf("%w: no leak date and no manifest to take the last passed leak check from", ErrBuildArgument)
+		return nil, fmt.Errorf("%w: no leak date and no manifest to take the last passed leak check from", errBuildArgument)
 	}
 	if leakKnown && leak.After(retired) {
-		return nil, fmt.Errorf("%w: leak date after the retirement date", ErrBuildArgument)
+		return nil, fmt.Errorf("%w: leak date after the retirement date", errBuildArgument)
 	}
 	var out []Adjudication
 	for path, r := range records {

@@ -208,8 +208,8 @@ func TestCheckpointSignatureRules(t *testing.T) {
 			if CheckOf(err) != c.check || !strings.Contains(err.Error(), c.rule) {
 				t.Fatalf("check %q (%v), want %q naming %q\n%s", CheckOf(err), err, c.check, c.rule, b)
 			}
-			if c.check == CheckCheckpointForm && !errors.Is(err, ErrCheckpoint) {
-				t.Errorf("%v is not ErrCheckpoint", err)
+			if c.check == CheckCheckpointForm && !errors.Is(err, errCheckpoint) {
+				t.Errorf("%v is not errCheckpoint", err)
 			}
 		})
 	}

@@ -18,11 +18,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrNotRegular refuses a path that is a symlink, FIFO, device or directory
+// errNotRegular refuses a path that is a symlink, FIFO, device or directory
 // where a file is expected. It is evidence's sentinel, so a refusal of
 // readCapped (made by evidence's bounded reader) and of openRegular is the
 // same error.
-var ErrNotRegular = evidence.ErrNotRegular
+var errNotRegular = evidence.ErrNotRegular
 
 // errTooLarge refuses a file over its cap.
 var errTooLarge = fault.New(fault.Refused, "file over the size cap")
@@ -43,20 +43,20 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fi.Mode().Type())
+		return nil, nil, fmt.Errorf("%s: %w (%s)", path, errNotRegular, fi.Mode().Type())
 	}
 	return f, fi, nil
 }
 
 // openNoFollow opens path for reading, refusing a final symbolic link
-// (ErrNotRegular: a link could point the check at one file and the use at
+// (errNotRegular: a link could point the check at one file and the use at
 // another) and not waiting on a FIFO (O_NONBLOCK: opening one would block
 // until a writer came). Whether it is a regular file is the caller's
 // fstat.
 func openNoFollow(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) {
-		return nil, fmt.Errorf("%s: %w (symbolic link)", path, ErrNotRegular)
+		return nil, fmt.Errorf("%s: %w (symbolic link)", path, errNotRegular)
 	}
 	return f, err
 }
@@ -64,7 +64,7 @@ func openNoFollow(path string) (*os.File, error) {
 // readCapped reads a whole regular file of at most max bytes, opened
 // without following a final symbolic link (openNoFollow) and read by
 // evidence's one bounded reader, whose fstat refuses anything but a
-// regular file (ErrNotRegular); a longer file, or one that grows past max
+// regular file (errNotRegular); a longer file, or one that grows past max
 // while read, is errTooLarge.
 func readCapped(path string, max int64) ([]byte, error) {
 	f, err := openNoFollow(path)

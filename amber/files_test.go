@@ -12,7 +12,7 @@ import (
 
 // readCapped reads a regular file up to its cap exactly, and refuses a
 // longer one (errTooLarge, which is also evidence's ErrFileTooLarge: one
-// bounded reader), a final symbolic link and a FIFO (ErrNotRegular, the
+// bounded reader), a final symbolic link and a FIFO (errNotRegular, the
 // FIFO without waiting for a writer).
 func TestReadCapped(t *testing.T) {
 	dir := t.TempDir()
@@ -41,8 +41,8 @@ func TestReadCapped(t *testing.T) {
 		want []error
 	}{
 		{long, []error{errTooLarge, evidence.ErrFileTooLarge}},
-		{link, []error{ErrNotRegular}},
-		{fifo, []error{ErrNotRegular}},
+		{link, []error{errNotRegular}},
+		{fifo, []error{errNotRegular}},
 	} {
 		_, err := readCapped(tc.path, limit)
 		for _, w := range tc.want {

@@ -113,12 +113,12 @@ const BundleRef = "refs/cleanroom/cutoff"
 
 // Rules a bundle header can break.
 var (
-	ErrBundleSignature    = fault.New(fault.Refused, "bundle signature line is not \"# v3 git bundle\"")
-	ErrBundleCapability   = fault.New(fault.Refused, "bundle capability other than @object-format")
-	ErrBundlePrerequisite = fault.New(fault.Refused, "bundle has prerequisites (a thin bundle is not self-contained)")
-	ErrBundleRefs         = fault.New(fault.Refused, "bundle must carry exactly one ref")
-	ErrBundleHeader       = fault.New(fault.Refused, "malformed bundle header")
-	ErrBundleUnreachable  = fault.New(fault.Refused, "bundle carries objects its ref does not reach")
+	errBundleSignature    = fault.New(fault.Refused, "bundle signature line is not \"# v3 git bundle\"")
+	errBundleCapability   = fault.New(fault.Refused, "bundle capability other than @object-format")
+	errBundlePrerequisite = fault.New(fault.Refused, "bundle has prerequisites (a thin bundle is not self-contained)")
+	errBundleRefs         = fault.New(fault.Refused, "bundle must carry exactly one ref")
+	errBundleHeader       = fault.New(fault.Refused, "malformed bundle header")
+	errBundleUnreachable  = fault.New(fault.Refused, "bundle carries objects its ref does not reach")
 )
 
 // BundleHeader is a parsed v3 git bundle header (gitformat-bundle(5)).
@@ -142,10 +142,10 @@ func ParseBundleHeader(r io.Reader) (*BundleHeader, error) {
 		s, err := br.ReadString('\n')
 		h.Length += len(s)
 		if err != nil {
-			return "", fmt.Errorf("%w: truncated at byte %d", ErrBundleHeader, h.Length)
+			return "", fmt.Errorf("%w: truncated at byte %d", errBundleHeader, h.Length)
 		}
 		if h.Length > maxBundleHeader {
-			return "", fmt.Errorf("%w: header over %d bytes", ErrBundleHeader, maxBundleHeader)
+			return "", fmt.Errorf("%w: header over %d bytes", errBundleHeader, maxBundleHeader)
 		}
 		return strings.TrimSuffix(s, "\n"), nil
 	}
@@ -154,7 +154,7 @@ func ParseBundleHeader(r io.Reader) (*BundleHeader, error) {
 		return nil, err
 	}
 	if first != "# v3 git bundle" {
-		return nil, fmt.Errorf("%w: %q", ErrBundleSignature, first)
+		return nil, fmt.Errorf("%w: %q", errBundleSignature, first)
 	}
 	h.Version = 3
 	var refs int
@@ -166,14 +166,14 @@ func ParseBundleHeader(r io.Reader) (*BundleHeader, error) {
 		switch {
 		case l == "":
 			if h.ObjectFormat == "" {
-				return nil, fmt.Errorf("%w: no @object-format capability", ErrBundleHeader)
+				return nil, fmt.Errorf("%w: no @object-format capability", errBundleHeader)
 			}
 			if refs != 1 {
-				return nil, fmt.Errorf("%w: found %d", ErrBundleRefs, refs)
+				return nil, fmt.Errorf("%w: found %d", errBundleRefs, refs)
 			}
 			magic, err := br.Peek(4)
 			if err != nil || string(magic) != "PACK" {
-				return nil, fmt.Errorf("%w: no PACK after the header", ErrBundleHeader)
+				return nil, fmt.Errorf("%w: no PACK after the header", errBundleHeader)
 			}
 			return h, nil
 		case strings.HasPrefix(l, "@"):
@@ -181,16 +181,16 @@ func ParseBundleHeader(r io.Reader) (*BundleHeader, error) {
 			// @filter (a partial bundle) or any unknown capability changes
 			// what the pack holds: refuse rather than ignore.
 			if !ok || refs > 0 || h.ObjectFormat != "" {
-				return nil, fmt.Errorf("%w: %q", ErrBundleCapability, l)
+				return nil, fmt.Errorf("%w: %q", errBundleCapability, l)
 			}
 			if v != "sha1" && v != "sha256" {
-				return nil, fmt.Errorf("%w: object format %q", ErrBundleHeader, v)
+				return nil, fmt.Errorf("%w: object format %q", errBundleHeader, v)
 			}
 			h.ObjectFormat = v
 		case strings.HasPrefix(l, "-"):
 			// A prerequisite: the bundle needs history the receiver may not
 			// have, so it is not the self-contained base state.
-			return nil, fmt.Errorf("%w: %q", ErrBundlePrerequisite, l)
+			return nil, fmt.Errorf("%w: %q", errBundlePrerequisite, l)
 		default:
 			oid, name, ok := strings.Cut(l, " ")
 			want := 40
@@ -198,7 +198,7 @@ func ParseBundleHeader(r io.Reader) (*BundleHeader, error) {
 				want = 64
 			}
 			if !ok || len(oid) != want || !reCommit().MatchString(oid) || name == "" || strings.ContainsAny(name, " \t") {
-				return nil, fmt.Errorf("%w: ref line %q", ErrBundleHeader, l)
+				return nil, fmt.Errorf("%w: ref line %q", errBundleHeader, l)
 			}
 			refs++
 			h.RefOID, h.RefName = oid, name

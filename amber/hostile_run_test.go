@@ -13,7 +13,7 @@ import (
 
 // TestRunWorkspaceShapeIsTheCandidates: a workspace the host cannot walk
 // to hash the artifacts — nested deeper than a path may be long — is the
-// candidate's act (protocol_violation, naming ErrWorkspaceShape), never
+// candidate's act (protocol_violation, naming errWorkspaceShape), never
 // the infrastructure's: a candidate must not be able to get its run
 // signed invalid_infrastructure (issue 19's "blame the infrastructure").
 func TestRunWorkspaceShapeIsTheCandidates(t *testing.T) {
@@ -30,8 +30,8 @@ func TestRunWorkspaceShapeIsTheCandidates(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if r := res.Record; r.TerminalState != StateProtocolViolation || !strings.Contains(r.Reason, ErrWorkspaceShape.Error()) {
-		t.Fatalf("state %s (%s), want %s naming %q", r.TerminalState, r.Reason, StateProtocolViolation, ErrWorkspaceShape)
+	if r := res.Record; r.TerminalState != StateProtocolViolation || !strings.Contains(r.Reason, errWorkspaceShape.Error()) {
+		t.Fatalf("state %s (%s), want %s naming %q", r.TerminalState, r.Reason, StateProtocolViolation, errWorkspaceShape)
 	}
 }
 
@@ -49,8 +49,8 @@ func TestRunSparseFileIsTheCandidates(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if r := res.Record; r.TerminalState != StateProtocolViolation || !strings.Contains(r.Reason, ErrWorkspaceShape.Error()) {
-		t.Fatalf("state %s (%s), want %s naming %q", r.TerminalState, r.Reason, StateProtocolViolation, ErrWorkspaceShape)
+	if r := res.Record; r.TerminalState != StateProtocolViolation || !strings.Contains(r.Reason, errWorkspaceShape.Error()) {
+		t.Fatalf("state %s (%s), want %s naming %q", r.TerminalState, r.Reason, StateProtocolViolation, errWorkspaceShape)
 	}
 }
 
@@ -64,8 +64,8 @@ func TestSnapshotTooManyBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, ErrWorkspaceShape) {
-		t.Errorf("101 bytes over a cap of 100: %v, want %v", err, ErrWorkspaceShape)
+	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, errWorkspaceShape) {
+		t.Errorf("101 bytes over a cap of 100: %v, want %v", err, errWorkspaceShape)
 	}
 	if err := os.Truncate(filepath.Join(ws, "ff"), 40); err != nil {
 		t.Fatal(err)
@@ -85,8 +85,8 @@ func TestSnapshotTooManyFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, ErrWorkspaceShape) {
-		t.Errorf("11 files over a cap of 10: %v, want %v", err, ErrWorkspaceShape)
+	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, errWorkspaceShape) {
+		t.Errorf("11 files over a cap of 10: %v, want %v", err, errWorkspaceShape)
 	}
 }
 
@@ -114,8 +114,8 @@ func TestSnapshotFileNameTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	unix.Close(fd)
-	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, ErrWorkspaceShape) {
-		t.Errorf("a file past PATH_MAX: %v, want %v", err, ErrWorkspaceShape)
+	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, errWorkspaceShape) {
+		t.Errorf("a file past PATH_MAX: %v, want %v", err, errWorkspaceShape)
 	}
 }
 

@@ -65,17 +65,17 @@ const (
 
 // Rules of the index.
 var (
-	ErrIndexExists   = fault.New(fault.Unusable, "index directory is not empty")
-	ErrEntryForm     = fault.New(fault.Refused, "index entry is not the canonical seven-field form")
+	errIndexExists   = fault.New(fault.Unusable, "index directory is not empty")
+	errEntryForm     = fault.New(fault.Refused, "index entry is not the canonical seven-field form")
 	errHistory       = fault.New(fault.Refused, "index history breaks the append-only rules")
-	ErrCheckpoint    = fault.New(fault.Refused, "malformed checkpoint")
-	ErrNotIndexed    = fault.New(fault.Refused, "case is not in the index")
-	ErrRetired       = fault.New(fault.Refused, "case is retired")
-	ErrRewritten     = fault.New(fault.Refused, "index history was rewritten")
-	ErrUncommitted   = errors.New("entries after the signed checkpoint")
+	errCheckpoint    = fault.New(fault.Refused, "malformed checkpoint")
+	errNotIndexed    = fault.New(fault.Refused, "case is not in the index")
+	errRetired       = fault.New(fault.Refused, "case is retired")
+	errRewritten     = fault.New(fault.Refused, "index history was rewritten")
+	errUncommitted   = errors.New("entries after the signed checkpoint")
 	errProofForm     = fault.New(fault.Refused, "malformed tlog-proof")
-	ErrIndexKey      = fault.New(fault.Refused, "index key does not match index.pub")
-	ErrDuplicateCase = fault.New(fault.Refused, "case already in the index")
+	errIndexKey      = fault.New(fault.Refused, "index key does not match index.pub")
+	errDuplicateCase = fault.New(fault.Refused, "case already in the index")
 )
 
 // Entry is one index entry. State is "active" or "retired:YYYY-MM-DD".
@@ -121,7 +121,7 @@ func checkEntry(o *evidence.Object) error {
 	c.str(o, "", "cutoff_utc", reUTC())
 	c.str(o, "", "state", reState())
 	if len(c.errs) > 0 {
-		return fmt.Errorf("%w: %v", ErrEntryForm, c.errs)
+		return fmt.Errorf("%w: %v", errEntryForm, c.errs)
 	}
 	return nil
 }
@@ -131,18 +131,18 @@ func checkEntry(o *evidence.Object) error {
 // spellings of the same entry would be two different leaves).
 func ParseEntry(line []byte) (*Entry, error) {
 	if len(line) > maxEntryLine {
-		return nil, fmt.Errorf("%w: over %d bytes", ErrEntryForm, maxEntryLine)
+		return nil, fmt.Errorf("%w: over %d bytes", errEntryForm, maxEntryLine)
 	}
 	o, err := evidence.ReadObject(line)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEntryForm, err)
+		return nil, fmt.Errorf("%w: %w", errEntryForm, err)
 	}
 	if err := checkEntry(o); err != nil {
 		return nil, err
 	}
 	canon, err := evidence.Canonical(o)
 	if err != nil || !bytes.Equal(canon, line) {
-		return nil, fmt.Errorf("%w: not RFC 8785 canonical", ErrEntryForm)
+		return nil, fmt.Errorf("%w: not RFC 8785 canonical", errEntryForm)
 	}
 	get := func(n string) string { v, _ := o.Get(n); return v.(string) }
 	return &Entry{CaseID: get("case_id"), ManifestSHA256: get("manifest_sha256"), BaseBundleSHA256: get("base_bundle_sha256"),
@@ -170,7 +170,7 @@ func FormatCheckpoint(origin string, size int64, root tlog.Hash) string {
 // one, valid, by the index key.
 func OpenCheckpoint(signed []byte, vkey string) (*Checkpoint, error) {
 	if len(signed) > maxCheckpoint {
-		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: over %d bytes", ErrCheckpoint, maxCheckpoint)}
+		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: over %d bytes", errCheckpoint, maxCheckpoint)}
 	}
 	v, err := note.NewVerifier(strings.TrimSpace(vkey))
 	if err != nil {
@@ -179,7 +179,7 @@ func OpenCheckpoint(signed []byte, vkey string) (*Checkpoint, error) {
 	// The signature lines first, by the grammar (a malformed line is a
 	// form error, not an unverified note).
 	if err := checkSignatureLines(signed, v); err != nil {
-		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: %w", ErrCheckpoint, err)}
+		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: %w", errCheckpoint, err)}
 	}
 	n, err := note.Open(signed, note.VerifierList(v))
 	if err != nil {
@@ -189,7 +189,7 @@ func OpenCheckpoint(signed []byte, vkey string) (*Checkpoint, error) {
 	}
 	lines := strings.Split(n.Text, "\n")
 	fail := func(f string, a ...any) (*Checkpoint, error) {
-		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: "+f, append([]any{ErrCheckpoint}, a...)...)}
+		return nil, &CheckError{Check: CheckCheckpointForm, File: IndexCheckpointFile, Err: fmt.Errorf("%w: "+f, append([]any{errCheckpoint}, a...)...)}
 	}
 	if len(n.Sigs) != 1 {
 		// checkSignatureLines allows one line by the index key; note.Open
@@ -334,13 +334,13 @@ func (ix *Index) Latest(caseID string) (*Entry, int64, bool) {
 // new key behind, so the same command can simply be run again.
 func InitIndex(dir, origin, keyOut string) (ix *Index, err error) {
 	if origin == "" || strings.ContainsAny(origin, "\n+ ") {
-		return nil, fmt.Errorf("%w: origin %q must be non-empty, without spaces, '+' or newlines", ErrBuildArgument, origin)
+		return nil, fmt.Errorf("%w: origin %q must be non-empty, without spaces, '+' or newlines", errBuildArgument, origin)
 	}
 	dir = filepath.Clean(dir)
 	ents, err := os.ReadDir(dir)
 	switch {
 	case err == nil && len(ents) > 0:
-		return nil, fmt.Errorf("%s: %w", dir, ErrIndexExists)
+		return nil, fmt.Errorf("%s: %w", dir, errIndexExists)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
@@ -410,7 +410,7 @@ func InitIndex(dir, origin, keyOut string) (ix *Index, err error) {
 	if !existed {
 		if err := durable.CreateDir(target, dir, 0o755); err != nil {
 			if errors.Is(err, fs.ErrExist) {
-				return nil, fmt.Errorf("%s: %w", dir, ErrIndexExists)
+				return nil, fmt.Errorf("%s: %w", dir, errIndexExists)
 			}
 			if _, serr := os.Lstat(target); errors.Is(serr, fs.ErrNotExist) {
 				// Renamed into place, then the parent's fsync failed: the
@@ -467,7 +467,7 @@ func loadIndex(dir, vkey string, allowTail bool) (*Index, int64, os.FileInfo, er
 	if vkey == "" {
 		vkey = string(pub)
 	} else if strings.TrimSpace(vkey) != strings.TrimSpace(string(pub)) {
-		return nil, 0, nil, &CheckError{Check: CheckCheckpointSignature, File: IndexPubFile, Err: fmt.Errorf("%w: index.pub is not the trusted key", ErrIndexKey)}
+		return nil, 0, nil, &CheckError{Check: CheckCheckpointSignature, File: IndexPubFile, Err: fmt.Errorf("%w: index.pub is not the trusted key", errIndexKey)}
 	}
 	ix := &Index{Dir: dir, VKey: strings.TrimSpace(vkey)}
 	signed, err := readCapped(filepath.Join(dir, IndexCheckpointFile), maxCheckpoint)
@@ -490,7 +490,7 @@ func loadIndex(dir, vkey string, allowTail bool) (*Index, int64, os.FileInfo, er
 // Bytes after them are an uncommitted tail: entries appended but never
 // signed (an append interrupted between its write and its checkpoint, or
 // lines added without the key). They are not part of the log. A reader
-// refuses them (ErrUncommitted: it cannot tell a crash from tampering);
+// refuses them (errUncommitted: it cannot tell a crash from tampering);
 // with allowTail the tail is tolerated and its offset returned, so that the
 // key holder's next write can discard it before appending.
 func (ix *Index) readEntriesTail(allowTail bool) (committed int64, read os.FileInfo, err error) {
@@ -523,7 +523,7 @@ func (ix *Index) readEntriesTail(allowTail bool) (committed int64, read os.FileI
 		line, err := readEntryLine(r)
 		if err == io.EOF {
 			// Fewer entries than the checkpoint signs: history was cut.
-			return 0, nil, fail(CheckEntryCount, n-1, fmt.Errorf("%w: %d entries, checkpoint size %d", ErrRewritten, n-1, ix.Checkpoint.Size))
+			return 0, nil, fail(CheckEntryCount, n-1, fmt.Errorf("%w: %d entries, checkpoint size %d", errRewritten, n-1, ix.Checkpoint.Size))
 		}
 		if err != nil {
 			return 0, nil, fail(CheckEntryForm, n, err)
@@ -544,7 +544,7 @@ func (ix *Index) readEntriesTail(allowTail bool) (committed int64, read os.FileI
 		if fi, err := f.Stat(); err == nil && fi.Size() > committed {
 			tail = fmt.Sprintf("%d bytes", fi.Size()-committed)
 		}
-		return 0, nil, fail(CheckEntryCount, len(ix.Lines)+1, fmt.Errorf("%w: %s after the %d entries the checkpoint signs (an interrupted append, or lines added without the key; the key holder's next append or retirement discards them)", ErrUncommitted, tail, ix.Checkpoint.Size))
+		return 0, nil, fail(CheckEntryCount, len(ix.Lines)+1, fmt.Errorf("%w: %s after the %d entries the checkpoint signs (an interrupted append, or lines added without the key; the key holder's next append or retirement discards them)", errUncommitted, tail, ix.Checkpoint.Size))
 	} else if err != nil && err != io.EOF {
 		return 0, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
@@ -555,21 +555,21 @@ func (ix *Index) readEntriesTail(allowTail bool) (committed int64, read os.FileI
 	// Every leaf is covered by the signed root: an entry edited in place,
 	// inserted, removed or reordered changes the root.
 	if root != ix.Checkpoint.Root {
-		return 0, nil, &CheckError{Check: CheckRootHash, File: path, Err: fmt.Errorf("%w: entries hash to %s, checkpoint signs %s", ErrRewritten, root, ix.Checkpoint.Root)}
+		return 0, nil, &CheckError{Check: CheckRootHash, File: path, Err: fmt.Errorf("%w: entries hash to %s, checkpoint signs %s", errRewritten, root, ix.Checkpoint.Root)}
 	}
 	return committed, read, ix.checkHistory()
 }
 
 // readEntryLine returns one newline-terminated entry line without its
 // newline. A line over maxEntryLine, or a last line without its newline
-// (a torn write), is ErrEntryForm.
+// (a torn write), is errEntryForm.
 func readEntryLine(r *bufio.Reader) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		line = append(line, chunk...)
 		if len(line) > maxEntryLine+1 {
-			return nil, fmt.Errorf("%w: over %d bytes", ErrEntryForm, maxEntryLine)
+			return nil, fmt.Errorf("%w: over %d bytes", errEntryForm, maxEntryLine)
 		}
 		switch {
 		case err == nil:
@@ -579,7 +579,7 @@ func readEntryLine(r *bufio.Reader) ([]byte, error) {
 		case err == io.EOF && len(line) == 0:
 			return nil, io.EOF
 		case err == io.EOF:
-			return nil, fmt.Errorf("%w: last line has no newline (a torn write)", ErrEntryForm)
+			return nil, fmt.Errorf("%w: last line has no newline (a torn write)", errEntryForm)
 		default:
 			return nil, err
 		}
@@ -625,12 +625,12 @@ func (ix *Index) VerifySince(oldSigned []byte) (*Checkpoint, error) {
 		return &CheckError{Check: CheckConsistency, File: IndexCheckpointFile, Err: err}
 	}
 	if old.Size > ix.Checkpoint.Size {
-		return old, fail(fmt.Errorf("%w: trusted checkpoint has %d entries, current %d", ErrRewritten, old.Size, ix.Checkpoint.Size))
+		return old, fail(fmt.Errorf("%w: trusted checkpoint has %d entries, current %d", errRewritten, old.Size, ix.Checkpoint.Size))
 	}
 	if old.Size == 0 {
 		// Every log extends the empty one, whose root is SHA-256("").
 		if old.Root != tlog.Hash(sha256.Sum256(nil)) {
-			return old, fail(fmt.Errorf("%w: empty checkpoint with a non-empty root", ErrRewritten))
+			return old, fail(fmt.Errorf("%w: empty checkpoint with a non-empty root", errRewritten))
 		}
 		return old, nil
 	}
@@ -639,7 +639,7 @@ func (ix *Index) VerifySince(oldSigned []byte) (*Checkpoint, error) {
 		return old, fail(err)
 	}
 	if err := tlog.CheckTree(proof, ix.Checkpoint.Size, ix.Checkpoint.Root, old.Size, old.Root); err != nil {
-		return old, fail(fmt.Errorf("%w: %w", ErrRewritten, err))
+		return old, fail(fmt.Errorf("%w: %w", errRewritten, err))
 	}
 	return old, nil
 }
@@ -692,12 +692,12 @@ func truncateEntries(path string, size int64, read os.FileInfo) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: %w", path, ErrNotRegular)
+		return fmt.Errorf("%s: %w", path, errNotRegular)
 	}
 	// A file swapped in after the verification is not the log that was
 	// verified: cutting it at the verified length would be a guess.
 	if !os.SameFile(fi, read) {
-		return &CheckError{Check: CheckEntryCount, File: path, Err: fmt.Errorf("%w: the entries file was replaced while it was verified", ErrRewritten)}
+		return &CheckError{Check: CheckEntryCount, File: path, Err: fmt.Errorf("%w: the entries file was replaced while it was verified", errRewritten)}
 	}
 	if fi.Size() <= size {
 		return nil
@@ -711,7 +711,7 @@ func truncateEntries(path string, size int64, read os.FileInfo) error {
 	return f.Close()
 }
 
-// signer returns the note signer of skey, refused (ErrIndexKey) unless it
+// signer returns the note signer of skey, refused (errIndexKey) unless it
 // is the key index.pub names: a checkpoint signed with another key would
 // verify for no one, and a write with it must change nothing.
 func (ix *Index) signer(skey string) (note.Signer, error) {
@@ -724,7 +724,7 @@ func (ix *Index) signer(skey string) (note.Signer, error) {
 		return nil, err
 	}
 	if s.Name() != v.Name() || s.KeyHash() != v.KeyHash() {
-		return nil, fmt.Errorf("%w: key %s+%08x, index.pub %s+%08x", ErrIndexKey, s.Name(), s.KeyHash(), v.Name(), v.KeyHash())
+		return nil, fmt.Errorf("%w: key %s+%08x, index.pub %s+%08x", errIndexKey, s.Name(), s.KeyHash(), v.Name(), v.KeyHash())
 	}
 	return s, nil
 }
@@ -732,7 +732,7 @@ func (ix *Index) signer(skey string) (note.Signer, error) {
 // commit appends the entries to entries.jsonl (O_APPEND, synced), then
 // writes the new signed checkpoint atomically. A crash between the two (or
 // during the append) leaves an uncommitted tail the checkpoint does not
-// cover: LoadIndex refuses it (ErrUncommitted) rather than trusts it, and
+// cover: LoadIndex refuses it (errUncommitted) rather than trusts it, and
 // the key holder's next write discards it (loadForWrite).
 func (ix *Index) commit(skey string, es ...*Entry) error {
 	// Checked before the append: entries no checkpoint will sign are
@@ -784,7 +784,7 @@ func (ix *Index) AppendBatch(skey string, es []*Entry) error {
 			return fmt.Errorf("%w: a new entry must be active", errHistory)
 		}
 		if _, _, ok := ix.Latest(e.CaseID); ok || seen[e.CaseID] {
-			return fmt.Errorf("%q: %w", e.CaseID, ErrDuplicateCase)
+			return fmt.Errorf("%q: %w", e.CaseID, errDuplicateCase)
 		}
 		seen[e.CaseID] = true
 	}
@@ -797,7 +797,7 @@ func (ix *Index) Append(skey string, e *Entry) error {
 		return fmt.Errorf("%w: a new entry must be active", errHistory)
 	}
 	if _, _, ok := ix.Latest(e.CaseID); ok {
-		return fmt.Errorf("%q: %w", e.CaseID, ErrDuplicateCase)
+		return fmt.Errorf("%q: %w", e.CaseID, errDuplicateCase)
 	}
 	return ix.commit(skey, e)
 }
@@ -805,14 +805,14 @@ func (ix *Index) Append(skey string, e *Entry) error {
 // Retire appends the retirement of an active case; nothing is edited.
 func (ix *Index) Retire(skey, caseID, date string) error {
 	if !regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`).MatchString(date) {
-		return fmt.Errorf("%w: retirement date %q must be YYYY-MM-DD", ErrBuildArgument, date)
+		return fmt.Errorf("%w: retirement date %q must be YYYY-MM-DD", errBuildArgument, date)
 	}
 	prev, _, ok := ix.Latest(caseID)
 	if !ok {
-		return fmt.Errorf("%q: %w", caseID, ErrNotIndexed)
+		return fmt.Errorf("%q: %w", caseID, errNotIndexed)
 	}
 	if prev.Retired() {
-		return fmt.Errorf("%q: %w (%s)", caseID, ErrRetired, prev.State)
+		return fmt.Errorf("%q: %w (%s)", caseID, errRetired, prev.State)
 	}
 	e := *prev
 	e.State = "retired:" + date
@@ -828,8 +828,8 @@ func EntryFromManifest(m *Manifest, manifestSHA256 string) *Entry {
 	}
 }
 
-// ErrIndexBusy: another writer holds the index.
-var ErrIndexBusy = fault.New(fault.Refused, "index is being written by another process")
+// errIndexBusy: another writer holds the index.
+var errIndexBusy = fault.New(fault.Refused, "index is being written by another process")
 
 // lockIndex holds the index directory (durable.HoldDir) for one
 // load-append-sign cycle: two writers appending at once would both extend
@@ -837,7 +837,7 @@ var ErrIndexBusy = fault.New(fault.Refused, "index is being written by another p
 func lockIndex(dir string) (func(), error) {
 	unlock, err := durable.HoldDir(dir)
 	if errors.Is(err, durable.ErrHeld) {
-		return nil, fmt.Errorf("%s: %w", dir, ErrIndexBusy)
+		return nil, fmt.Errorf("%s: %w", dir, errIndexBusy)
 	}
 	return unlock, err
 }

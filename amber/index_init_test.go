@@ -44,8 +44,8 @@ func TestInitIndexAllOrNothing(t *testing.T) {
 		t.Errorf("the index written: %v", err)
 	}
 	other := filepath.Join(t.TempDir(), "other.key")
-	if _, err := InitIndex(dir, "cases.example.org/index", other); !errors.Is(err, ErrIndexExists) {
-		t.Errorf("InitIndex over an index: %v, want ErrIndexExists", err)
+	if _, err := InitIndex(dir, "cases.example.org/index", other); !errors.Is(err, errIndexExists) {
+		t.Errorf("InitIndex over an index: %v, want errIndexExists", err)
 	}
 	if _, err := os.Lstat(other); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused init wrote its key: %v", err)

@@ -60,8 +60,8 @@ func TestIndexUncommittedTail(t *testing.T) {
 
 			_, err = LoadIndex(dir, "")
 			var ce *CheckError
-			if !errors.As(err, &ce) || ce.Check != CheckEntryCount || !errors.Is(err, ErrUncommitted) {
-				t.Fatalf("LoadIndex with an uncommitted tail: %v, want %s / ErrUncommitted", err, CheckEntryCount)
+			if !errors.As(err, &ce) || ce.Check != CheckEntryCount || !errors.Is(err, errUncommitted) {
+				t.Fatalf("LoadIndex with an uncommitted tail: %v, want %s / errUncommitted", err, CheckEntryCount)
 			}
 
 			// The key holder appends: the tail is gone, the new entry is
@@ -107,8 +107,8 @@ func TestIndexTornCommittedLine(t *testing.T) {
 	}
 	_, err = LoadIndex(dir, "")
 	var ce *CheckError
-	if !errors.As(err, &ce) || ce.Check != CheckEntryForm || !errors.Is(err, ErrEntryForm) {
-		t.Fatalf("LoadIndex with the last signed line cut: %v, want %s / ErrEntryForm", err, CheckEntryForm)
+	if !errors.As(err, &ce) || ce.Check != CheckEntryForm || !errors.Is(err, errEntryForm) {
+		t.Fatalf("LoadIndex with the last signed line cut: %v, want %s / errEntryForm", err, CheckEntryForm)
 	}
 }
 
@@ -154,8 +154,8 @@ func TestIndexTailKeptOnWrongKey(t *testing.T) {
 			if err := os.WriteFile(otherPath, []byte(other), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := tc.write(dir, otherPath); !errors.Is(err, ErrIndexKey) {
-				t.Fatalf("%s with another key: %v, want ErrIndexKey", tc.name, err)
+			if err := tc.write(dir, otherPath); !errors.Is(err, errIndexKey) {
+				t.Fatalf("%s with another key: %v, want errIndexKey", tc.name, err)
 			}
 			after, err := os.ReadFile(p)
 			if err != nil {
@@ -189,8 +189,8 @@ func TestTruncateEntriesOnlyTheVerifiedFile(t *testing.T) {
 	}
 	err = truncateEntries(p, 10, verified)
 	var ce *CheckError
-	if !errors.As(err, &ce) || !errors.Is(err, ErrRewritten) {
-		t.Fatalf("truncating a swapped entries file: %v, want a CheckError / ErrRewritten", err)
+	if !errors.As(err, &ce) || !errors.Is(err, errRewritten) {
+		t.Fatalf("truncating a swapped entries file: %v, want a CheckError / errRewritten", err)
 	}
 	if got, _ := os.ReadFile(p); !bytes.Equal(got, swapped) {
 		t.Errorf("the swapped file was changed: %d bytes, were %d", len(got), len(swapped))
@@ -202,8 +202,8 @@ func TestTruncateEntriesOnlyTheVerifiedFile(t *testing.T) {
 	if err := unix.Mkfifo(p, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := truncateEntries(p, 10, verified); !errors.Is(err, ErrNotRegular) && !errors.Is(err, unix.ENXIO) {
-		t.Fatalf("truncating a FIFO swapped in: %v, want ErrNotRegular or ENXIO (never a hang)", err)
+	if err := truncateEntries(p, 10, verified); !errors.Is(err, errNotRegular) && !errors.Is(err, unix.ENXIO) {
+		t.Fatalf("truncating a FIFO swapped in: %v, want errNotRegular or ENXIO (never a hang)", err)
 	}
 }
 

@@ -125,9 +125,9 @@ func TestIndexLifecycle(t *testing.T) {
 		do   func() error
 		want error
 	}{
-		{"append twice", func() error { _, err := AppendCaseFile(dir, key, testEntry(1)); return err }, ErrDuplicateCase},
-		{"retire twice", func() error { _, err := RetireCaseFile(dir, key, "A-000002", "2026-03-02"); return err }, ErrRetired},
-		{"retire unknown", func() error { _, err := RetireCaseFile(dir, key, "A-999999", "2026-03-02"); return err }, ErrNotIndexed},
+		{"append twice", func() error { _, err := AppendCaseFile(dir, key, testEntry(1)); return err }, errDuplicateCase},
+		{"retire twice", func() error { _, err := RetireCaseFile(dir, key, "A-000002", "2026-03-02"); return err }, errRetired},
+		{"retire unknown", func() error { _, err := RetireCaseFile(dir, key, "A-999999", "2026-03-02"); return err }, errNotIndexed},
 		{"another key", func() error {
 			other := filepath.Join(t.TempDir(), "other.key")
 			if _, err := InitIndex(filepath.Join(t.TempDir(), "ix2"), "cases.example.org/index", other); err != nil {
@@ -135,13 +135,13 @@ func TestIndexLifecycle(t *testing.T) {
 			}
 			_, err := AppendCaseFile(dir, other, testEntry(9))
 			return err
-		}, ErrIndexKey},
+		}, errIndexKey},
 		{"bad entry", func() error {
 			e := testEntry(10)
 			e.SpecSHA256 = "ABC"
 			_, err := AppendCaseFile(dir, key, e)
 			return err
-		}, ErrEntryForm},
+		}, errEntryForm},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.do(); !errors.Is(err, tc.want) {
@@ -311,8 +311,8 @@ func TestIndexWriterLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := AppendCaseFile(dir, key, testEntry(5)); !errors.Is(err, ErrIndexBusy) {
-		t.Errorf("append while locked: %v, want ErrIndexBusy", err)
+	if _, err := AppendCaseFile(dir, key, testEntry(5)); !errors.Is(err, errIndexBusy) {
+		t.Errorf("append while locked: %v, want errIndexBusy", err)
 	}
 	unlock()
 	if _, err := AppendCaseFile(dir, key, testEntry(5)); err != nil {

@@ -161,7 +161,7 @@ func encodeYAML(v any) ([]byte, error) {
 
 // Rules a manifest's values can break, beyond the YAML reading.
 var (
-	ErrManifestField = fault.New(fault.Refused, "manifest field breaks the amber-manifest-0.1 rules")
+	errManifestField = fault.New(fault.Refused, "manifest field breaks the amber-manifest-0.1 rules")
 )
 
 // FieldError names a field (JSON Pointer) and the rule it breaks.
@@ -175,7 +175,7 @@ func (e *FieldError) Error() string {
 	return fmt.Sprintf("%s: %s: %s", e.File, e.Pointer, e.Rule)
 }
 
-func (e *FieldError) Unwrap() error { return ErrManifestField }
+func (e *FieldError) Unwrap() error { return errManifestField }
 
 // FieldErrors lists every field problem of one document.
 type FieldErrors []*FieldError

@@ -74,8 +74,8 @@ func TestUpstreamManifestExamples(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrManifestField) {
-				t.Fatalf("got %v, want ErrManifestField", err)
+			if !errors.Is(err, errManifestField) {
+				t.Fatalf("got %v, want errManifestField", err)
 			}
 			if got := pointersOf(err); !slices.Equal(got, tc.want) {
 				t.Errorf("our rules name %v, want %v", got, tc.want)
@@ -107,21 +107,21 @@ func TestReadYAMLStrict(t *testing.T) {
 		want     error
 	}{
 		{"plain", "a: 1\nb: [x, y]\nc: null\n", nil},
-		{"duplicate key", "a: 1\na: 2\n", ErrYAMLDuplicateKey},
-		{"nested duplicate", "a:\n  b: 1\n  b: 2\n", ErrYAMLDuplicateKey},
-		{"second document", "a: 1\n---\na: 2\nzzz: 3\n", ErrYAMLMultiDoc},
-		{"anchor and alias", "a: &x 1\nb: *x\n", ErrYAMLAlias},
-		{"merge key", "base: &b {x: 1}\nc:\n  <<: *b\n", ErrYAMLAlias},
-		{"custom tag", "a: !custom 1\n", ErrYAMLTag},
-		{"binary tag", "a: !!binary aGk=\n", ErrYAMLTag},
+		{"duplicate key", "a: 1\na: 2\n", errYAMLDuplicateKey},
+		{"nested duplicate", "a:\n  b: 1\n  b: 2\n", errYAMLDuplicateKey},
+		{"second document", "a: 1\n---\na: 2\nzzz: 3\n", errYAMLMultiDoc},
+		{"anchor and alias", "a: &x 1\nb: *x\n", errYAMLAlias},
+		{"merge key", "base: &b {x: 1}\nc:\n  <<: *b\n", errYAMLAlias},
+		{"custom tag", "a: !custom 1\n", errYAMLTag},
+		{"binary tag", "a: !!binary aGk=\n", errYAMLTag},
 		{"yaml 1.1 boolean", "a: yes\n", nil}, // a string in YAML 1.2 core: read as "yes"
-		{"hex integer", "a: 0x10\n", ErrYAMLTag},
-		{"integer beyond 2^53", "a: 9007199254740993\n", ErrYAMLTag},
-		{"non-string key", "1: a\n", ErrYAMLKey},
-		{"not a mapping", "- a\n", ErrYAMLNotMapping},
-		{"empty", "", ErrYAMLSyntax},
-		{"syntax", "a: [\n", ErrYAMLSyntax},
-		{"too large", "a: " + string(make([]byte, MaxYAML)) + "\n", ErrYAMLTooLarge},
+		{"hex integer", "a: 0x10\n", errYAMLTag},
+		{"integer beyond 2^53", "a: 9007199254740993\n", errYAMLTag},
+		{"non-string key", "1: a\n", errYAMLKey},
+		{"not a mapping", "- a\n", errYAMLNotMapping},
+		{"empty", "", errYAMLSyntax},
+		{"syntax", "a: [\n", errYAMLSyntax},
+		{"too large", "a: " + string(make([]byte, MaxYAML)) + "\n", errYAMLTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := readYAML("t.yaml", []byte(tc.in))

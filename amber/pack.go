@@ -20,11 +20,11 @@ import (
 
 // Rules an oracle directory or an oracle.pack can break.
 var (
-	ErrPackFileType = fault.New(fault.Refused, "only regular files and directories may be packed")
-	ErrPackName     = fault.New(fault.Refused, "path not allowed in an oracle pack")
+	errPackFileType = fault.New(fault.Refused, "only regular files and directories may be packed")
+	errPackName     = fault.New(fault.Refused, "path not allowed in an oracle pack")
 	errPackTooLarge = fault.New(fault.Refused, "oracle pack over the cap")
 	errPackChanged  = fault.New(fault.Refused, "file changed while it was packed")
-	ErrPackEntry    = fault.New(fault.Refused, "oracle pack entry not in the deterministic form")
+	errPackEntry    = fault.New(fault.Refused, "oracle pack entry not in the deterministic form")
 )
 
 // Caps on an oracle pack: the oracle holds tests, a rubric and evaluator
@@ -77,7 +77,7 @@ func WritePack(dir string, w io.Writer) error {
 		for _, e := range entries {
 			name := path.Join(rel, e.Name())
 			if !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
-				return &PackError{Path: name, Err: ErrPackName}
+				return &PackError{Path: name, Err: errPackName}
 			}
 			switch {
 			case e.Type().IsDir():
@@ -88,7 +88,7 @@ func WritePack(dir string, w io.Writer) error {
 			case e.Type().IsRegular():
 				names = append(names, name)
 			default:
-				return &PackError{Path: name, Err: fmt.Errorf("%w (%s)", ErrPackFileType, e.Type())}
+				return &PackError{Path: name, Err: fmt.Errorf("%w (%s)", errPackFileType, e.Type())}
 			}
 			if len(names) > MaxPackEntries {
 				return &PackError{Path: name, Err: fmt.Errorf("%w: more than %d entries", errPackTooLarge, MaxPackEntries)}
@@ -142,7 +142,7 @@ func packFile(root *os.Root, tw *tar.Writer, hdr *tar.Header, budget int64) (int
 	// The entry may have been swapped for a FIFO or device between the
 	// listing and the open; the descriptor tells the truth.
 	if !fi.Mode().IsRegular() {
-		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w (%s)", ErrPackFileType, fi.Mode().Type())}
+		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w (%s)", errPackFileType, fi.Mode().Type())}
 	}
 	if fi.Size() > budget {
 		return 0, &PackError{Path: hdr.Name, Err: fmt.Errorf("%w: over %d bytes in total", errPackTooLarge, MaxPackBytes)}
@@ -215,7 +215,7 @@ func ReadPack(r io.Reader) ([]PackEntry, error) {
 		return nil, &PackError{Path: "", Err: err}
 	}
 	if !bytes.Equal(in.Sum(nil), out.Sum(nil)) {
-		return nil, &PackError{Path: "", Err: fmt.Errorf("%w: the bytes are not the canonical encoding of their entries", ErrPackEntry)}
+		return nil, &PackError{Path: "", Err: fmt.Errorf("%w: the bytes are not the canonical encoding of their entries", errPackEntry)}
 	}
 	return entries, nil
 }
@@ -231,28 +231,28 @@ func readPackEntries(r io.Reader) ([]PackEntry, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, &PackError{Path: prev, Err: fmt.Errorf("%w: %w", ErrPackEntry, err)}
+			return nil, &PackError{Path: prev, Err: fmt.Errorf("%w: %w", errPackEntry, err)}
 		}
 		name := hdr.Name
 		clean := strings.TrimSuffix(name, "/")
 		// Absolute paths and ".." would let extraction write outside the
 		// sealed directory.
 		if clean == "" || path.IsAbs(clean) || path.Clean(clean) != clean || clean == ".." || strings.HasPrefix(clean, "../") || !fs.ValidPath(clean) {
-			return nil, &PackError{Path: name, Err: ErrPackName}
+			return nil, &PackError{Path: name, Err: errPackName}
 		}
 		if name <= prev {
-			return nil, &PackError{Path: name, Err: fmt.Errorf("%w: not in sorted order", ErrPackEntry)}
+			return nil, &PackError{Path: name, Err: fmt.Errorf("%w: not in sorted order", errPackEntry)}
 		}
 		prev = name
 		if hdr.Uid != 0 || hdr.Gid != 0 || hdr.Uname != "" || hdr.Gname != "" || !hdr.ModTime.Equal(packEpoch) {
-			return nil, &PackError{Path: name, Err: fmt.Errorf("%w: owner or time", ErrPackEntry)}
+			return nil, &PackError{Path: name, Err: fmt.Errorf("%w: owner or time", errPackEntry)}
 		}
 		// WritePack's only PAX record is a long or non-ASCII path. A GNU
 		// sparse record makes a few bytes on the wire read as up to the
 		// whole cap of zeros, in memory, before the sha256 is compared.
 		for k := range hdr.PAXRecords {
 			if k != "path" {
-				return nil, &PackError{Path: name, Err: fmt.Errorf("%w: PAX record %q", ErrPackEntry, k)}
+				return nil, &PackError{Path: name, Err: fmt.Errorf("%w: PAX record %q", errPackEntry, k)}
 			}
 		}
 		if len(out) >= MaxPackEntries {
@@ -261,12 +261,12 @@ func readPackEntries(r io.Reader) ([]PackEntry, error) {
 		switch hdr.Typeflag {
 		case tar.TypeDir:
 			if !strings.HasSuffix(name, "/") || hdr.Mode != 0o755 {
-				return nil, &PackError{Path: name, Err: fmt.Errorf("%w: directory form", ErrPackEntry)}
+				return nil, &PackError{Path: name, Err: fmt.Errorf("%w: directory form", errPackEntry)}
 			}
 			out = append(out, PackEntry{Name: clean, Dir: true, Mode: 0o755})
 		case tar.TypeReg:
 			if strings.HasSuffix(name, "/") || (hdr.Mode != 0o644 && hdr.Mode != 0o755) {
-				return nil, &PackError{Path: name, Err: fmt.Errorf("%w: file form", ErrPackEntry)}
+				return nil, &PackError{Path: name, Err: fmt.Errorf("%w: file form", errPackEntry)}
 			}
 			if hdr.Size > MaxPackBytes-total {
 				return nil, &PackError{Path: name, Err: errPackTooLarge}
@@ -278,7 +278,7 @@ func readPackEntries(r io.Reader) ([]PackEntry, error) {
 			total += int64(len(data))
 			out = append(out, PackEntry{Name: clean, Mode: hdr.Mode, Data: data})
 		default:
-			return nil, &PackError{Path: name, Err: fmt.Errorf("%w (tar type %q)", ErrPackFileType, hdr.Typeflag)}
+			return nil, &PackError{Path: name, Err: fmt.Errorf("%w (tar type %q)", errPackFileType, hdr.Typeflag)}
 		}
 	}
 }

@@ -65,8 +65,8 @@ func TestReadPackSparseBomb(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, err := ReadPack(bytes.NewReader(p))
 	runtime.ReadMemStats(&after)
-	if !errors.Is(err, ErrPackEntry) {
-		t.Errorf("sparse entry (%d bytes on the wire): %v, want ErrPackEntry", len(p), err)
+	if !errors.Is(err, errPackEntry) {
+		t.Errorf("sparse entry (%d bytes on the wire): %v, want errPackEntry", len(p), err)
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
 		t.Errorf("reading a %d-byte pack allocated %d MiB", len(p), grew>>20)

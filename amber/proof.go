@@ -38,7 +38,7 @@ type Proof struct {
 func (ix *Index) Prove(caseID string) ([]byte, error) {
 	_, i, ok := ix.Latest(caseID)
 	if !ok {
-		return nil, fmt.Errorf("%q: %w", caseID, ErrNotIndexed)
+		return nil, fmt.Errorf("%q: %w", caseID, errNotIndexed)
 	}
 	return ix.ProveIndex(i)
 }
@@ -114,7 +114,7 @@ func VerifyProof(proof []byte, vkey string) (*Proof, error) {
 	}
 	// The hash of the exact entry bytes, under the signed root.
 	if err := tlog.CheckRecord(hashes, cp.Size, cp.Root, idx, tlog.RecordHash(entryBytes)); err != nil {
-		return fail(fmt.Errorf("%w: %w", ErrMismatch, err))
+		return fail(fmt.Errorf("%w: %w", errMismatch, err))
 	}
 	e, err := ParseEntry(entryBytes)
 	if err != nil {

@@ -297,16 +297,16 @@ func VerifyRecordByValue(recordPath string, producer ssh.PublicKey, indexVKey, s
 	}
 	root := p.Checkpoint.Root
 	if p.Checkpoint.Size != r.IndexVersion || encodeB64(root[:]) != r.IndexRoot {
-		return fail(CheckRecordIndex, fmt.Errorf("%w: proof checkpoint %d %s, record cites %d %s", ErrMismatch, p.Checkpoint.Size, encodeB64(root[:]), r.IndexVersion, r.IndexRoot))
+		return fail(CheckRecordIndex, fmt.Errorf("%w: proof checkpoint %d %s, record cites %d %s", errMismatch, p.Checkpoint.Size, encodeB64(root[:]), r.IndexVersion, r.IndexRoot))
 	}
 	e := p.Entry
 	cmp := r.Comparability
 	if e.CaseID != r.CaseID || e.ManifestSHA256 != r.ManifestSHA256 || e.BaseBundleSHA256 != cmp.BaseBundleSHA256 ||
 		e.OraclePackSHA256 != cmp.OraclePackSHA256 || e.SpecSHA256 != cmp.SpecSHA256 || e.CutoffUTC != cmp.CutoffUTC {
-		return fail(CheckRecordIndex, fmt.Errorf("%w: the signed index entry names other hashes than the record", ErrMismatch))
+		return fail(CheckRecordIndex, fmt.Errorf("%w: the signed index entry names other hashes than the record", errMismatch))
 	}
 	if e.Retired() {
-		return fail(CheckRecordIndex, fmt.Errorf("%w: the entry the record cites is a retirement", ErrRetired))
+		return fail(CheckRecordIndex, fmt.Errorf("%w: the entry the record cites is a retirement", errRetired))
 	}
 	rep.Entry = e
 	rep.Passed = append(rep.Passed, CheckRecordIndex)
@@ -316,7 +316,7 @@ func VerifyRecordByValue(recordPath string, producer ssh.PublicKey, indexVKey, s
 			return rep, err
 		}
 		if s.CaseID != r.CaseID || s.ManifestSHA256 != r.ManifestSHA256 || s.comparability() != r.Comparability {
-			return fail(CheckRecordSummary, fmt.Errorf("%w: the signed summary names other values than the record", ErrMismatch))
+			return fail(CheckRecordSummary, fmt.Errorf("%w: the signed summary names other values than the record", errMismatch))
 		}
 		rep.Summary = s
 		rep.Passed = append(rep.Passed, CheckRecordSummary)
@@ -327,7 +327,7 @@ func VerifyRecordByValue(recordPath string, producer ssh.PublicKey, indexVKey, s
 			return fail(CheckRecordSpec, err)
 		}
 		if sum != cmp.SpecSHA256 {
-			return fail(CheckRecordSpec, fmt.Errorf("%w: spec file sha256 %s, record %s", ErrMismatch, sum, cmp.SpecSHA256))
+			return fail(CheckRecordSpec, fmt.Errorf("%w: spec file sha256 %s, record %s", errMismatch, sum, cmp.SpecSHA256))
 		}
 		rep.SpecPinned = true
 		rep.Passed = append(rep.Passed, CheckRecordSpec)

@@ -107,11 +107,11 @@ func TestRecordByValue(t *testing.T) {
 		{"record claims another oracle", func(t *testing.T, rec, sum, spec string) string {
 			resignRecord(t, rec, f.s, func(r *RunRecord) { r.Comparability.OraclePackSHA256 = strings.Repeat("0", 64) })
 			return vkey
-		}, CheckRecordIndex, ErrMismatch},
+		}, CheckRecordIndex, errMismatch},
 		{"record cites another index version", func(t *testing.T, rec, sum, spec string) string {
 			resignRecord(t, rec, f.s, func(r *RunRecord) { r.IndexVersion++ })
 			return vkey
-		}, CheckRecordIndex, ErrMismatch},
+		}, CheckRecordIndex, errMismatch},
 		{"proof checked with another index key", func(t *testing.T, rec, sum, spec string) string {
 			return string(otherVKey)
 		}, CheckRecordIndex, nil},
@@ -126,11 +126,11 @@ func TestRecordByValue(t *testing.T) {
 				t.Fatal(err)
 			}
 			return vkey
-		}, CheckRecordSummary, ErrMismatch},
+		}, CheckRecordSummary, errMismatch},
 		{"another spec", func(t *testing.T, rec, sum, spec string) string {
 			writeFile(t, spec, "# Core, edited\n")
 			return vkey
-		}, CheckRecordSpec, ErrMismatch},
+		}, CheckRecordSpec, errMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, filepath.Dir(rec))

@@ -97,13 +97,13 @@ var (
 	maxArtifactBytes int64 = 4 << 30
 )
 
-// ErrWorkspaceShape: the candidate left a workspace the host cannot list
+// errWorkspaceShape: the candidate left a workspace the host cannot list
 // for its artifacts — more files than maxArtifactFiles or bytes than
 // maxArtifactBytes, a path longer than the kernel resolves, an entry it
 // may not read. It is the candidate's act (protocol_violation): were it
 // signed invalid_infrastructure, a candidate could blame the
 // infrastructure for its own run at will.
-var ErrWorkspaceShape = errors.New("workspace the artifact list cannot take")
+var errWorkspaceShape = errors.New("workspace the artifact list cannot take")
 
 // RunOptions are the inputs of one AMBER run.
 type RunOptions struct {
@@ -206,13 +206,13 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	// (its oracle hash not preregistered) or retired never runs.
 	e, _, ok := ix.Latest(m.CaseID)
 	if !ok {
-		return nil, &CheckError{Check: CheckIndexState, File: o.IndexDir, Err: fmt.Errorf("%q: %w", m.CaseID, ErrNotIndexed)}
+		return nil, &CheckError{Check: CheckIndexState, File: o.IndexDir, Err: fmt.Errorf("%q: %w", m.CaseID, errNotIndexed)}
 	}
 	if e.Retired() {
-		return nil, &CheckError{Check: CheckIndexState, File: o.IndexDir, Err: fmt.Errorf("%q: %w (%s)", m.CaseID, ErrRetired, e.State)}
+		return nil, &CheckError{Check: CheckIndexState, File: o.IndexDir, Err: fmt.Errorf("%q: %w (%s)", m.CaseID, errRetired, e.State)}
 	}
 	if *e != *EntryFromManifest(m, msha) {
-		return nil, &CheckError{Check: CheckIndexState, File: o.IndexDir, Err: fmt.Errorf("%w: the index entry of %q names other hashes than the case", ErrMismatch, m.CaseID)}
+		return nil, &CheckError{Check: CheckIndexState, File: o.IndexDir, Err: fmt.Errorf("%w: the index entry of %q names other hashes than the case", errMismatch, m.CaseID)}
 	}
 	proof, err := ix.Prove(m.CaseID)
 	if err != nil {
@@ -329,7 +329,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		after.walk()
 	}
 	arts, err := after.artifacts()
-	if errors.Is(err, ErrWorkspaceShape) {
+	if errors.Is(err, errWorkspaceShape) {
 		return finish(StateProtocolViolation, "the candidate's workspace cannot be listed: "+err.Error())
 	}
 	if err != nil {
@@ -398,7 +398,7 @@ func checkoutBundle(ctx context.Context, bundle, wantSHA256, commit, dir string)
 		return err
 	}
 	if sum != wantSHA256 {
-		return fmt.Errorf("%w: %s sha256 %s, manifest %s", ErrMismatch, bundle, sum, wantSHA256)
+		return fmt.Errorf("%w: %s sha256 %s, manifest %s", errMismatch, bundle, sum, wantSHA256)
 	}
 	if _, err := git(ctx, "", true, "init", "--quiet", "-b", "main", dir); err != nil {
 		return err
@@ -417,7 +417,7 @@ func checkoutBundle(ctx context.Context, bundle, wantSHA256, commit, dir string)
 		return err
 	}
 	if strings.TrimSpace(string(out)) != commit {
-		return fmt.Errorf("%w: workspace HEAD %s, cutoff %s", ErrMismatch, bytes.TrimSpace(out), commit)
+		return fmt.Errorf("%w: workspace HEAD %s, cutoff %s", errMismatch, bytes.TrimSpace(out), commit)
 	}
 	return nil
 }
@@ -507,7 +507,7 @@ func extractPack(path, want, dir string) error {
 		return err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return fmt.Errorf("%w: oracle.pack sha256 %s, manifest %s", ErrMismatch, got, want)
+		return fmt.Errorf("%w: oracle.pack sha256 %s, manifest %s", errMismatch, got, want)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {

@@ -263,11 +263,11 @@ func TestRunRefusesBeforeRunning(t *testing.T) {
 			if _, err := RetireCaseFile(f.ixDir, f.ixKey, m.CaseID, "2026-03-01"); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrRetired, CheckIndexState},
+		}, errRetired, CheckIndexState},
 		{"case not in the index", func(t *testing.T, f *runFixture) {
 			dir, _ := newTestIndex(t, 2)
 			f.opts.IndexDir = dir
-		}, ErrNotIndexed, CheckIndexState},
+		}, errNotIndexed, CheckIndexState},
 		{"swapped oracle", func(t *testing.T, f *runFixture) {
 			w, err := os.Create(filepath.Join(f.c.Dir, OracleFile))
 			if err != nil {
@@ -279,7 +279,7 @@ func TestRunRefusesBeforeRunning(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrMismatch, CheckOracleSHA256},
+		}, errMismatch, CheckOracleSHA256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newRunFixture(t)
@@ -324,8 +324,8 @@ func TestRunEvaluatorInputFIFO(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			if r := res.Record; r.TerminalState != StateProtocolViolation || !bytes.Contains([]byte(r.Reason), []byte(ErrEvaluatorInput.Error())) {
-				t.Fatalf("state %s (%s), want %s naming %q", r.TerminalState, r.Reason, StateProtocolViolation, ErrEvaluatorInput)
+			if r := res.Record; r.TerminalState != StateProtocolViolation || !bytes.Contains([]byte(r.Reason), []byte(errEvaluatorInput.Error())) {
+				t.Fatalf("state %s (%s), want %s naming %q", r.TerminalState, r.Reason, StateProtocolViolation, errEvaluatorInput)
 			}
 			if _, err := os.Stat(filepath.Join(res.Dir, "oracle.stdout")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the evaluator ran on a refused workspace (oracle.stdout: %v)", err)
@@ -389,8 +389,8 @@ func TestCheckEvaluatorInputs(t *testing.T) {
 			if tc.ok && err != nil {
 				t.Errorf("refused: %v", err)
 			}
-			if !tc.ok && !errors.Is(err, ErrEvaluatorInput) {
-				t.Errorf("got %v, want %v", err, ErrEvaluatorInput)
+			if !tc.ok && !errors.Is(err, errEvaluatorInput) {
+				t.Errorf("got %v, want %v", err, errEvaluatorInput)
 			}
 		})
 	}

@@ -44,11 +44,11 @@ var summaryFields = []string{"case_id", "manifest_sha256", "base_bundle_sha256",
 func NewSummary(m *Manifest, manifestSHA256 string, ix *Index) (*Summary, error) {
 	e, _, ok := ix.Latest(m.CaseID)
 	if !ok {
-		return nil, fmt.Errorf("%q: %w", m.CaseID, ErrNotIndexed)
+		return nil, fmt.Errorf("%q: %w", m.CaseID, errNotIndexed)
 	}
 	if e.ManifestSHA256 != manifestSHA256 || e.BaseBundleSHA256 != m.Artifacts.BaseBundleSHA256 ||
 		e.OraclePackSHA256 != m.Artifacts.OraclePackSHA256 || e.SpecSHA256 != m.SpecSHA256 || e.CutoffUTC != m.CutoffUTC {
-		return nil, fmt.Errorf("%w: the index entry of %q names other hashes than the manifest", ErrMismatch, m.CaseID)
+		return nil, fmt.Errorf("%w: the index entry of %q names other hashes than the manifest", errMismatch, m.CaseID)
 	}
 	ret := Retirement{State: "active"}
 	if d, ok := strings.CutPrefix(e.State, "retired:"); ok {

@@ -88,7 +88,7 @@ func TestUpstreamSummaryFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ReadSummary("summary.invalid-fieldset.yaml", b)
-	if !errors.Is(err, ErrManifestField) {
+	if !errors.Is(err, errManifestField) {
 		t.Fatalf("got %v, want a field refusal", err)
 	}
 	if got := pointersOf(err); !slices.Equal(got, []string{"/cutoff_commit", "/notes"}) {
@@ -114,7 +114,7 @@ func TestSummaryRefusesUnindexedOrMismatched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewSummary(m, msha, ix); !errors.Is(err, ErrNotIndexed) {
+	if _, err := NewSummary(m, msha, ix); !errors.Is(err, errNotIndexed) {
 		t.Errorf("unindexed case: %v", err)
 	}
 }
@@ -200,7 +200,7 @@ func TestAdjudicate(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Adjudicate(records, AdjudicateOptions{LeakDate: "2026-04-01", Retired: "2026-03-01"}); !errors.Is(err, ErrBuildArgument) {
+	if _, err := Adjudicate(records, AdjudicateOptions{LeakDate: "2026-04-01", Retired: "2026-03-01"}); !errors.Is(err, errBuildArgument) {
 		t.Errorf("leak after retirement: %v", err)
 	}
 }

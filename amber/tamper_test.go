@@ -92,7 +92,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 		}, CheckManifestSignature, signNamespace},
 		{"signing_key_id names another key", func(t *testing.T, dir string) {
 			resign(t, dir, s, func(m *Manifest) { m.Producer.SigningKeyID = other.Fingerprint() })
-		}, CheckSigningKeyID, ErrMismatch},
+		}, CheckSigningKeyID, errMismatch},
 		{"unknown field, signed", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, ManifestFile)
 			b, _ := os.ReadFile(p)
@@ -100,7 +100,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			sig, _ := s.Sign(sign.NamespaceCaseManifest, b)
 			writeFile(t, p, string(b))
 			writeFile(t, filepath.Join(dir, ManifestSigFile), string(sig))
-		}, CheckManifestRules, ErrManifestField},
+		}, CheckManifestRules, errManifestField},
 		{"second document, signed", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, ManifestFile)
 			b, _ := os.ReadFile(p)
@@ -108,7 +108,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			sig, _ := s.Sign(sign.NamespaceCaseManifest, b)
 			writeFile(t, p, string(b))
 			writeFile(t, filepath.Join(dir, ManifestSigFile), string(sig))
-		}, CheckManifestRules, ErrYAMLMultiDoc},
+		}, CheckManifestRules, errYAMLMultiDoc},
 		{"swapped oracle", func(t *testing.T, dir string) {
 			od := newOracle(t)
 			writeFile(t, filepath.Join(od, "rubric.md"), "criterion tests_pass: always 1\n")
@@ -117,10 +117,10 @@ func TestVerifyCatchesTampering(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.Close()
-		}, CheckOracleSHA256, ErrMismatch},
+		}, CheckOracleSHA256, errMismatch},
 		{"bundle byte flipped", func(t *testing.T, dir string) {
 			flipPackByte(t, filepath.Join(dir, BundleFile))
-		}, CheckBundleSHA256, ErrMismatch},
+		}, CheckBundleSHA256, errMismatch},
 		{"bundle byte flipped, manifest re-signed to match", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, BundleFile)
 			flipPackByte(t, p)
@@ -152,19 +152,19 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			gitT(t, o.Repo, "update-ref", "refs/x", gitT(t, o.Repo, "rev-parse", "main"))
 			gitT(t, o.Repo, "bundle", "create", "--quiet", "--version=3", p, "refs/x")
 			gitT(t, o.Repo, "update-ref", "-d", "refs/x")
-		}, CheckBundleHeader, ErrMismatch},
+		}, CheckBundleHeader, errMismatch},
 		{"thin bundle", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, BundleFile)
 			os.Remove(p)
 			gitT(t, o.Repo, "update-ref", BundleRef, o.CutoffCommit)
 			gitT(t, o.Repo, "bundle", "create", "--quiet", "--version=3", p, o.CutoffCommit+"~1.."+BundleRef)
 			gitT(t, o.Repo, "update-ref", "-d", BundleRef)
-		}, CheckBundleHeader, ErrBundlePrerequisite},
+		}, CheckBundleHeader, errBundlePrerequisite},
 		{"bundle truncated", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, BundleFile)
 			b, _ := os.ReadFile(p)
 			writeFile(t, p, string(b[:len(b)-10]))
-		}, CheckBundleSHA256, ErrMismatch},
+		}, CheckBundleSHA256, errMismatch},
 		{"bundle replaced by a symlink", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, BundleFile)
 			if err := os.Rename(p, p+".real"); err != nil {
@@ -173,7 +173,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			if err := os.Symlink(p+".real", p); err != nil {
 				t.Fatal(err)
 			}
-		}, CheckBundleHeader, ErrNotRegular},
+		}, CheckBundleHeader, errNotRegular},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, c.Dir)
@@ -197,15 +197,15 @@ func TestParseBundleHeader(t *testing.T) {
 		want     error
 	}{
 		{"good", "# v3 git bundle\n@object-format=sha1\n" + oid + " " + BundleRef + "\n\nPACK", nil},
-		{"v2", "# v2 git bundle\n" + oid + " " + BundleRef + "\n\nPACK", ErrBundleSignature},
-		{"filter capability", "# v3 git bundle\n@object-format=sha1\n@filter=blob:none\n" + oid + " r\n\nPACK", ErrBundleCapability},
-		{"prerequisite", "# v3 git bundle\n@object-format=sha1\n-" + oid + " c\n" + oid + " r\n\nPACK", ErrBundlePrerequisite},
-		{"two refs", "# v3 git bundle\n@object-format=sha1\n" + oid + " r\n" + oid + " s\n\nPACK", ErrBundleRefs},
-		{"no ref", "# v3 git bundle\n@object-format=sha1\n\nPACK", ErrBundleRefs},
-		{"no object format", "# v3 git bundle\n" + oid + " r\n\nPACK", ErrBundleHeader},
-		{"sha256 length mismatch", "# v3 git bundle\n@object-format=sha256\n" + oid + " r\n\nPACK", ErrBundleHeader},
-		{"truncated", "# v3 git bundle\n@object-format=sha1\n" + oid, ErrBundleHeader},
-		{"no pack", "# v3 git bundle\n@object-format=sha1\n" + oid + " r\n\nKCAP", ErrBundleHeader},
+		{"v2", "# v2 git bundle\n" + oid + " " + BundleRef + "\n\nPACK", errBundleSignature},
+		{"filter capability", "# v3 git bundle\n@object-format=sha1\n@filter=blob:none\n" + oid + " r\n\nPACK", errBundleCapability},
+		{"prerequisite", "# v3 git bundle\n@object-format=sha1\n-" + oid + " c\n" + oid + " r\n\nPACK", errBundlePrerequisite},
+		{"two refs", "# v3 git bundle\n@object-format=sha1\n" + oid + " r\n" + oid + " s\n\nPACK", errBundleRefs},
+		{"no ref", "# v3 git bundle\n@object-format=sha1\n\nPACK", errBundleRefs},
+		{"no object format", "# v3 git bundle\n" + oid + " r\n\nPACK", errBundleHeader},
+		{"sha256 length mismatch", "# v3 git bundle\n@object-format=sha256\n" + oid + " r\n\nPACK", errBundleHeader},
+		{"truncated", "# v3 git bundle\n@object-format=sha1\n" + oid, errBundleHeader},
+		{"no pack", "# v3 git bundle\n@object-format=sha1\n" + oid + " r\n\nKCAP", errBundleHeader},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseBundleHeader(bytes.NewReader([]byte(tc.in)))

@@ -35,9 +35,9 @@ const (
 	CheckOraclePack        = "oracle-pack-form"
 )
 
-// ErrMismatch is the rule behind every hash, size or identity check: the
+// errMismatch is the rule behind every hash, size or identity check: the
 // bytes are not the ones the signed manifest names.
-var ErrMismatch = fault.New(fault.Refused, "does not match the signed manifest")
+var errMismatch = fault.New(fault.Refused, "does not match the signed manifest")
 
 // CheckError names the check that failed, the file it read and why.
 type CheckError struct {
@@ -135,7 +135,7 @@ func verifyManifest(dir string, pub ssh.PublicKey, schema *schema.Schema, rep *V
 	// The manifest must name the key that signed it: a manifest re-signed by
 	// another key would otherwise still claim its original producer.
 	if fp := sign.Fingerprint(pub); m.Producer.SigningKeyID != fp {
-		return fail(CheckSigningKeyID, mpath, fmt.Errorf("%w: signing_key_id %q, key %s", ErrMismatch, m.Producer.SigningKeyID, fp))
+		return fail(CheckSigningKeyID, mpath, fmt.Errorf("%w: signing_key_id %q, key %s", errMismatch, m.Producer.SigningKeyID, fp))
 	}
 	rep.Passed = append(rep.Passed, CheckSigningKeyID)
 	return m, pkgwalk.SHA256Hex(mb), nil
@@ -171,19 +171,19 @@ func VerifyBundle(ctx context.Context, path string, m *Manifest, rep *VerifyRepo
 	// A bundle of another commit (or ref) than the signed cutoff would hand
 	// the candidate history the manifest does not vouch for.
 	if hdr.RefName != BundleRef || hdr.RefOID != m.CutoffCommit {
-		return fail(CheckBundleHeader, fmt.Errorf("%w: ref %s %s, manifest cutoff_commit %s", ErrMismatch, hdr.RefOID, hdr.RefName, m.CutoffCommit))
+		return fail(CheckBundleHeader, fmt.Errorf("%w: ref %s %s, manifest cutoff_commit %s", errMismatch, hdr.RefOID, hdr.RefName, m.CutoffCommit))
 	}
 	if hdr.ObjectFormat != m.Construction.HashAlgorithm || fmt.Sprint(hdr.Version) != string(m.Construction.BundleFormatVersion) {
-		return fail(CheckBundleHeader, fmt.Errorf("%w: v%d %s, manifest v%s %s", ErrMismatch, hdr.Version, hdr.ObjectFormat, m.Construction.BundleFormatVersion, m.Construction.HashAlgorithm))
+		return fail(CheckBundleHeader, fmt.Errorf("%w: v%d %s, manifest v%s %s", errMismatch, hdr.Version, hdr.ObjectFormat, m.Construction.BundleFormatVersion, m.Construction.HashAlgorithm))
 	}
 	rep.Passed = append(rep.Passed, CheckBundleHeader)
 
 	if sum != m.Artifacts.BaseBundleSHA256 {
-		return fail(CheckBundleSHA256, fmt.Errorf("%w: sha256 %s, manifest %s", ErrMismatch, sum, m.Artifacts.BaseBundleSHA256))
+		return fail(CheckBundleSHA256, fmt.Errorf("%w: sha256 %s, manifest %s", errMismatch, sum, m.Artifacts.BaseBundleSHA256))
 	}
 	rep.Passed = append(rep.Passed, CheckBundleSHA256)
 	if size != m.Construction.BundleSize {
-		return fail(CheckBundleSize, fmt.Errorf("%w: %d bytes, manifest %d", ErrMismatch, size, m.Construction.BundleSize))
+		return fail(CheckBundleSize, fmt.Errorf("%w: %d bytes, manifest %d", errMismatch, size, m.Construction.BundleSize))
 	}
 	rep.Passed = append(rep.Passed, CheckBundleSize)
 	return gitCheckBundle(ctx, scratch, copyPath, hdr, m.CutoffCommit, path, rep)
@@ -210,7 +210,7 @@ func gitCheckBundle(ctx context.Context, scratch, bundle string, hdr *BundleHead
 	}
 	out, err := git(ctx, repo, true, "rev-parse", "--verify", "--quiet", BundleRef+"^{commit}")
 	if err != nil || strings.TrimSpace(string(out)) != commit {
-		return fail(CheckGitFetchFsck, fmt.Errorf("%w: fetched ref is %q, want %s", ErrMismatch, strings.TrimSpace(string(out)), commit))
+		return fail(CheckGitFetchFsck, fmt.Errorf("%w: fetched ref is %q, want %s", errMismatch, strings.TrimSpace(string(out)), commit))
 	}
 	// A fetch keeps the whole pack, so the header's one ref says nothing of
 	// what else the pack carries: a bundle with the header of the cutoff
@@ -226,7 +226,7 @@ func gitCheckBundle(ctx context.Context, scratch, bundle string, hdr *BundleHead
 		return fail(CheckGitFetchFsck, err)
 	}
 	if all != reachable {
-		return fail(CheckGitFetchFsck, fmt.Errorf("%w: %d objects, %d reachable from %s", ErrBundleUnreachable, all, reachable, BundleRef))
+		return fail(CheckGitFetchFsck, fmt.Errorf("%w: %d objects, %d reachable from %s", errBundleUnreachable, all, reachable, BundleRef))
 	}
 	rep.Passed = append(rep.Passed, CheckGitFetchFsck)
 	if _, err := git(ctx, repo, true, "fsck", "--full", "--strict", "--no-dangling", "--no-progress"); err != nil {
@@ -251,7 +251,7 @@ func verifyOracle(path string, m *Manifest, rep *VerifyReport) error {
 		return fail(CheckOracleSHA256, err)
 	}
 	if sum := hex.EncodeToString(h.Sum(nil)); sum != m.Artifacts.OraclePackSHA256 {
-		return fail(CheckOracleSHA256, fmt.Errorf("%w: sha256 %s, manifest %s", ErrMismatch, sum, m.Artifacts.OraclePackSHA256))
+		return fail(CheckOracleSHA256, fmt.Errorf("%w: sha256 %s, manifest %s", errMismatch, sum, m.Artifacts.OraclePackSHA256))
 	}
 	rep.Passed = append(rep.Passed, CheckOracleSHA256)
 	if packErr != nil {

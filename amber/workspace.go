@@ -14,9 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrEvaluatorInput: the workspace the evaluator reads holds something
+// errEvaluatorInput: the workspace the evaluator reads holds something
 // other than directories, regular files and links that stay inside it.
-var ErrEvaluatorInput = errors.New("evaluator input is not a regular file")
+var errEvaluatorInput = errors.New("evaluator input is not a regular file")
 
 // wsWalk is what one walk of the workspace finds, entry by entry (visit,
 // a sandbox.WalkFunc without the error): the sha256 of every file outside
@@ -35,9 +35,9 @@ type wsWalk struct {
 	before map[string]string // nil: the snapshot before the run
 	sums   map[string]string
 	total  int64
-	// shape: the snapshot cannot take the workspace (ErrWorkspaceShape);
+	// shape: the snapshot cannot take the workspace (errWorkspaceShape);
 	// hash: a file could not be read; input: the first entry the
-	// evaluator must not read (ErrEvaluatorInput). The snapshot stops at
+	// evaluator must not read (errEvaluatorInput). The snapshot stops at
 	// the first of shape and hash; the input check goes on.
 	shape, hash, input error
 }
@@ -83,7 +83,7 @@ func (w *wsWalk) walk() {
 // unwalked records that the walk stopped before the end.
 func (w *wsWalk) unwalked(why string) {
 	if w.shape == nil {
-		w.shape = fmt.Errorf("%w: the walk stopped: %s", ErrWorkspaceShape, why)
+		w.shape = fmt.Errorf("%w: the walk stopped: %s", errWorkspaceShape, why)
 	}
 }
 
@@ -99,7 +99,7 @@ func (w *wsWalk) visit(dirfd int, name, rel string, st *unix.Stat_t) {
 	}
 	if p := filepath.Join(w.ws, rel); len(p) >= unix.PathMax {
 		// The evaluator, and any reader after it, resolves paths.
-		w.shape = fmt.Errorf("%w: a path longer than the kernel resolves (%d bytes: %.200s…)", ErrWorkspaceShape, len(p), rel)
+		w.shape = fmt.Errorf("%w: a path longer than the kernel resolves (%d bytes: %.200s…)", errWorkspaceShape, len(p), rel)
 		return
 	}
 	mode := st.Mode & unix.S_IFMT
@@ -107,7 +107,7 @@ func (w *wsWalk) visit(dirfd int, name, rel string, st *unix.Stat_t) {
 		return
 	}
 	if len(w.sums) >= maxArtifactFiles {
-		w.shape = fmt.Errorf("%w: more than %d files", ErrWorkspaceShape, maxArtifactFiles)
+		w.shape = fmt.Errorf("%w: more than %d files", errWorkspaceShape, maxArtifactFiles)
 		return
 	}
 	switch mode {
@@ -115,7 +115,7 @@ func (w *wsWalk) visit(dirfd int, name, rel string, st *unix.Stat_t) {
 		// Judged by its size before a byte is hashed: a sparse terabyte
 		// made in an instant must not keep the host hashing zeros.
 		if w.total += st.Size; w.total > maxArtifactBytes {
-			w.shape = fmt.Errorf("%w: more than %d bytes (%s: %d)", ErrWorkspaceShape, maxArtifactBytes, rel, st.Size)
+			w.shape = fmt.Errorf("%w: more than %d bytes (%s: %d)", errWorkspaceShape, maxArtifactBytes, rel, st.Size)
 			return
 		}
 		sum, err := hashAt(dirfd, name, rel)
@@ -168,17 +168,17 @@ func (w *wsWalk) evaluatorInput(dirfd int, name, rel string, st *unix.Stat_t) er
 		return nil
 	case unix.S_IFLNK:
 	default:
-		return fmt.Errorf("%s: %w (%s)", rel, ErrEvaluatorInput, fileModeType(st.Mode&unix.S_IFMT))
+		return fmt.Errorf("%s: %w (%s)", rel, errEvaluatorInput, fileModeType(st.Mode&unix.S_IFMT))
 	}
 	target, err := readlinkAt(dirfd, name)
 	if err != nil {
-		return fmt.Errorf("%s: %w (symbolic link that cannot be read: %v)", rel, ErrEvaluatorInput, err)
+		return fmt.Errorf("%s: %w (symbolic link that cannot be read: %v)", rel, errEvaluatorInput, err)
 	}
 	if sum, ok := w.before[rel]; ok && sum == linkSum(target) {
 		return nil // the case's own link, as checked out
 	}
 	if j := filepath.Join(filepath.Dir(rel), target); filepath.IsAbs(target) || j == ".." || strings.HasPrefix(j, "../") {
-		return fmt.Errorf("%s: %w (symbolic link to %q, outside the workspace)", rel, ErrEvaluatorInput, target)
+		return fmt.Errorf("%s: %w (symbolic link to %q, outside the workspace)", rel, errEvaluatorInput, target)
 	}
 	// Resolved as the evaluator will, link after link, never leaving the
 	// workspace: texts that each stay inside can still chain out of it
@@ -189,13 +189,13 @@ func (w *wsWalk) evaluatorInput(dirfd int, name, rel string, st *unix.Stat_t) er
 	if err == nil {
 		unix.Close(fd)
 	} else if !errors.Is(err, unix.ENOENT) { // dangling inside: dangling for the evaluator too
-		return fmt.Errorf("%s: %w (symbolic link to %q does not resolve inside the workspace: %v)", rel, ErrEvaluatorInput, target, err)
+		return fmt.Errorf("%s: %w (symbolic link to %q does not resolve inside the workspace: %v)", rel, errEvaluatorInput, target, err)
 	}
 	return nil
 }
 
 // snapshotErr is the first error of the snapshot: the workspace's shape
-// (ErrWorkspaceShape), else a file that could not be read.
+// (errWorkspaceShape), else a file that could not be read.
 func (w *wsWalk) snapshotErr() error {
 	if w.shape != nil {
 		return w.shape
@@ -236,7 +236,7 @@ func linkSum(target string) string { return pkgwalk.SHA256Hex([]byte("symlink:" 
 
 // hashAt returns the sha256 of the regular file name in the directory
 // dirfd: opened without following a link and without waiting on a FIFO,
-// and refused (ErrNotRegular) unless its fstat says regular file.
+// and refused (errNotRegular) unless its fstat says regular file.
 func hashAt(dirfd int, name, rel string) (string, error) {
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -245,7 +245,7 @@ func hashAt(dirfd int, name, rel string) (string, error) {
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: %w (%v)", rel, ErrNotRegular, err)
+		return "", fmt.Errorf("%s: %w (%v)", rel, errNotRegular, err)
 	}
 	sum, _, err := hashOpen(f, nil)
 	return sum, err

@@ -58,7 +58,7 @@ func (w walkingIsolation) Run(_ context.Context, spec ContainerSpec, _, _ io.Wri
 // workspace in the isolation layer's own walk and never walks it again
 // (a file added after that walk is no artifact); a layer whose walk
 // stopped leaves the workspace unread, the candidate's act
-// (protocol_violation, ErrWorkspaceShape); a layer that walks nothing
+// (protocol_violation, errWorkspaceShape); a layer that walks nothing
 // gets the run's own walk.
 func TestRunWalksTheWorkspaceOnce(t *testing.T) {
 	t.Parallel()
@@ -70,7 +70,7 @@ func TestRunWalksTheWorkspaceOnce(t *testing.T) {
 	}{
 		{"all", StateInvalidInfrastructure, "the oracle could not score", []string{"workspace/answer.txt"}},
 		{"none", StateInvalidInfrastructure, "the oracle could not score", []string{"workspace/answer.txt", "workspace/late.txt"}},
-		{"stopped", StateProtocolViolation, ErrWorkspaceShape.Error(), nil},
+		{"stopped", StateProtocolViolation, errWorkspaceShape.Error(), nil},
 	} {
 		t.Run(tc.walk, func(t *testing.T) {
 			calls := 0

@@ -35,14 +35,14 @@ func (e *YAMLError) Unwrap() error { return e.Err }
 
 // Rules of the strict YAML reading.
 var (
-	ErrYAMLSyntax       = fault.New(fault.Refused, "not YAML")
-	ErrYAMLTooLarge     = fault.New(fault.Refused, "YAML document over the size cap")
-	ErrYAMLMultiDoc     = fault.New(fault.Refused, "more than one YAML document")
-	ErrYAMLDuplicateKey = fault.New(fault.Refused, "duplicate mapping key")
-	ErrYAMLAlias        = fault.New(fault.Refused, "anchors and aliases are refused")
-	ErrYAMLTag          = fault.New(fault.Refused, "tag outside the YAML core schema")
-	ErrYAMLKey          = fault.New(fault.Refused, "mapping key is not a plain string")
-	ErrYAMLNotMapping   = fault.New(fault.Refused, "document is not a mapping")
+	errYAMLSyntax       = fault.New(fault.Refused, "not YAML")
+	errYAMLTooLarge     = fault.New(fault.Refused, "YAML document over the size cap")
+	errYAMLMultiDoc     = fault.New(fault.Refused, "more than one YAML document")
+	errYAMLDuplicateKey = fault.New(fault.Refused, "duplicate mapping key")
+	errYAMLAlias        = fault.New(fault.Refused, "anchors and aliases are refused")
+	errYAMLTag          = fault.New(fault.Refused, "tag outside the YAML core schema")
+	errYAMLKey          = fault.New(fault.Refused, "mapping key is not a plain string")
+	errYAMLNotMapping   = fault.New(fault.Refused, "document is not a mapping")
 	errYAMLUnknownField = fault.New(fault.Refused, "field outside the closed field set")
 )
 
@@ -59,26 +59,26 @@ var (
 // upstream validator's YAML backends disagree on exactly that.
 func readYAML(file string, b []byte) (*evidence.Object, error) {
 	if len(b) > MaxYAML {
-		return nil, &YAMLError{File: file, Err: fmt.Errorf("%w (%d bytes)", ErrYAMLTooLarge, MaxYAML)}
+		return nil, &YAMLError{File: file, Err: fmt.Errorf("%w (%d bytes)", errYAMLTooLarge, MaxYAML)}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if err == io.EOF {
-			return nil, &YAMLError{File: file, Err: fmt.Errorf("%w: empty", ErrYAMLSyntax)}
+			return nil, &YAMLError{File: file, Err: fmt.Errorf("%w: empty", errYAMLSyntax)}
 		}
 		return nil, &YAMLError{File: file, Err: yamlErr(err)}
 	}
 	var second yaml.Node
 	if err := dec.Decode(&second); err != io.EOF {
-		return nil, &YAMLError{File: file, Line: second.Line, Err: ErrYAMLMultiDoc}
+		return nil, &YAMLError{File: file, Line: second.Line, Err: errYAMLMultiDoc}
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		return nil, &YAMLError{File: file, Err: ErrYAMLNotMapping}
+		return nil, &YAMLError{File: file, Err: errYAMLNotMapping}
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, &YAMLError{File: file, Line: root.Line, Err: ErrYAMLNotMapping}
+		return nil, &YAMLError{File: file, Line: root.Line, Err: errYAMLNotMapping}
 	}
 	v, err := nodeValue(file, root, 0)
 	if err != nil {
@@ -89,9 +89,9 @@ func readYAML(file string, b []byte) (*evidence.Object, error) {
 
 func yamlErr(err error) error {
 	if strings.Contains(err.Error(), "already defined") {
-		return fmt.Errorf("%w: %w", ErrYAMLDuplicateKey, err)
+		return fmt.Errorf("%w: %w", errYAMLDuplicateKey, err)
 	}
-	return fmt.Errorf("%w: %w", ErrYAMLSyntax, err)
+	return fmt.Errorf("%w: %w", errYAMLSyntax, err)
 }
 
 const maxYAMLDepth = 32
@@ -99,25 +99,25 @@ const maxYAMLDepth = 32
 func nodeValue(file string, n *yaml.Node, depth int) (any, error) {
 	fail := func(err error) error { return &YAMLError{File: file, Line: n.Line, Err: err} }
 	if depth > maxYAMLDepth {
-		return nil, fail(fmt.Errorf("%w: nested deeper than %d", ErrYAMLSyntax, maxYAMLDepth))
+		return nil, fail(fmt.Errorf("%w: nested deeper than %d", errYAMLSyntax, maxYAMLDepth))
 	}
 	if n.Anchor != "" || n.Kind == yaml.AliasNode {
-		return nil, fail(ErrYAMLAlias)
+		return nil, fail(errYAMLAlias)
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		if n.Tag != "!!map" {
-			return nil, fail(fmt.Errorf("%w: %s", ErrYAMLTag, n.Tag))
+			return nil, fail(fmt.Errorf("%w: %s", errYAMLTag, n.Tag))
 		}
 		obj := evidence.NewObject()
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
 			// "<<" merge keys and non-string keys have no JSON image.
 			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" || k.Anchor != "" {
-				return nil, &YAMLError{File: file, Line: k.Line, Err: ErrYAMLKey}
+				return nil, &YAMLError{File: file, Line: k.Line, Err: errYAMLKey}
 			}
 			if obj.Has(k.Value) {
-				return nil, &YAMLError{File: file, Line: k.Line, Err: fmt.Errorf("%w %q", ErrYAMLDuplicateKey, k.Value)}
+				return nil, &YAMLError{File: file, Line: k.Line, Err: fmt.Errorf("%w %q", errYAMLDuplicateKey, k.Value)}
 			}
 			v, err := nodeValue(file, val, depth+1)
 			if err != nil {
@@ -128,7 +128,7 @@ func nodeValue(file string, n *yaml.Node, depth int) (any, error) {
 		return obj, nil
 	case yaml.SequenceNode:
 		if n.Tag != "!!seq" {
-			return nil, fail(fmt.Errorf("%w: %s", ErrYAMLTag, n.Tag))
+			return nil, fail(fmt.Errorf("%w: %s", errYAMLTag, n.Tag))
 		}
 		out := []any{}
 		for _, c := range n.Content {
@@ -154,23 +154,23 @@ func nodeValue(file string, n *yaml.Node, depth int) (any, error) {
 			case "false":
 				return false, nil
 			}
-			return nil, fail(fmt.Errorf("%w: ambiguous boolean %q", ErrYAMLTag, n.Value))
+			return nil, fail(fmt.Errorf("%w: ambiguous boolean %q", errYAMLTag, n.Value))
 		case "!!int":
 			i, err := strconv.ParseInt(n.Value, 10, 64)
 			// Only plain decimal integers that a double holds exactly:
 			// 0x, 0o, underscores and |i| > 2^53 read differently elsewhere.
 			if err != nil || strconv.FormatInt(i, 10) != strings.TrimPrefix(n.Value, "+") || i > 1<<53 || i < -(1<<53) {
-				return nil, fail(fmt.Errorf("%w: integer %q is not plain decimal", ErrYAMLTag, n.Value))
+				return nil, fail(fmt.Errorf("%w: integer %q is not plain decimal", errYAMLTag, n.Value))
 			}
 			return float64(i), nil
 		case "!!float":
 			f, err := strconv.ParseFloat(n.Value, 64)
 			if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-				return nil, fail(fmt.Errorf("%w: number %q", ErrYAMLTag, n.Value))
+				return nil, fail(fmt.Errorf("%w: number %q", errYAMLTag, n.Value))
 			}
 			return f, nil
 		}
-		return nil, fail(fmt.Errorf("%w: %s", ErrYAMLTag, n.Tag))
+		return nil, fail(fmt.Errorf("%w: %s", errYAMLTag, n.Tag))
 	}
-	return nil, fail(fmt.Errorf("%w: node kind %d", ErrYAMLSyntax, n.Kind))
+	return nil, fail(fmt.Errorf("%w: node kind %d", errYAMLSyntax, n.Kind))
 }

@@ -154,7 +154,7 @@ func TestAmberCutoffBeforeCommitCLI(t *testing.T) {
 	args := []string{"amber", "case", "build", "--repo", p("src"), "--cutoff-commit", "main", "--cutoff-utc", "2025-12-31T00:00:00Z",
 		"--oracle", p("oracle"), "--profile", "p", "--case-id", "A-0001", "--spec", p("CORE.md"), "--protocol", p("DIST.md"), "--key", p("k"), "--out", p("case")}
 	code, _, errs := runCLI(t, args...)
-	if code != 1 || !strings.Contains(errs, "cleanroom: "+amber.ErrCutoffBeforeCommit.Error()) {
+	if code != 1 || !strings.Contains(errs, "cleanroom: cutoff_utc is earlier than the cutoff commit's committer date") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	if _, err := os.Lstat(p("case")); err == nil {
