@@ -8,7 +8,7 @@ import (
 	"github.com/cleanroom-dev/cleanroom/evidence"
 )
 
-// The committed-challenge rule (ErrLeakCommittedChallenge) refuses a
+// The committed-challenge rule (errLeakCommittedChallenge) refuses a
 // package file that carries a challenge of the holdout being committed,
 // whatever its id looks like. The challenge-shape rule (looksLikeChallenge)
 // only knows the reference protocol's H<n> naming; this one knows the

@@ -49,7 +49,7 @@ type EmitOptions struct {
 //     (exactly the directories the files imply, nothing else); exactly the
 //     fstat'ed size is copied in the kernel with copy_file_range(2) (a
 //     read/write loop where the kernel cannot), and a source with a byte
-//     more or fewer is refused (ErrChanged).
+//     more or fewer is refused (errChanged).
 //  3. A full walk of the delivered copy, through the destination descriptor
 //     Emit holds: every rule of Walk, the content rules included (holdout
 //     copy with HoldoutDir, challenge shape), and the SHA-256 of every file.
@@ -329,13 +329,13 @@ func openEmptyDest(dest string) (f *os.File, made bool, err error) {
 	}
 	switch {
 	case errors.Is(err, unix.ELOOP):
-		return nil, false, &RefusalError{Path: dest, Rule: ErrRootSymlink}
+		return nil, false, &RefusalError{Path: dest, Rule: errRootSymlink}
 	case errors.Is(err, unix.ENOTDIR):
 		var st unix.Stat_t
 		if unix.Lstat(dest, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			return nil, false, &RefusalError{Path: dest, Rule: ErrRootSymlink}
+			return nil, false, &RefusalError{Path: dest, Rule: errRootSymlink}
 		}
-		return nil, false, &RefusalError{Path: dest, Rule: ErrRootNotDir}
+		return nil, false, &RefusalError{Path: dest, Rule: errRootNotDir}
 	case err != nil:
 		return nil, false, fmt.Errorf("opening %s: %w", dest, err)
 	}
@@ -344,7 +344,7 @@ func openEmptyDest(dest string) (f *os.File, made bool, err error) {
 	if len(names) > 0 {
 		f.Close()
 		// A dirty destination would deliver whatever was already there.
-		return nil, false, &RefusalError{Path: dest, Rule: ErrDestNotEmpty, Detail: "holds " + quote(names[0])}
+		return nil, false, &RefusalError{Path: dest, Rule: errDestNotEmpty, Detail: "holds " + quote(names[0])}
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		f.Close()
@@ -555,7 +555,7 @@ func copyOne(w *walker, srcFD, dirfd int, name string, file *File, sync bool, bu
 		return fmt.Errorf("copying %q: %w", file.Path, err)
 	}
 	if changed != "" {
-		w.problem(file.Path, ErrChanged, changed)
+		w.problem(file.Path, errChanged, changed)
 	}
 	return nil
 }

@@ -119,7 +119,7 @@ func emitWhole(ctx context.Context, src, dest, expect string, existed bool, opts
 		if errors.Is(err, durable.ErrDirNotEmpty) {
 			// Something was put there meanwhile: refused as Emit refuses a
 			// destination that is not empty.
-			err = &RefusalError{Path: dest, Rule: ErrDestNotEmpty, Detail: "an entry appeared while the copy was staged"}
+			err = &RefusalError{Path: dest, Rule: errDestNotEmpty, Detail: "an entry appeared while the copy was staged"}
 		}
 	}
 	if err != nil {

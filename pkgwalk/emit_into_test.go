@@ -145,7 +145,7 @@ func TestEmitIntoRefusalsLeaveTheDestination(t *testing.T) {
 }
 
 // A destination that is not empty is refused by Emit's rule
-// (ErrDestNotEmpty), with nothing written into it or beside it.
+// (errDestNotEmpty), with nothing written into it or beside it.
 func TestEmitIntoDirtyDestination(t *testing.T) {
 	src := copySynthetic(t)
 	parent := t.TempDir()

@@ -24,65 +24,65 @@ const (
 	// Entry types: only regular files and directories carry bytes a digest
 	// measures; everything else is a name that can deliver other bytes later.
 	ErrSymlink Rule = "symbolic link" // even one pointing inside the package: a special case is a place to hide
-	ErrFIFO    Rule = "FIFO (not a regular file)"
-	ErrSocket  Rule = "socket (not a regular file)"
-	ErrDevice  Rule = "device (not a regular file)"
+	errFIFO    Rule = "FIFO (not a regular file)"
+	errSocket  Rule = "socket (not a regular file)"
+	errDevice  Rule = "device (not a regular file)"
 	errOther   Rule = "not a regular file or directory"
 
-	// ErrHardLink: a file with a second name outside the package changes
+	// errHardLink: a file with a second name outside the package changes
 	// when that name is written, after every digest was right.
-	ErrHardLink Rule = "filesystem links (nlink != 1)"
-	// ErrMountPoint: another filesystem mounted inside the package is not
+	errHardLink Rule = "filesystem links (nlink != 1)"
+	// errMountPoint: another filesystem mounted inside the package is not
 	// the object that was measured, and RESOLVE_NO_XDEV will not enter it.
-	ErrMountPoint Rule = "mount point inside the package (different filesystem)"
-	// ErrBadSegment: a segment outside [A-Za-z0-9._+-], ".", ".." or empty
+	errMountPoint Rule = "mount point inside the package (different filesystem)"
+	// errBadSegment: a segment outside [A-Za-z0-9._+-], ".", ".." or empty
 	// means different things on different systems and tools.
-	ErrBadSegment Rule = "path segment outside [A-Za-z0-9._+-] (or . / .. / empty)"
-	// ErrNotNFC: two byte sequences for one visible name.
-	ErrNotNFC Rule = "path segment not NFC"
-	// ErrCaseCollision: two names differing only by ASCII case are one object
+	errBadSegment Rule = "path segment outside [A-Za-z0-9._+-] (or . / .. / empty)"
+	// errNotNFC: two byte sequences for one visible name.
+	errNotNFC Rule = "path segment not NFC"
+	// errCaseCollision: two names differing only by ASCII case are one object
 	// on a case-insensitive filesystem.
-	ErrCaseCollision Rule = "two paths equal after ASCII case-folding"
+	errCaseCollision Rule = "two paths equal after ASCII case-folding"
 	// ErrEmptyDir: an empty directory carries no bytes for the digest to
 	// notice, yet its name is something the implementer reads.
 	ErrEmptyDir Rule = "directory that no manifested file lives in"
-	// ErrRootSymlink: a symlink standing in for the root can be re-pointed
+	// errRootSymlink: a symlink standing in for the root can be re-pointed
 	// after it was checked.
-	ErrRootSymlink Rule = "root is itself a symbolic link"
-	ErrRootNotDir  Rule = "root is not a directory"
+	errRootSymlink Rule = "root is itself a symbolic link"
+	errRootNotDir  Rule = "root is not a directory"
 	// errUnreadable: an entry the walk could not open or read cannot be
 	// measured, so it cannot be delivered.
 	errUnreadable Rule = "unreadable entry"
-	// ErrChanged: the entry changed while it was being measured (it vanished,
+	// errChanged: the entry changed while it was being measured (it vanished,
 	// was swapped, grew or shrank); a digest of it would describe no instant.
-	ErrChanged Rule = "changed while being read"
+	errChanged Rule = "changed while being read"
 	// errTooLarge: a file too large to hold in memory (MaxKeptFile) cannot
 	// be served from a verified copy or checked against the holdout.
 	errTooLarge Rule = "file too large to hold in memory"
 
 	// Leaks (TRVM-FORMATS §4.1): material that must never reach the
 	// implementer, whatever the bpkg says.
-	ErrLeakPath           Rule = "leak: path names governance/, ledger, brief, review, node_modules or .."
-	ErrLeakHoldoutCopy    Rule = "leak: byte-identical to a holdout file"
-	ErrLeakChallengeShape Rule = "leak: JSON that looks like a holdout challenge"
-	// ErrLeakCommittedChallenge: the file carries a challenge of the
+	errLeakPath           Rule = "leak: path names governance/, ledger, brief, review, node_modules or .."
+	errLeakHoldoutCopy    Rule = "leak: byte-identical to a holdout file"
+	errLeakChallengeShape Rule = "leak: JSON that looks like a holdout challenge"
+	// errLeakCommittedChallenge: the file carries a challenge of the
 	// holdout being committed — whole, or its id with its predicates or
 	// its recipe, reformatted or not (committed.go) — whatever its id
 	// looks like. The blind package would carry the answer key.
-	ErrLeakCommittedChallenge Rule = "leak: carries a committed holdout challenge"
+	errLeakCommittedChallenge Rule = "leak: carries a committed holdout challenge"
 
 	// View and emission rules: the tree is exactly the manifest.
-	ErrNotInManifest  Rule = "file not in the manifest"
-	ErrMissingFile    Rule = "manifested file missing"
-	ErrDigestMismatch Rule = "sha256 differs from the manifest"
+	errNotInManifest  Rule = "file not in the manifest"
+	errMissingFile    Rule = "manifested file missing"
+	errDigestMismatch Rule = "sha256 differs from the manifest"
 	ErrNotPinned      Rule = "package is not the pinned bpkg"
-	ErrDestNotEmpty   Rule = "destination is not an empty directory"
+	errDestNotEmpty   Rule = "destination is not an empty directory"
 	ErrOutputInside   Rule = "output path inside the package"
 
 	// Manifest document rules.
-	ErrBadManifest Rule = "malformed manifest"
-	ErrManifestID  Rule = "recorded blind_package_id does not match the manifest"
-	ErrBadID       Rule = "not a blind_package_id (bpkg- and 64 lowercase hex digits)"
+	errBadManifest Rule = "malformed manifest"
+	errManifestID  Rule = "recorded blind_package_id does not match the manifest"
+	errBadID       Rule = "not a blind_package_id (bpkg- and 64 lowercase hex digits)"
 )
 
 // RefusalError is one problem: the path (relative to the walked root, "/"
@@ -108,7 +108,7 @@ func (e *RefusalError) Unwrap() error { return e.Rule }
 // LeakRules are the rules that keep the holdout and the harness's own
 // material out of a package (TRVM-FORMATS §4.1, and the committed-challenge
 // rule); release issue --holdout refuses a package breaking any of them.
-var LeakRules = []Rule{ErrLeakPath, ErrLeakHoldoutCopy, ErrLeakChallengeShape, ErrLeakCommittedChallenge}
+var LeakRules = []Rule{errLeakPath, errLeakHoldoutCopy, errLeakChallengeShape, errLeakCommittedChallenge}
 
 // Problems is every problem of one tree, sorted by path then rule. As an
 // error it lists them all; errors.Is matches any one's Rule.
@@ -158,7 +158,7 @@ func sortProblems(p Problems) Problems {
 // directory, a dangling or any other symbolic link included, is an argument
 // that cannot be used as one (Unusable, exit 2), as ENOTDIR is everywhere.
 func (r Rule) FaultClass() fault.Class {
-	if r == ErrRootSymlink || r == ErrRootNotDir {
+	if r == errRootSymlink || r == errRootNotDir {
 		return fault.Unusable
 	}
 	return fault.Refused

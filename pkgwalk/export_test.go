@@ -31,3 +31,31 @@ func UsePairReader(t testing.TB, on bool) {
 	pairReader = func() bool { return on && sha2x.Available() }
 	t.Cleanup(func() { pairReader = was })
 }
+
+// The rules, for the black-box tests of package pkgwalk_test. They are
+// unexported: no caller outside pkgwalk branches on one (a caller sees the
+// rule's text in the error, or in Problem.Rule).
+const (
+	ErrBadID                  = errBadID
+	ErrBadManifest            = errBadManifest
+	ErrBadSegment             = errBadSegment
+	ErrCaseCollision          = errCaseCollision
+	ErrChanged                = errChanged
+	ErrDestNotEmpty           = errDestNotEmpty
+	ErrDevice                 = errDevice
+	ErrDigestMismatch         = errDigestMismatch
+	ErrFIFO                   = errFIFO
+	ErrHardLink               = errHardLink
+	ErrLeakChallengeShape     = errLeakChallengeShape
+	ErrLeakCommittedChallenge = errLeakCommittedChallenge
+	ErrLeakHoldoutCopy        = errLeakHoldoutCopy
+	ErrLeakPath               = errLeakPath
+	ErrManifestID             = errManifestID
+	ErrMissingFile            = errMissingFile
+	ErrMountPoint             = errMountPoint
+	ErrNotInManifest          = errNotInManifest
+	ErrNotNFC                 = errNotNFC
+	ErrRootNotDir             = errRootNotDir
+	ErrRootSymlink            = errRootSymlink
+	ErrSocket                 = errSocket
+)

@@ -128,7 +128,7 @@ func (m *Manifest) Dirs() []string {
 // digests.
 func (m *Manifest) Validate() error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrBadManifest, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: %s", errBadManifest, fmt.Sprintf(format, a...))
 	}
 	if m.Type != ManifestType {
 		return bad("type %q, want %q", m.Type, ManifestType)
@@ -142,7 +142,7 @@ func (m *Manifest) Validate() error {
 	folded := make(map[string]string, len(m.Files))
 	for i, f := range m.Files {
 		if err := CheckPath(f.Path); err != nil {
-			return fmt.Errorf("%w: files[%d]: %w", ErrBadManifest, i, err)
+			return fmt.Errorf("%w: files[%d]: %w", errBadManifest, i, err)
 		}
 		if !ident.IsDigest(f.SHA256) {
 			return bad("files[%d] (%q): sha256 is not 64 lowercase hex digits", i, f.Path)
@@ -152,7 +152,7 @@ func (m *Manifest) Validate() error {
 		}
 		k := foldASCII(f.Path)
 		if o, ok := folded[k]; ok {
-			return fmt.Errorf("%w: %w", ErrBadManifest, &RefusalError{Path: f.Path, Rule: ErrCaseCollision, Detail: "with " + quote(o)})
+			return fmt.Errorf("%w: %w", errBadManifest, &RefusalError{Path: f.Path, Rule: errCaseCollision, Detail: "with " + quote(o)})
 		}
 		folded[k] = f.Path
 	}
@@ -166,7 +166,7 @@ func (m *Manifest) Validate() error {
 			return bad("%q is both a file and a directory", d)
 		}
 		if o, ok := dirs[k]; ok {
-			return fmt.Errorf("%w: %w", ErrBadManifest, &RefusalError{Path: d, Rule: ErrCaseCollision, Detail: "with " + quote(o)})
+			return fmt.Errorf("%w: %w", errBadManifest, &RefusalError{Path: d, Rule: errCaseCollision, Detail: "with " + quote(o)})
 		}
 		dirs[k] = d
 	}
@@ -180,10 +180,10 @@ func (m *Manifest) Validate() error {
 func ParseManifestRecord(b []byte) (*Manifest, error) {
 	o, err := evidence.ReadObject(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadManifest, err)
+		return nil, fmt.Errorf("%w: %w", errBadManifest, err)
 	}
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrBadManifest, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: %s", errBadManifest, fmt.Sprintf(format, a...))
 	}
 	for _, n := range o.Names() {
 		switch n {
@@ -260,7 +260,7 @@ func ParseManifestRecord(b []byte) (*Manifest, error) {
 		return nil, err
 	}
 	if id != recorded {
-		return nil, fmt.Errorf("%w: recorded %s, manifest is %s", ErrManifestID, recorded, id)
+		return nil, fmt.Errorf("%w: recorded %s, manifest is %s", errManifestID, recorded, id)
 	}
 	return m, nil
 }
@@ -284,7 +284,7 @@ func ReadManifestFile(path string) (*Manifest, error) {
 // CheckID reports whether s has the form of a blind_package_id.
 func CheckID(s string) error {
 	if !ident.Is(IDPrefix, s) {
-		return fmt.Errorf("%q: %w", s, ErrBadID)
+		return fmt.Errorf("%q: %w", s, errBadID)
 	}
 	return nil
 }

@@ -247,7 +247,7 @@ func TestReadManifestFileRefuses(t *testing.T) {
 	}
 	_, err := pkgwalk.ReadManifestFile(bad)
 	if !errors.Is(err, pkgwalk.ErrBadManifest) || !errors.Is(err, evidence.ClassDuplicateName) {
-		t.Errorf("duplicate member: %v, want ErrBadManifest and duplicate-name", err)
+		t.Errorf("duplicate member: %v, want errBadManifest and duplicate-name", err)
 	}
 	if err != nil && !strings.Contains(err.Error(), bad) {
 		t.Errorf("error %q does not name the file", err)

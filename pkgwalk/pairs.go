@@ -31,7 +31,7 @@ type lane struct {
 // exactly as by file (openFile); a file whose bytes are kept (KeepBytes,
 // or a JSON file for the challenge-shape rule) is read by read instead.
 // The same size rules apply: reading stops one byte past what fstat said,
-// and a file that grew or shrank is refused (ErrChanged).
+// and a file that grew or shrank is refused (errChanged).
 func (w *walker) pairs(buf []byte) {
 	var lanes [2]lane
 	for i := range lanes {
@@ -169,7 +169,7 @@ func (w *walker) fill(l *lane) {
 func (w *walker) finishLane(l *lane) {
 	defer l.close()
 	if l.read != l.size {
-		w.problem(l.path, ErrChanged, fmt.Sprintf("fstat said %d bytes, read %d or more", l.size, l.read))
+		w.problem(l.path, errChanged, fmt.Sprintf("fstat said %d bytes, read %d or more", l.size, l.read))
 		return
 	}
 	sum := sha2x.Sum(&l.st, l.buf[l.lo:l.hi])

@@ -70,7 +70,7 @@ func TestWalkDigestsAgainstCryptoSHA256(t *testing.T) {
 }
 
 // A file that grows or shrinks after fstat and before it is read is
-// refused (ErrChanged), whichever reader reads it.
+// refused (errChanged), whichever reader reads it.
 func TestWalkSizeChangedWhileRead(t *testing.T) {
 	// Not parallel: it sets the package's test hooks.
 	cases := []struct {

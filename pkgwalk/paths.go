@@ -55,7 +55,7 @@ func DigestOfPaths(root string, paths []string) (string, []FileDigest, error) {
 			// openat2 would refuse as a crossing, under another rule), "."
 			// or an empty segment would let two spellings digest one file.
 			if seg == "" || seg == "." || seg == ".." {
-				return "", nil, &RefusalError{Path: p, Rule: ErrBadSegment, Detail: "listed path"}
+				return "", nil, &RefusalError{Path: p, Rule: errBadSegment, Detail: "listed path"}
 			}
 		}
 		// Typed first through an O_PATH descriptor, which opens nothing: a
@@ -91,7 +91,7 @@ func DigestOfPaths(root string, paths []string) (string, []FileDigest, error) {
 		}
 		if st.Dev != pst.Dev || st.Ino != pst.Ino {
 			f.Close()
-			return "", nil, fmt.Errorf("%s: %w", root, &RefusalError{Path: p, Rule: ErrChanged, Detail: "replaced while being opened"})
+			return "", nil, fmt.Errorf("%s: %w", root, &RefusalError{Path: p, Rule: errChanged, Detail: "replaced while being opened"})
 		}
 		var t *Tree
 		switch st.Mode & unix.S_IFMT {
@@ -128,9 +128,9 @@ func openError(p string, err error) error {
 	case errors.Is(err, unix.ELOOP):
 		return &RefusalError{Path: p, Rule: ErrSymlink}
 	case errors.Is(err, unix.EXDEV):
-		return &RefusalError{Path: p, Rule: ErrMountPoint}
+		return &RefusalError{Path: p, Rule: errMountPoint}
 	case errors.Is(err, unix.ENXIO):
-		return &RefusalError{Path: p, Rule: ErrSocket}
+		return &RefusalError{Path: p, Rule: errSocket}
 	}
 	return &RefusalError{Path: p, Rule: errUnreadable, Detail: err.Error()}
 }

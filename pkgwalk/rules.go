@@ -16,17 +16,17 @@ import (
 func segmentRules(seg string) []Rule {
 	var out []Rule
 	if seg == "" || seg == "." || seg == ".." {
-		return []Rule{ErrBadSegment}
+		return []Rule{errBadSegment}
 	}
 	for i := 0; i < len(seg); i++ {
 		c := seg[i]
 		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '+' || c == '-') {
-			out = append(out, ErrBadSegment)
+			out = append(out, errBadSegment)
 			break
 		}
 	}
 	if !norm.NFC.IsNormalString(seg) {
-		out = append(out, ErrNotNFC)
+		out = append(out, errNotNFC)
 	}
 	return out
 }
@@ -37,7 +37,7 @@ func segmentRules(seg string) []Rule {
 // so a crafted manifest cannot name a place outside the destination.
 func CheckPath(p string) error {
 	if p == "" || strings.HasPrefix(p, "/") {
-		return &RefusalError{Path: p, Rule: ErrBadSegment, Detail: "not a relative path"}
+		return &RefusalError{Path: p, Rule: errBadSegment, Detail: "not a relative path"}
 	}
 	for seg := range strings.SplitSeq(p, "/") {
 		if rs := segmentRules(seg); len(rs) > 0 {
@@ -56,7 +56,7 @@ func quote(s string) string { return "\"" + strings.ReplaceAll(s, "\"", "\\\"") 
 // spelled.
 var leakMarkers = []string{"governance/", "ledger", "brief", "review", "node_modules", ".."}
 
-// leakPath returns ErrLeakPath and the marker when the path (a directory's
+// leakPath returns errLeakPath and the marker when the path (a directory's
 // with a trailing '/') contains a leak marker.
 func leakPath(p string, isDir bool) (Rule, string) {
 	l := foldASCII(p)
@@ -65,7 +65,7 @@ func leakPath(p string, isDir bool) (Rule, string) {
 	}
 	for _, m := range leakMarkers {
 		if strings.Contains(l, m) {
-			return ErrLeakPath, "contains " + quote(m)
+			return errLeakPath, "contains " + quote(m)
 		}
 	}
 	return "", ""

@@ -76,14 +76,14 @@ func VerifyView(path string, m *Manifest) (*View, error) {
 		switch {
 		case !ok:
 			// A file nobody measured (AB4's BLIND-PACKAGE.json).
-			probs = append(probs, &RefusalError{Path: f.Path, Rule: ErrNotInManifest})
+			probs = append(probs, &RefusalError{Path: f.Path, Rule: errNotInManifest})
 		case want.SHA256 != f.SHA256:
-			probs = append(probs, &RefusalError{Path: f.Path, Rule: ErrDigestMismatch, Detail: fmt.Sprintf("manifest %s, file %s", want.SHA256, f.SHA256)})
+			probs = append(probs, &RefusalError{Path: f.Path, Rule: errDigestMismatch, Detail: fmt.Sprintf("manifest %s, file %s", want.SHA256, f.SHA256)})
 		}
 	}
 	for _, f := range m.Files {
 		if !seen[f.Path] {
-			probs = append(probs, &RefusalError{Path: f.Path, Rule: ErrMissingFile})
+			probs = append(probs, &RefusalError{Path: f.Path, Rule: errMissingFile})
 		}
 	}
 	if len(probs) > 0 {

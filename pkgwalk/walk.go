@@ -70,8 +70,8 @@ func (t *Tree) Size() int64 {
 type WalkOptions struct {
 	// HoldoutDir, when set, enables the holdout leak rules: a file
 	// byte-identical to any regular file under HoldoutDir is refused
-	// (ErrLeakHoldoutCopy), and so is a file carrying one of its committed
-	// challenges (ErrLeakCommittedChallenge, committed.go). Every file is
+	// (errLeakHoldoutCopy), and so is a file carrying one of its committed
+	// challenges (errLeakCommittedChallenge, committed.go). Every file is
 	// then read into memory to be matched.
 	HoldoutDir string
 	// KeepBytes keeps each file's bytes in File.Data: the bytes that were
@@ -269,9 +269,9 @@ func openRoot(root string) (*os.File, *RefusalError, error) {
 		if lerr := unix.Lstat(root, &st); lerr == nil {
 			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 				target, _ := os.Readlink(root)
-				return nil, &RefusalError{Path: ".", Rule: ErrRootSymlink, Detail: fmt.Sprintf("-> %q", target)}, nil
+				return nil, &RefusalError{Path: ".", Rule: errRootSymlink, Detail: fmt.Sprintf("-> %q", target)}, nil
 			}
-			return nil, &RefusalError{Path: ".", Rule: ErrRootNotDir, Detail: typeName(st.Mode)}, nil
+			return nil, &RefusalError{Path: ".", Rule: errRootNotDir, Detail: typeName(st.Mode)}, nil
 		}
 	}
 	return nil, nil, fmt.Errorf("opening package root %s: %w", root, err)
@@ -442,7 +442,7 @@ func (w *walker) subdir(d *dirRef, name, p string) {
 	fd, err := openEntry(d.fd, name, openFlags|unix.O_DIRECTORY)
 	if err != nil {
 		if errors.Is(err, unix.ENOTDIR) {
-			w.problem(p, ErrChanged, "no longer a directory")
+			w.problem(p, errChanged, "no longer a directory")
 			return
 		}
 		w.openFailed(d.fd, name, p, err)
@@ -459,7 +459,7 @@ func (w *walker) subdir(d *dirRef, name, p string) {
 		// Another filesystem mounted here (RESOLVE_NO_XDEV normally
 		// refuses it at open).
 		unix.Close(fd)
-		w.problem(p, ErrMountPoint, "")
+		w.problem(p, errMountPoint, "")
 		return
 	}
 	w.mu.Lock()
@@ -527,9 +527,9 @@ func (w *walker) openFailed(dirfd int, name, p string, err error) {
 		w.refuseType(dirfd, name, p, unix.S_IFLNK)
 	case errors.Is(err, unix.EXDEV):
 		// RESOLVE_NO_XDEV: a mount is stacked on this entry.
-		w.problem(p, ErrMountPoint, "")
+		w.problem(p, errMountPoint, "")
 	case errors.Is(err, unix.ENOENT):
-		w.problem(p, ErrChanged, "vanished during the walk")
+		w.problem(p, errChanged, "vanished during the walk")
 	case errors.Is(err, unix.ENXIO):
 		var st unix.Stat_t
 		if lookup && unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFDIR {
@@ -547,11 +547,11 @@ func typeRule(mode uint32) Rule {
 	case unix.S_IFLNK:
 		return ErrSymlink
 	case unix.S_IFIFO:
-		return ErrFIFO
+		return errFIFO
 	case unix.S_IFSOCK:
-		return ErrSocket
+		return errSocket
 	case unix.S_IFCHR, unix.S_IFBLK:
-		return ErrDevice
+		return errDevice
 	}
 	return errOther
 }
@@ -620,7 +620,7 @@ func (w *walker) openFile(dirfd int, name, p string) (int, unix.Stat_t, bool) {
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
 		unix.Close(fd)
-		w.problem(p, ErrChanged, "became a directory during the walk")
+		w.problem(p, errChanged, "became a directory during the walk")
 		return -1, st, false
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		// Swapped after the directory was read: refuse what was opened.
@@ -631,12 +631,12 @@ func (w *walker) openFile(dirfd int, name, p string) (int, unix.Stat_t, bool) {
 		// A file of another filesystem (a bind mount RESOLVE_NO_XDEV did
 		// not catch): bytes the package's filesystem does not hold.
 		unix.Close(fd)
-		w.problem(p, ErrMountPoint, "")
+		w.problem(p, errMountPoint, "")
 		return -1, st, false
 	}
 	if st.Nlink != 1 && !w.opts.plain {
 		// A second name outside the package can change these bytes.
-		w.problem(p, ErrHardLink, fmt.Sprintf("nlink %d", st.Nlink))
+		w.problem(p, errHardLink, fmt.Sprintf("nlink %d", st.Nlink))
 	}
 	return fd, st, true
 }
@@ -697,7 +697,7 @@ func (w *walker) read(fd int, path string, size int64, buf []byte) {
 			return
 		}
 		if int64(n) != size {
-			w.problem(path, ErrChanged, fmt.Sprintf("fstat said %d bytes, read %d or more", size, n))
+			w.problem(path, errChanged, fmt.Sprintf("fstat said %d bytes, read %d or more", size, n))
 			return
 		}
 		data = data[:size:size]
@@ -721,7 +721,7 @@ func (w *walker) read(fd int, path string, size int64, buf []byte) {
 			}
 		}
 		if total != size {
-			w.problem(path, ErrChanged, fmt.Sprintf("fstat said %d bytes, read %d or more", size, total))
+			w.problem(path, errChanged, fmt.Sprintf("fstat said %d bytes, read %d or more", size, total))
 			return
 		}
 	}
@@ -734,15 +734,15 @@ func (w *walker) read(fd int, path string, size int64, buf []byte) {
 // and adds it to the tree.
 func (w *walker) record(path, sum string, size int64, data []byte) {
 	if data != nil && w.isJSON(path) && looksLikeChallenge(data) {
-		w.problem(path, ErrLeakChallengeShape, "")
+		w.problem(path, errLeakChallengeShape, "")
 	}
 	if w.holdout != nil {
 		if hp, ok := w.holdout.digests[sum]; ok {
-			w.problem(path, ErrLeakHoldoutCopy, "same bytes as holdout file "+hp)
+			w.problem(path, errLeakHoldoutCopy, "same bytes as holdout file "+hp)
 		}
 		if data != nil {
 			if c := committedIn(data, w.holdout.challenges); c != nil {
-				w.problem(path, ErrLeakCommittedChallenge, fmt.Sprintf("challenge %q (holdout file %s)", c.id, c.file))
+				w.problem(path, errLeakCommittedChallenge, fmt.Sprintf("challenge %q (holdout file %s)", c.id, c.file))
 			}
 		}
 	}
@@ -809,7 +809,7 @@ func (w *walker) treeRules() {
 		}
 		for _, p := range group {
 			others := slices.DeleteFunc(slices.Clone(group), func(q string) bool { return q == p })
-			w.problem(p, ErrCaseCollision, "with "+strings.Join(quoteAll(others), ", "))
+			w.problem(p, errCaseCollision, "with "+strings.Join(quoteAll(others), ", "))
 		}
 	}
 }

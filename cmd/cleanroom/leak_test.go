@@ -8,7 +8,6 @@ import (
 
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
-	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
 // leakWorld is the synthetic world whose challenge H2 is renamed R2 (an id
@@ -80,7 +79,7 @@ func TestLeakOfNonHChallengeRefused(t *testing.T) {
 	world, pkg, holdout, copyRel := leakWorld(t)
 	issue := []string{"release", "issue", pkg, "--spec-revision", "1", "--experiment-revision", "1", "--corpus-revision", "1", "--holdout", holdout}
 	code, out, errs := runCLI(t, issue...)
-	if code != 1 || !strings.Contains(errs, string(experiment.ErrPackageLeak)) || !strings.Contains(errs, string(pkgwalk.ErrLeakCommittedChallenge)) ||
+	if code != 1 || !strings.Contains(errs, string(experiment.ErrPackageLeak)) || !strings.Contains(errs, "leak: carries a committed holdout challenge") ||
 		!strings.Contains(errs, `"R2"`) || !strings.Contains(errs, copyRel) {
 		t.Fatalf("release issue --holdout: exit %d, want 1 naming %q, challenge R2 and %s\n%s%s", code, experiment.ErrPackageLeak, copyRel, out, errs)
 	}
@@ -110,9 +109,9 @@ func TestLeakOfNonHChallengeRefused(t *testing.T) {
 		}
 	}
 	code, out, errs = runCLI(t, "run", "--world", world, "pin", "--reference", filepath.Join(world, "governance", "reference-adapter.json"))
-	if code != 1 || !strings.Contains(errs, string(pkgwalk.ErrLeakCommittedChallenge)) || !strings.Contains(errs, `"R2"`) ||
+	if code != 1 || !strings.Contains(errs, "leak: carries a committed holdout challenge") || !strings.Contains(errs, `"R2"`) ||
 		!strings.Contains(errs, "docs/spec/proof-wire/"+copyRel) {
-		t.Fatalf("run pin: exit %d, want 1 naming %q, challenge R2 and %s\n%s%s", code, pkgwalk.ErrLeakCommittedChallenge, copyRel, out, errs)
+		t.Fatalf("run pin: exit %d, want 1 naming %q, challenge R2 and %s\n%s%s", code, "leak: carries a committed holdout challenge", copyRel, out, errs)
 	}
 	if _, err := os.Stat(filepath.Join(world, "governance", "blind-run.json")); !os.IsNotExist(err) {
 		t.Errorf("a refused pin wrote a record: %v", err)

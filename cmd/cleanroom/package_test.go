@@ -144,13 +144,13 @@ func TestPackageCommandRefusals(t *testing.T) {
 		want string
 	}{
 		{"emit of a package that is not the pin", []string{"package", "emit", "--from", clean, "--into", filepath.Join(work, "a"), "--expect", "bpkg-" + strings.Repeat("0", 64)}, 1, string(pkgwalk.ErrNotPinned)},
-		{"emit into a dirty destination", []string{"package", "emit", "--from", clean, "--into", dirty, "--expect", syntheticPackageID}, 1, string(pkgwalk.ErrDestNotEmpty)},
+		{"emit into a dirty destination", []string{"package", "emit", "--from", clean, "--into", dirty, "--expect", syntheticPackageID}, 1, "destination is not an empty directory"},
 		{"manifest --out inside the package", []string{"package", "manifest", clean, "--out", filepath.Join(clean, "vectors", "m.json")}, 1, string(pkgwalk.ErrOutputInside)},
 		{"emit --manifest-out inside the source", []string{"package", "emit", "--from", clean, "--into", filepath.Join(work, "b"), "--expect", syntheticPackageID, "--manifest-out", filepath.Join(clean, "m.json")}, 1, string(pkgwalk.ErrOutputInside)},
 		{"verify against another pin", []string{"package", "verify", clean, "--expect", "bpkg-" + strings.Repeat("1", 64)}, 1, string(pkgwalk.ErrNotPinned)},
 		{"verify without a pin", []string{"package", "verify", clean}, 2, "--expect"},
 		{"emit without --into", []string{"package", "emit", "--from", clean, "--expect", syntheticPackageID}, 2, "--into"},
-		{"malformed pin", []string{"package", "emit", "--from", clean, "--into", filepath.Join(work, "c"), "--expect", "bpkg-xyz"}, 2, string(pkgwalk.ErrBadID)},
+		{"malformed pin", []string{"package", "emit", "--from", clean, "--into", filepath.Join(work, "c"), "--expect", "bpkg-xyz"}, 2, "not a blind_package_id (bpkg- and 64 lowercase hex digits)"},
 		{"missing directory", []string{"package", "id", filepath.Join(work, "absent")}, 2, "no such file"},
 		{"unknown flag", []string{"package", "id", clean, "--follow-links"}, 2, "unknown flag"},
 		{"no argument", []string{"package", "id"}, 2, "arg"},
@@ -190,7 +190,7 @@ func TestPackageVerifyReferenceWorld(t *testing.T) {
 		po := p.(*evidence.Object)
 		path, _ := po.Get("path")
 		rule, _ := po.Get("rule")
-		if rule != string(pkgwalk.ErrMissingFile) || !strings.HasSuffix(path.(string), ".mjs") {
+		if rule != "manifested file missing" || !strings.HasSuffix(path.(string), ".mjs") {
 			t.Errorf("unexpected problem %v: %v", path, rule)
 		}
 	}
