@@ -86,7 +86,7 @@ func TestEnvironmentNulls(t *testing.T) {
 	if err := os.WriteFile(w.RecordPath(), []byte(partial), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.ReadRecord(); !errors.Is(err, ErrRunShape) || !strings.Contains(err.Error(), "null") {
-		t.Errorf("partly null environment: %v, want %q", err, ErrRunShape)
+	if _, err := w.ReadRecord(); !errors.Is(err, errRunShape) || !strings.Contains(err.Error(), "null") {
+		t.Errorf("partly null environment: %v, want %q", err, errRunShape)
 	}
 }

@@ -30,24 +30,24 @@ const (
 // Rules of a world declaration. Each is a sentinel (errors.Is works through
 // the *RunProblem and *VerifyError that carry it).
 const (
-	// ErrDeclarationBytes: world.json is not a regular file the strict
+	// errDeclarationBytes: world.json is not a regular file the strict
 	// reader accepts; a declaration with two readings declares nothing.
-	ErrDeclarationBytes RunRule = "world declaration refused at the byte boundary"
-	// ErrDeclarationShape: an unknown or missing member, or a member of the
+	errDeclarationBytes RunRule = "world declaration refused at the byte boundary"
+	// errDeclarationShape: an unknown or missing member, or a member of the
 	// wrong type: a member nothing reads would be a rule the operator
 	// believes in and the code ignores.
-	ErrDeclarationShape RunRule = "world declaration shape broken"
-	// ErrDeclarationFormat: format is not CLEANROOM-WORLD-v1.
-	ErrDeclarationFormat RunRule = "world declaration format is not " + DeclarationFormat
-	// ErrDeclarationValue: a member's value breaks its rule (an
+	errDeclarationShape RunRule = "world declaration shape broken"
+	// errDeclarationFormat: format is not CLEANROOM-WORLD-v1.
+	errDeclarationFormat RunRule = "world declaration format is not " + DeclarationFormat
+	// errDeclarationValue: a member's value breaks its rule (an
 	// interpreter that is a path, an instrument member outside
 	// experiment/, a reference descriptor in the state root, a class that
 	// is not a NAME, a repeated entry, an empty list).
-	ErrDeclarationValue RunRule = "world declaration value refused"
-	// ErrNoReference: run pin was asked for the world's reference adapter,
+	errDeclarationValue RunRule = "world declaration value refused"
+	// errNoReference: run pin was asked for the world's reference adapter,
 	// and the world declares none and does not hold the reference
 	// protocol's adapter either.
-	ErrNoReference RunRule = "no reference adapter"
+	errNoReference RunRule = "no reference adapter"
 )
 
 // Declaration is what a world declares about itself. Declared is false for a
@@ -102,22 +102,22 @@ var classNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompi
 func ParseDeclaration(b []byte, file string) (*Declaration, error) {
 	o, err := evidence.ReadObject(b)
 	if err != nil {
-		return nil, &RunProblem{Rule: ErrDeclarationBytes, File: file, Err: err}
+		return nil, &RunProblem{Rule: errDeclarationBytes, File: file, Err: err}
 	}
 	var ps []*RunProblem
 	for _, n := range o.Names() {
 		if !slices.Contains(declarationMembers, n) {
-			ps = append(ps, problem(ErrDeclarationShape, file, "unknown member %q (a world declares %s)", n, strings.Join(declarationMembers, ", ")))
+			ps = append(ps, problem(errDeclarationShape, file, "unknown member %q (a world declares %s)", n, strings.Join(declarationMembers, ", ")))
 		}
 	}
 	for _, n := range declarationMembers {
 		if !o.Has(n) {
-			ps = append(ps, problem(ErrDeclarationShape, file, "member %q is missing (every member is required)", n))
+			ps = append(ps, problem(errDeclarationShape, file, "member %q is missing (every member is required)", n))
 		}
 	}
 	typed := func(name, want string, ok bool, v any) bool {
 		if !ok && o.Has(name) {
-			ps = append(ps, problem(ErrDeclarationShape, file, "member %q is %s, not %s", name, evidence.TypeName(v), want))
+			ps = append(ps, problem(errDeclarationShape, file, "member %q is %s, not %s", name, evidence.TypeName(v), want))
 		}
 		return ok
 	}
@@ -131,11 +131,11 @@ func ParseDeclaration(b []byte, file string) (*Declaration, error) {
 		for i, x := range arr {
 			s, ok := x.(string)
 			if !ok {
-				ps = append(ps, problem(ErrDeclarationShape, file, "%s[%d] is %s, not a string", name, i, evidence.TypeName(x)))
+				ps = append(ps, problem(errDeclarationShape, file, "%s[%d] is %s, not a string", name, i, evidence.TypeName(x)))
 				continue
 			}
 			if slices.Contains(out, s) {
-				ps = append(ps, problem(ErrDeclarationValue, file, "%s[%d] repeats %q", name, i, s))
+				ps = append(ps, problem(errDeclarationValue, file, "%s[%d] repeats %q", name, i, s))
 				continue
 			}
 			out = append(out, s)
@@ -146,24 +146,24 @@ func ParseDeclaration(b []byte, file string) (*Declaration, error) {
 	if v, _ := o.Get("format"); o.Has("format") {
 		s, ok := v.(string)
 		if typed("format", "a string", ok, v) && s != DeclarationFormat {
-			ps = append(ps, problem(ErrDeclarationFormat, file, "format is %q", s))
+			ps = append(ps, problem(errDeclarationFormat, file, "format is %q", s))
 		}
 	}
 	d.AdapterInterpreters = strList("adapter_interpreters")
 	for _, s := range d.AdapterInterpreters {
 		if !interpreterNameRE().MatchString(s) {
-			ps = append(ps, problem(ErrDeclarationValue, file, "adapter_interpreters: %q is not a bare program name (%s)", s, interpreterNameRE()))
+			ps = append(ps, problem(errDeclarationValue, file, "adapter_interpreters: %q is not a bare program name (%s)", s, interpreterNameRE()))
 		}
 	}
 	d.Instrument = strList("instrument")
 	if o.Has("instrument") && len(d.Instrument) == 0 {
-		ps = append(ps, problem(ErrDeclarationValue, file, "instrument is empty: a run must pin what measures it"))
+		ps = append(ps, problem(errDeclarationValue, file, "instrument is empty: a run must pin what measures it"))
 	}
 	for _, s := range d.Instrument {
 		// Under experiment/: experiment_digest covers the member, so the
 		// release identity moves when the instrument does.
 		if err := pkgwalk.CheckPath(s); err != nil || !strings.HasPrefix(s, "experiment/") || s == DeclarationFile {
-			ps = append(ps, problem(ErrDeclarationValue, file, "instrument: %q is not a package-relative path under experiment/ (other than %s)", s, DeclarationFile))
+			ps = append(ps, problem(errDeclarationValue, file, "instrument: %q is not a package-relative path under experiment/ (other than %s)", s, DeclarationFile))
 		}
 	}
 	if v, _ := o.Get("reference_adapter"); o.Has("reference_adapter") {
@@ -173,17 +173,17 @@ func ParseDeclaration(b []byte, file string) (*Declaration, error) {
 			// Never the record, the receipts or the challenge set: a
 			// descriptor read from there is evidence reinterpreted as input.
 			if pkgwalk.CheckPath(s) != nil || overlapsState(s) {
-				ps = append(ps, problem(ErrDeclarationValue, file, "reference_adapter: %q is not a world-relative path outside the run record, receipts and holdout", s))
+				ps = append(ps, problem(errDeclarationValue, file, "reference_adapter: %q is not a world-relative path outside the run record, receipts and holdout", s))
 			}
 		}
 	}
 	d.FindingClasses = strList("finding_classes")
 	if o.Has("finding_classes") && len(d.FindingClasses) == 0 {
-		ps = append(ps, problem(ErrDeclarationValue, file, "finding_classes is empty: a finding could never be classified, so no run could complete"))
+		ps = append(ps, problem(errDeclarationValue, file, "finding_classes is empty: a finding could never be classified, so no run could complete"))
 	}
 	for _, s := range d.FindingClasses {
 		if !classNameRE().MatchString(s) {
-			ps = append(ps, problem(ErrDeclarationValue, file, "finding_classes: %q is not a NAME (%s)", s, classNameRE()))
+			ps = append(ps, problem(errDeclarationValue, file, "finding_classes: %q is not a NAME (%s)", s, classNameRE()))
 		}
 	}
 	if len(ps) > 0 {
@@ -202,7 +202,7 @@ func (w *World) Declaration() (*Declaration, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return ReferenceDeclaration(), nil
 	case err != nil:
-		return nil, &RunProblem{Rule: ErrDeclarationBytes, File: file, Err: err}
+		return nil, &RunProblem{Rule: errDeclarationBytes, File: file, Err: err}
 	}
 	return ParseDeclaration(b, file)
 }
@@ -233,7 +233,7 @@ func (w *World) FindingsRegister() (holdout.Register, error) {
 // ReferenceSpec is the reference subject run pin uses when none is given:
 // the declared reference adapter of a declaring world, read as data; for a
 // reference-protocol world, DefaultReference — if the world holds it. A
-// world with neither is refused with ErrNoReference, naming what to do.
+// world with neither is refused with errNoReference, naming what to do.
 func (w *World) ReferenceSpec() (AdapterSpec, error) {
 	d, err := w.Declaration()
 	if err != nil {
@@ -242,7 +242,7 @@ func (w *World) ReferenceSpec() (AdapterSpec, error) {
 	if d.Declared {
 		b, _, err := readRegularBeneath(w.Root, d.ReferenceAdapter)
 		if err != nil {
-			return AdapterSpec{}, &RunProblem{Rule: ErrNoReference, File: d.ReferenceAdapter,
+			return AdapterSpec{}, &RunProblem{Rule: errNoReference, File: d.ReferenceAdapter,
 				Detail: fmt.Sprintf("%s declares it as the reference adapter, and it cannot be read", w.PackageLabel()+"/"+DeclarationFile), Err: err}
 		}
 		return ParseAdapterSpec(b, d.ReferenceAdapter)
@@ -251,7 +251,7 @@ func (w *World) ReferenceSpec() (AdapterSpec, error) {
 	for _, f := range spec.PackageFiles {
 		if _, _, err := readRegularBeneath(w.Root, f); err != nil {
 			decl := path.Join(w.PackageLabel(), DeclarationFile)
-			return AdapterSpec{}, &RunProblem{Rule: ErrNoReference, Path: f, Err: err,
+			return AdapterSpec{}, &RunProblem{Rule: errNoReference, Path: f, Err: err,
 				Detail: fmt.Sprintf("this world has no %s declaring its reference adapter, and the reference protocol's adapter file %s is not here: pass --reference FILE, or declare reference_adapter in %s", decl, f, decl)}
 		}
 	}

@@ -42,30 +42,30 @@ func TestParseDeclaration(t *testing.T) {
 		name, doc string
 		rule      RunRule
 	}{
-		{"not JSON", `{"format":`, ErrDeclarationBytes},
-		{"duplicate member", edit(`"format"`, `"format": "x", "format"`), ErrDeclarationBytes},
-		{"array", `[]`, ErrDeclarationBytes},
-		{"unknown member", edit(`"format"`, `"interpreters": ["node"], "format"`), ErrDeclarationShape},
-		{"missing member", edit(`"finding_classes": ["SPEC_GAP", "PY_REFERENCE_DEFECT"]`, `"x_": 1`), ErrDeclarationShape},
-		{"interpreters a string", edit(`["python3"]`, `"python3"`), ErrDeclarationShape},
-		{"interpreter a number", edit(`["python3"]`, `[3]`), ErrDeclarationShape},
-		{"reference null", edit(`"governance/py-reference.json"`, `null`), ErrDeclarationShape},
-		{"format", edit(`CLEANROOM-WORLD-v1`, `CLEANROOM-WORLD-v2`), ErrDeclarationFormat},
-		{"format a number", edit(`"CLEANROOM-WORLD-v1"`, `1`), ErrDeclarationShape},
-		{"interpreter path", edit(`["python3"]`, `["/usr/bin/python3"]`), ErrDeclarationValue},
-		{"interpreter relative path", edit(`["python3"]`, `["tools/py"]`), ErrDeclarationValue},
-		{"interpreter dotdot", edit(`["python3"]`, `[".."]`), ErrDeclarationValue},
-		{"interpreter twice", edit(`["python3"]`, `["python3", "python3"]`), ErrDeclarationValue},
-		{"instrument outside experiment/", edit(`"experiment/fixtures"`, `"vectors/public"`), ErrDeclarationValue},
-		{"instrument escapes", edit(`"experiment/fixtures"`, `"experiment/../x"`), ErrDeclarationValue},
-		{"instrument is the declaration", edit(`"experiment/fixtures"`, `"experiment/world.json"`), ErrDeclarationValue},
-		{"instrument empty", edit(`["experiment/holdout-observation-v1.schema.json", "experiment/holdout-recipe-v1.schema.json", "experiment/fixtures"]`, `[]`), ErrDeclarationValue},
-		{"reference in the holdout", edit(`governance/py-reference.json`, `governance/holdout/INDEX.json`), ErrDeclarationValue},
-		{"reference is the record", edit(`governance/py-reference.json`, `governance/blind-run.json`), ErrDeclarationValue},
-		{"reference absolute", edit(`governance/py-reference.json`, `/etc/passwd`), ErrDeclarationValue},
-		{"class lower case", edit(`"PY_REFERENCE_DEFECT"`, `"py defect"`), ErrDeclarationValue},
-		{"class twice", edit(`"PY_REFERENCE_DEFECT"`, `"SPEC_GAP"`), ErrDeclarationValue},
-		{"classes empty", edit(`["SPEC_GAP", "PY_REFERENCE_DEFECT"]`, `[]`), ErrDeclarationValue},
+		{"not JSON", `{"format":`, errDeclarationBytes},
+		{"duplicate member", edit(`"format"`, `"format": "x", "format"`), errDeclarationBytes},
+		{"array", `[]`, errDeclarationBytes},
+		{"unknown member", edit(`"format"`, `"interpreters": ["node"], "format"`), errDeclarationShape},
+		{"missing member", edit(`"finding_classes": ["SPEC_GAP", "PY_REFERENCE_DEFECT"]`, `"x_": 1`), errDeclarationShape},
+		{"interpreters a string", edit(`["python3"]`, `"python3"`), errDeclarationShape},
+		{"interpreter a number", edit(`["python3"]`, `[3]`), errDeclarationShape},
+		{"reference null", edit(`"governance/py-reference.json"`, `null`), errDeclarationShape},
+		{"format", edit(`CLEANROOM-WORLD-v1`, `CLEANROOM-WORLD-v2`), errDeclarationFormat},
+		{"format a number", edit(`"CLEANROOM-WORLD-v1"`, `1`), errDeclarationShape},
+		{"interpreter path", edit(`["python3"]`, `["/usr/bin/python3"]`), errDeclarationValue},
+		{"interpreter relative path", edit(`["python3"]`, `["tools/py"]`), errDeclarationValue},
+		{"interpreter dotdot", edit(`["python3"]`, `[".."]`), errDeclarationValue},
+		{"interpreter twice", edit(`["python3"]`, `["python3", "python3"]`), errDeclarationValue},
+		{"instrument outside experiment/", edit(`"experiment/fixtures"`, `"vectors/public"`), errDeclarationValue},
+		{"instrument escapes", edit(`"experiment/fixtures"`, `"experiment/../x"`), errDeclarationValue},
+		{"instrument is the declaration", edit(`"experiment/fixtures"`, `"experiment/world.json"`), errDeclarationValue},
+		{"instrument empty", edit(`["experiment/holdout-observation-v1.schema.json", "experiment/holdout-recipe-v1.schema.json", "experiment/fixtures"]`, `[]`), errDeclarationValue},
+		{"reference in the holdout", edit(`governance/py-reference.json`, `governance/holdout/INDEX.json`), errDeclarationValue},
+		{"reference is the record", edit(`governance/py-reference.json`, `governance/blind-run.json`), errDeclarationValue},
+		{"reference absolute", edit(`governance/py-reference.json`, `/etc/passwd`), errDeclarationValue},
+		{"class lower case", edit(`"PY_REFERENCE_DEFECT"`, `"py defect"`), errDeclarationValue},
+		{"class twice", edit(`"PY_REFERENCE_DEFECT"`, `"SPEC_GAP"`), errDeclarationValue},
+		{"classes empty", edit(`["SPEC_GAP", "PY_REFERENCE_DEFECT"]`, `[]`), errDeclarationValue},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -194,8 +194,8 @@ func TestDeclaredInterpretersOnly(t *testing.T) {
 	}
 	_, err := Pin(bg, w, PinOptions{Reference: AdapterSpec{Implementation: "js", PackageFiles: []string{"governance/a.mjs"},
 		Command: []string{"node", "governance/a.mjs", PlaceholderChallenges, PlaceholderOut}}})
-	if !errors.Is(err, ErrCommand) {
-		t.Fatalf("pin of a node reference in a python3 world: %v, want %q", err, ErrCommand)
+	if !errors.Is(err, errCommand) {
+		t.Fatalf("pin of a node reference in a python3 world: %v, want %q", err, errCommand)
 	}
 	// With no command the default uses the first declared interpreter.
 	tr, err := Pin(bg, w, PinOptions{Reference: AdapterSpec{Implementation: "py", PackageFiles: []string{"governance/py_adapter.py"}}})
@@ -213,8 +213,8 @@ func TestDeclaredInterpretersOnly(t *testing.T) {
 func TestPinWithoutReference(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	if _, err := Pin(bg, w, PinOptions{}); !errors.Is(err, ErrNoReference) || !strings.Contains(err.Error(), "--reference") {
-		t.Errorf("no declaration, no TRVM adapter: %v, want %q naming --reference", err, ErrNoReference)
+	if _, err := Pin(bg, w, PinOptions{}); !errors.Is(err, errNoReference) || !strings.Contains(err.Error(), "--reference") {
+		t.Errorf("no declaration, no TRVM adapter: %v, want %q naming --reference", err, errNoReference)
 	}
 	if _, err := os.Stat(w.RecordPath()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused pin left a record: %v", err)
@@ -223,8 +223,8 @@ func TestPinWithoutReference(t *testing.T) {
 	if err := os.Remove(filepath.Join(d.Root, "governance", "py-reference.json")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Pin(bg, d, PinOptions{}); !errors.Is(err, ErrNoReference) || !strings.Contains(err.Error(), "governance/py-reference.json") {
-		t.Errorf("declared descriptor absent: %v, want %q naming it", err, ErrNoReference)
+	if _, err := Pin(bg, d, PinOptions{}); !errors.Is(err, errNoReference) || !strings.Contains(err.Error(), "governance/py-reference.json") {
+		t.Errorf("declared descriptor absent: %v, want %q naming it", err, errNoReference)
 	}
 }
 
@@ -243,7 +243,7 @@ func TestMalformedDeclarationRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rep.Err(); !errors.Is(err, ErrDeclarationShape) {
-		t.Errorf("verify of a world with an unknown declaration member: %v, want %q", err, ErrDeclarationShape)
+	if err := rep.Err(); !errors.Is(err, errDeclarationShape) {
+		t.Errorf("verify of a world with an unknown declaration member: %v, want %q", err, errDeclarationShape)
 	}
 }

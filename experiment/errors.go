@@ -9,11 +9,13 @@ import (
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
 )
 
-// RunRule names one rule of the run lifecycle (TRVM-FORMATS §5). Each rule is
-// an exported sentinel: errors.Is(err, experiment.ErrBinaryDigest) reports
-// whether err (a *RunProblem, a *VerifyError, a *TransitionError or anything
-// wrapping them) broke it. The string values are stable short phrases; they
-// appear in command output.
+// RunRule names one rule of the run lifecycle (TRVM-FORMATS §5).
+// errors.Is(err, rule) reports whether err (a *RunProblem, a *VerifyError, a
+// *TransitionError or anything wrapping them) broke it. A rule is exported
+// only where a caller outside experiment branches on it (ErrRunFinished,
+// ErrRunUnknown, …); the others are the package's own. The string values are
+// stable short phrases; they appear in command output, where a caller
+// outside sees them.
 type RunRule string
 
 // Error makes a RunRule usable as an errors.Is target.
@@ -22,34 +24,34 @@ func (r RunRule) Error() string { return string(r) }
 // The rules of the run record, its receipts, its RESULT and its transitions.
 // Each one closes a way for a status to be claimed without having happened.
 const (
-	// ErrNoRecord: no run record exists, so no subject is pinned.
-	ErrNoRecord RunRule = "no run record"
-	// ErrStateRoot: governance/ is not a directory of this world (a symbolic
+	// errNoRecord: no run record exists, so no subject is pinned.
+	errNoRecord RunRule = "no run record"
+	// errStateRoot: governance/ is not a directory of this world (a symbolic
 	// link can point the authority at a copy revealed elsewhere).
-	ErrStateRoot RunRule = "state root is not a directory of this world"
+	errStateRoot RunRule = "state root is not a directory of this world"
 	// errRecordBytes: the record's bytes fail the strict reader; a record with
 	// two readings has no single thing to check.
 	errRecordBytes RunRule = "run record refused at the byte boundary"
-	// ErrRunShape: an undeclared or missing member, or a member of the wrong
+	// errRunShape: an undeclared or missing member, or a member of the wrong
 	// type, in the record, a receipt or a RESULT — a member nothing reads is
 	// where evidence hides.
-	ErrRunShape RunRule = "closed shape broken"
-	// ErrRecordType: the record is not a TRVM-BLIND-IMPLEMENTATION-RUN-v3.
-	ErrRecordType RunRule = "record type is not TRVM-BLIND-IMPLEMENTATION-RUN-v3"
-	// ErrUnknownStatus: a status outside the five states.
-	ErrUnknownStatus RunRule = "status is not a state"
-	// ErrRole: a role outside {reference, candidate}; re-identifying a record
+	errRunShape RunRule = "closed shape broken"
+	// errRecordType: the record is not a TRVM-BLIND-IMPLEMENTATION-RUN-v3.
+	errRecordType RunRule = "record type is not TRVM-BLIND-IMPLEMENTATION-RUN-v3"
+	// errUnknownStatus: a status outside the five states.
+	errUnknownStatus RunRule = "status is not a state"
+	// errRole: a role outside {reference, candidate}; re-identifying a record
 	// around any other word would make it legal.
-	ErrRole RunRule = "role is not reference or candidate"
-	// ErrLabel: an implementation label that is not an identifier; the label
+	errRole RunRule = "role is not reference or candidate"
+	// errLabel: an implementation label that is not an identifier; the label
 	// names the archived observation file, so a path in it carries evidence
 	// out of the archive.
-	ErrLabel RunRule = "implementation label is not an identifier"
-	// ErrDuplicateLabel: two subjects with one label have two readings.
-	ErrDuplicateLabel RunRule = "implementation label appears twice"
-	// ErrRunID: run_id does not recompute from the record; something moved
+	errLabel RunRule = "implementation label is not an identifier"
+	// errDuplicateLabel: two subjects with one label have two readings.
+	errDuplicateLabel RunRule = "implementation label appears twice"
+	// errRunID: run_id does not recompute from the record; something moved
 	// without the identity moving.
-	ErrRunID RunRule = "run_id does not identify the record"
+	errRunID RunRule = "run_id does not identify the record"
 
 	// errReleaseUnreadable: SPEC-RELEASE.json is missing or refused.
 	errReleaseUnreadable RunRule = "SPEC-RELEASE.json unreadable"
@@ -57,75 +59,75 @@ const (
 	// against the package (a digest does not recompute); a run would pin an
 	// identity the bytes do not have.
 	errReleaseNotVerified RunRule = "release does not verify against the package"
-	// ErrRunReleaseNotArchived: the selected release is not in
+	// errRunReleaseNotArchived: the selected release is not in
 	// releases/<srel>.json (or differs from SPEC-RELEASE.json at pin).
-	ErrRunReleaseNotArchived RunRule = "selected release not archived"
-	// ErrReleaseDrift: a run in progress names another release than the tree;
+	errRunReleaseNotArchived RunRule = "selected release not archived"
+	// errReleaseDrift: a run in progress names another release than the tree;
 	// a later release never silently moves a run.
-	ErrReleaseDrift RunRule = "run's release is not the tree's release"
+	errReleaseDrift RunRule = "run's release is not the tree's release"
 	// errContractRevision: blind_contract_revision differs from the release's
 	// experiment_revision.
 	errContractRevision RunRule = "blind_contract_revision is not the release's experiment_revision"
 	// errInstrumentMissing: an instrument member is absent from experiment/.
 	errInstrumentMissing RunRule = "instrument member missing"
-	// ErrInstrumentDigest: the instrument moved after the run was pinned.
-	ErrInstrumentDigest RunRule = "instrument_digest does not match the tree"
-	// ErrPackageDigest: a subject's files moved after they were frozen.
-	ErrPackageDigest RunRule = "package_digest does not match the tree"
+	// errInstrumentDigest: the instrument moved after the run was pinned.
+	errInstrumentDigest RunRule = "instrument_digest does not match the tree"
+	// errPackageDigest: a subject's files moved after they were frozen.
+	errPackageDigest RunRule = "package_digest does not match the tree"
 	// errPackageFileAbsent: a file a subject froze is absent.
 	errPackageFileAbsent RunRule = "frozen package file absent"
-	// ErrOutsideWorld: a path the record names does not resolve inside the
+	// errOutsideWorld: a path the record names does not resolve inside the
 	// world; a run may only authorize subjects that are part of it.
-	ErrOutsideWorld RunRule = "path does not resolve inside the world"
-	// ErrSubjectInState: a subject's files or binary overlap the run record,
+	errOutsideWorld RunRule = "path does not resolve inside the world"
+	// errSubjectInState: a subject's files or binary overlap the run record,
 	// the receipts or the holdout; a subject that froze the challenge set
 	// would carry the answer key into its own sandbox.
-	ErrSubjectInState RunRule = "subject names the state root's record, receipts or holdout"
-	// ErrBinaryRequired: a candidate without a frozen executable, or a
+	errSubjectInState RunRule = "subject names the state root's record, receipts or holdout"
+	// errBinaryRequired: a candidate without a frozen executable, or a
 	// binary_path without a binary_digest.
-	ErrBinaryRequired RunRule = "frozen binary required"
-	// ErrBinaryDigest: the executable's bytes are not the frozen ones.
-	ErrBinaryDigest RunRule = "binary bytes do not match binary_digest"
-	// ErrCommand: the command would execute something the run did not freeze.
-	ErrCommand RunRule = "command executes something not frozen"
+	errBinaryRequired RunRule = "frozen binary required"
+	// errBinaryDigest: the executable's bytes are not the frozen ones.
+	errBinaryDigest RunRule = "binary bytes do not match binary_digest"
+	// errCommand: the command would execute something the run did not freeze.
+	errCommand RunRule = "command executes something not frozen"
 	// errNoCandidate: REVEALED or COMPLETE with no frozen candidate.
 	errNoCandidate RunRule = "no frozen candidate"
-	// ErrBlindPackage: the package has a walk problem or leak, or is not the
+	// errBlindPackage: the package has a walk problem or leak, or is not the
 	// bytes the run pinned.
-	ErrBlindPackage RunRule = "blind package problem"
+	errBlindPackage RunRule = "blind package problem"
 
-	// ErrReceiptMissing: no receipt witnesses the record's status.
-	ErrReceiptMissing RunRule = "no receipt witnesses the status"
+	// errReceiptMissing: no receipt witnesses the record's status.
+	errReceiptMissing RunRule = "no receipt witnesses the status"
 	// errReceiptBytes: a receipt the chain needs fails the strict reader.
 	errReceiptBytes RunRule = "receipt refused at the byte boundary"
-	// ErrReceiptForm: a receipt's bytes are not the reference's rendering
+	// errReceiptForm: a receipt's bytes are not the reference's rendering
 	// of its body (JSON.stringify(body, null, 1) + "\n", §5.5 member
 	// order). A receipt is written once, in that form: other bytes with the
 	// same reading (re-indented, members reordered) were written by
 	// something else, and a receipt's sha256 (shown in reports, signed by
 	// its detached signature) must name one byte string per body.
-	ErrReceiptForm RunRule = "receipt is not in the reference byte form"
-	// ErrChain: the receipt chain is broken (wrong names, illegal step,
+	errReceiptForm RunRule = "receipt is not in the reference byte form"
+	// errChain: the receipt chain is broken (wrong names, illegal step,
 	// cycle, no PINNED within 64 steps, subjects changed, release moved).
-	ErrChain RunRule = "receipt chain broken"
-	// ErrReceiptExists: the receipt a transition would write already exists
+	errChain RunRule = "receipt chain broken"
+	// errReceiptExists: the receipt a transition would write already exists
 	// with other bytes; receipts are never rewritten.
-	ErrReceiptExists RunRule = "receipt exists with different bytes (dirty state root)"
-	// ErrSignature: a detached receipt signature does not verify.
-	ErrSignature RunRule = "receipt signature does not verify"
+	errReceiptExists RunRule = "receipt exists with different bytes (dirty state root)"
+	// errSignature: a detached receipt signature does not verify.
+	errSignature RunRule = "receipt signature does not verify"
 
-	// ErrResultMissing: a COMPLETE run without its RESULT.
-	ErrResultMissing RunRule = "RESULT missing"
-	// ErrResult: the RESULT does not match the record, its archive or the
+	// errResultMissing: a COMPLETE run without its RESULT.
+	errResultMissing RunRule = "RESULT missing"
+	// errResult: the RESULT does not match the record, its archive or the
 	// replayed measurement.
-	ErrResult RunRule = "RESULT does not verify"
-	// ErrMeasuredRun: the measurement a completion would record was taken
+	errResult RunRule = "RESULT does not verify"
+	// errMeasuredRun: the measurement a completion would record was taken
 	// under another record than the one it would complete.
-	ErrMeasuredRun RunRule = "measurement was taken of another run"
-	// ErrResultNotReplayed: no scorer was available to re-derive the
+	errMeasuredRun RunRule = "measurement was taken of another run"
+	// errResultNotReplayed: no scorer was available to re-derive the
 	// RESULT's totals; a terminal claim that cannot be re-derived is not
 	// verified.
-	ErrResultNotReplayed RunRule = "RESULT not replayed"
+	errResultNotReplayed RunRule = "RESULT not replayed"
 
 	// ErrRunFinished: the run is COMPLETE or ABORTED; nothing is measured
 	// or moved after a terminal state (a new run is pinned instead).
@@ -136,15 +138,15 @@ const (
 	// not name the measurement that links it — the evidence was edited.
 	ErrMeasurementEvidence RunRule = "archived measurement evidence does not verify"
 
-	// ErrIllegalTransition: the state machine does not permit the step.
-	ErrIllegalTransition RunRule = "transition not permitted"
-	// ErrRunInProgress: pin while a non-terminal run exists.
-	ErrRunInProgress RunRule = "a non-terminal run exists"
-	// ErrProvenance: the freeze lacks files, binary or environment.
-	ErrProvenance RunRule = "candidate provenance missing"
-	// ErrHoldoutCommitment: the holdout does not match the release's
+	// errIllegalTransition: the state machine does not permit the step.
+	errIllegalTransition RunRule = "transition not permitted"
+	// errRunInProgress: pin while a non-terminal run exists.
+	errRunInProgress RunRule = "a non-terminal run exists"
+	// errProvenance: the freeze lacks files, binary or environment.
+	errProvenance RunRule = "candidate provenance missing"
+	// errHoldoutCommitment: the holdout does not match the release's
 	// commitment.
-	ErrHoldoutCommitment RunRule = "holdout does not match the release commitment"
+	errHoldoutCommitment RunRule = "holdout does not match the release commitment"
 	// ErrRunUnknown: --run names no run whose receipts are in the state
 	// root.
 	ErrRunUnknown RunRule = "no such run in the state root"
@@ -154,8 +156,8 @@ const (
 	// errRunNotArchived: the run's receipts exist but its record was never
 	// archived beside them, so it cannot be verified as a whole.
 	errRunNotArchived RunRule = "run record not archived"
-	// ErrLocked: another operator holds the state root's lock.
-	ErrLocked RunRule = "state root locked by another process"
+	// errLocked: another operator holds the state root's lock.
+	errLocked RunRule = "state root locked by another process"
 )
 
 // RunProblem is one broken rule, with the world-relative file it concerns.
@@ -258,15 +260,15 @@ type TransitionError struct {
 }
 
 func (e *TransitionError) Error() string {
-	s := fmt.Sprintf("%s: %s → %s", ErrIllegalTransition, e.From, e.To)
+	s := fmt.Sprintf("%s: %s → %s", errIllegalTransition, e.From, e.To)
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}
 	return s
 }
 
-// Unwrap lets errors.Is(err, ErrIllegalTransition) match.
-func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
+// Unwrap lets errors.Is(err, errIllegalTransition) match.
+func (e *TransitionError) Unwrap() error { return errIllegalTransition }
 
 // hasRule reports whether any problem broke rule.
 func hasRule(ps []*RunProblem, rule RunRule) bool {

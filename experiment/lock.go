@@ -23,7 +23,7 @@ const lockPoll = 20 * time.Millisecond
 
 // lockState takes the exclusive lock on the state root, creating the state
 // root if it does not exist. It waits until ctx is done; a context without
-// a deadline that is already done, or one that expires, gives ErrLocked.
+// a deadline that is already done, or one that expires, gives errLocked.
 func (w *World) lockState(ctx context.Context, create bool) (*stateLock, error) {
 	if p := w.stateRootProblem(); p != nil {
 		return nil, p
@@ -33,7 +33,7 @@ func (w *World) lockState(ctx context.Context, create bool) (*stateLock, error) 
 		// none refuses without leaving an empty one behind (in the current
 		// directory, with the default --world).
 		if _, err := os.Lstat(w.StateDir()); errors.Is(err, fs.ErrNotExist) {
-			return nil, &RunProblem{Rule: ErrNoRecord, File: w.stateRel(RecordFileName), Detail: "no run is pinned"}
+			return nil, &RunProblem{Rule: errNoRecord, File: w.stateRel(RecordFileName), Detail: "no run is pinned"}
 		}
 	} else if err := mkdirDurable(w.StateDir()); err != nil {
 		return nil, fmt.Errorf("state root %s: %w", w.StateDir(), err)
@@ -56,7 +56,7 @@ func (w *World) lockState(ctx context.Context, create bool) (*stateLock, error) 
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, &RunProblem{Rule: ErrLocked, File: StateDirName, Detail: "another transition holds the lock", Err: ctx.Err()}
+			return nil, &RunProblem{Rule: errLocked, File: StateDirName, Detail: "another transition holds the lock", Err: ctx.Err()}
 		case <-time.After(lockPoll):
 		}
 	}

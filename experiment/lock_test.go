@@ -38,7 +38,7 @@ func TestLockHolderChild(t *testing.T) {
 	os.Exit(0)
 }
 
-// Another process holding the state lock blocks a transition (ErrLocked,
+// Another process holding the state lock blocks a transition (errLocked,
 // nothing written); when that process is killed the kernel releases the
 // lock, so a crashed operator never wedges the world.
 func TestLockAcrossProcesses(t *testing.T) {
@@ -67,12 +67,12 @@ func TestLockAcrossProcesses(t *testing.T) {
 	c, cancel := context.WithTimeout(bg, 200*time.Millisecond)
 	_, err = Abort(c, w, "while locked", TransitionOptions{})
 	cancel()
-	if !errors.Is(err, ErrLocked) {
+	if !errors.Is(err, errLocked) {
 		t.Fatalf("abort while another process holds the lock: %v", err)
 	}
 	// The cause stays in the chain: the caller can tell its own deadline.
 	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("ErrLocked does not carry the context's error: %v", err)
+		t.Errorf("errLocked does not carry the context's error: %v", err)
 	}
 	sameStateSnapshot(t, before, stateSnapshot(t, w))
 	_ = cmd.Process.Signal(syscall.SIGKILL)
@@ -131,8 +131,8 @@ func TestTransitionWithoutStateRootLeavesNone(t *testing.T) {
 		"freeze": func() error { _, err := Freeze(ctx, w, FreezeOptions{}); return err },
 		"reveal": func() error { _, err := Reveal(ctx, w, RevealOptions{}); return err },
 	} {
-		if err := transition(); !errors.Is(err, ErrNoRecord) {
-			t.Errorf("%s: %v, want %v", name, err, ErrNoRecord)
+		if err := transition(); !errors.Is(err, errNoRecord) {
+			t.Errorf("%s: %v, want %v", name, err, errNoRecord)
 		}
 		if _, err := os.Lstat(w.StateDir()); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left a state root: %v", name, err)

@@ -10,7 +10,7 @@ import (
 // A world root's cleanroom-package moves the package; absent, the package
 // is at docs/spec/proof-wire. A marker that would put the package outside
 // the world, in the state root, or behind a symbolic link is refused by
-// OpenWorld as ErrPackageMarker, before any command reads a package.
+// OpenWorld as errPackageMarker, before any command reads a package.
 func TestPackageMarker(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -58,8 +58,8 @@ func TestPackageMarker(t *testing.T) {
 			c.setup(t, root)
 			w, err := OpenWorld(root)
 			if c.want == "" {
-				if !errors.Is(err, ErrPackageMarker) {
-					t.Fatalf("OpenWorld: %v, want %v", err, ErrPackageMarker)
+				if !errors.Is(err, errPackageMarker) {
+					t.Fatalf("OpenWorld: %v, want %v", err, errPackageMarker)
 				}
 				return
 			}

@@ -134,7 +134,7 @@ func parseReceipt(b []byte, file string) (*Receipt, []*RunProblem) {
 	ps := shape(o, receiptMembers, file, "receipt")
 	f := fieldReader{file: file, what: "receipt"}
 	if t := f.str(o, "type"); t != ReceiptType && o.Has("type") {
-		ps = append(ps, problem(ErrRunShape, file, "type %q is not %s", t, ReceiptType))
+		ps = append(ps, problem(errRunShape, file, "type %q is not %s", t, ReceiptType))
 	}
 	rc := &Receipt{
 		RunID:            f.str(o, "run_id"),
@@ -207,7 +207,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 			{"instrument_digest", rc.InstrumentDigest, r.InstrumentDigest},
 		} {
 			if c[1] != c[2] {
-				ps = append(ps, problem(ErrChain, file, "records %s %s and the run is %s", c[0], c[1], c[2]))
+				ps = append(ps, problem(errChain, file, "records %s %s and the run is %s", c[0], c[1], c[2]))
 			}
 		}
 	}
@@ -227,7 +227,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 		// Bound to the reference's byte form (a re-indented receipt reads
 		// the same but is not what any transition wrote).
 		if form, err := rc.Bytes(); err != nil || !bytes.Equal(form, b) {
-			return nil, problem(ErrReceiptForm, w.stateRel(rel(name)), "not JSON.stringify(body, null, 1) + \"\\n\" in §5.5 member order (first difference at byte %d)", firstDiff(form, b))
+			return nil, problem(errReceiptForm, w.stateRel(rel(name)), "not JSON.stringify(body, null, 1) + \"\\n\" in §5.5 member order (first difference at byte %d)", firstDiff(form, b))
 		}
 		return &ChainLink{File: rel(name), Receipt: rc, SHA256: pkgwalk.SHA256Hex(b), ModTime: mod}, nil
 	}
@@ -235,14 +235,14 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 	// Only a well-formed identity and a state can name a receipt file: a
 	// run_id such as "../blind-run" must never select another state file.
 	if !ident.Is(ident.Brun, r.RunID) || !r.Status.Valid() {
-		return nil, []*RunProblem{problem(ErrChain, w.stateRel(RecordFileName), "run_id %q / status %q cannot name a receipt", r.RunID, r.Status)}
+		return nil, []*RunProblem{problem(errChain, w.stateRel(RecordFileName), "run_id %q / status %q cannot name a receipt", r.RunID, r.Status)}
 	}
 	cur, bad := load(r.RunID, r.Status)
 	if bad != nil {
 		return nil, []*RunProblem{bad}
 	}
 	if cur == nil {
-		return nil, []*RunProblem{problem(ErrReceiptMissing, w.stateRel(rel(ReceiptFile(r.RunID, r.Status))),
+		return nil, []*RunProblem{problem(errReceiptMissing, w.stateRel(rel(ReceiptFile(r.RunID, r.Status))),
 			"no %s receipt names %s: the record claims a state no transition recorded", r.Status, r.RunID)}
 	}
 	// The receipt that witnesses the record is about the record's subjects:
@@ -250,7 +250,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 	// receiptAdaptersEqual).
 	top := NewReceipt(r, "", nil).Adapters
 	if !receiptAdaptersEqual(top, cur.Receipt.Adapters) {
-		ps = append(ps, problem(ErrChain, w.stateRel(cur.File), "the receipt's subjects are not the record's subjects"))
+		ps = append(ps, problem(errChain, w.stateRel(cur.File), "the receipt's subjects are not the record's subjects"))
 	}
 	seen := map[string]bool{}
 	reachedPinned := false
@@ -260,44 +260,44 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 		name := path.Base(cur.File)
 		m := receiptNameRE().FindStringSubmatch(name)
 		if m == nil {
-			ps = append(ps, problem(ErrChain, file, "%s is not a receipt name", name))
+			ps = append(ps, problem(errChain, file, "%s is not a receipt name", name))
 			break
 		}
 		if seen[m[1]+"|"+m[2]] {
-			ps = append(ps, problem(ErrChain, file, "the chain revisits %s: a history is not a cycle", key))
+			ps = append(ps, problem(errChain, file, "the chain revisits %s: a history is not a cycle", key))
 			break
 		}
 		seen[m[1]+"|"+m[2]] = true
 		links = append(links, *cur)
 		rc := cur.Receipt
 		if rc.RunID != m[1] || string(rc.Status) != m[2] {
-			ps = append(ps, problem(ErrChain, file, "names run %s/%s inside a file called %s", rc.RunID, rc.Status, name))
+			ps = append(ps, problem(errChain, file, "names run %s/%s inside a file called %s", rc.RunID, rc.Status, name))
 			break
 		}
 		want(rc, file)
 		if rc.PreviousRunID == nil {
 			if rc.Status != StatusPinned {
-				ps = append(ps, problem(ErrChain, file, "the chain ends at a %s receipt with no predecessor; only PINNED begins a run", rc.Status))
+				ps = append(ps, problem(errChain, file, "the chain ends at a %s receipt with no predecessor; only PINNED begins a run", rc.Status))
 			} else {
 				reachedPinned = true
 			}
 			if rc.PreviousStatus != nil {
-				ps = append(ps, problem(ErrChain, file, "names no predecessor id but predecessor status %q", *rc.PreviousStatus))
+				ps = append(ps, problem(errChain, file, "names no predecessor id but predecessor status %q", *rc.PreviousStatus))
 			}
 			break
 		}
 		prevID := *rc.PreviousRunID
 		if !ident.Is(ident.Brun, prevID) {
-			ps = append(ps, problem(ErrChain, file, "names a malformed predecessor %q", prevID))
+			ps = append(ps, problem(errChain, file, "names a malformed predecessor %q", prevID))
 			break
 		}
 		if rc.PreviousStatus == nil || !Status(*rc.PreviousStatus).Valid() {
-			ps = append(ps, problem(ErrChain, file, "names a predecessor status %s, which is not a state", scalar(nullable(rc.PreviousStatus))))
+			ps = append(ps, problem(errChain, file, "names a predecessor status %s, which is not a state", scalar(nullable(rc.PreviousStatus))))
 			break
 		}
 		prevStatus := Status(*rc.PreviousStatus)
 		if !prevStatus.CanMoveTo(rc.Status) {
-			ps = append(ps, problem(ErrChain, file, "claims %s → %s, which the state machine does not permit", prevStatus, rc.Status))
+			ps = append(ps, problem(errChain, file, "claims %s → %s, which the state machine does not permit", prevStatus, rc.Status))
 			break
 		}
 		prev, bad := load(prevID, prevStatus)
@@ -306,7 +306,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 			break
 		}
 		if prev == nil {
-			ps = append(ps, problem(ErrReceiptMissing, file, "names predecessor %s and no such receipt exists: the chain is broken",
+			ps = append(ps, problem(errReceiptMissing, file, "names predecessor %s and no such receipt exists: the chain is broken",
 				ReceiptFile(prevID, prevStatus)))
 			break
 		}
@@ -322,7 +322,7 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 			before[a.Implementation] = true
 			b, ok := after[a.Implementation]
 			if !ok {
-				ps = append(ps, problem(ErrChain, file, "subject %q is in %s and gone from %s", a.Implementation, path.Base(prev.File), name))
+				ps = append(ps, problem(errChain, file, "subject %q is in %s and gone from %s", a.Implementation, path.Base(prev.File), name))
 				continue
 			}
 			var moved []string
@@ -339,19 +339,19 @@ func (w *World) chain(r *Record) ([]ChainLink, []*RunProblem) {
 				moved = append(moved, "environment")
 			}
 			if len(moved) > 0 {
-				ps = append(ps, problem(ErrChain, file, "subject %q changed %v between %s and %s", a.Implementation, moved, prevStatus, rc.Status))
+				ps = append(ps, problem(errChain, file, "subject %q changed %v between %s and %s", a.Implementation, moved, prevStatus, rc.Status))
 			}
 		}
 		for _, a := range rc.Adapters {
 			if !before[a.Implementation] && !(prevStatus == StatusPinned && rc.Status == StatusCandidateFrozen) {
-				ps = append(ps, problem(ErrChain, file, "subject %q first appears at %s → %s; a subject is admitted only at PINNED → CANDIDATE_FROZEN",
+				ps = append(ps, problem(errChain, file, "subject %q first appears at %s → %s; a subject is admitted only at PINNED → CANDIDATE_FROZEN",
 					a.Implementation, prevStatus, rc.Status))
 			}
 		}
 		cur = prev
 	}
 	if !reachedPinned && len(ps) == 0 {
-		ps = append(ps, problem(ErrChain, w.stateRel(rel(ReceiptFile(r.RunID, r.Status))), "the chain never reaches PINNED within %d transitions", maxChain))
+		ps = append(ps, problem(errChain, w.stateRel(rel(ReceiptFile(r.RunID, r.Status))), "the chain never reaches PINNED within %d transitions", maxChain))
 	}
 	return links, ps
 }

@@ -78,7 +78,7 @@ func TestSignedReceipts(t *testing.T) {
 	}
 	swapped := slices.Clone(good.Chain)
 	swapped[0].SHA256 = strings.Repeat("0", 64)
-	if ps := w.signatureProblems(swapped, pub); len(ps) != 1 || !errors.Is(ps[0], ErrSignature) || !strings.Contains(ps[0].Error(), "changed during verification") {
+	if ps := w.signatureProblems(swapped, pub); len(ps) != 1 || !errors.Is(ps[0], errSignature) || !strings.Contains(ps[0].Error(), "changed during verification") {
 		t.Errorf("signatures over other bytes than the chain's: %v", ps)
 	}
 	if ps := w.signatureProblems(good.Chain, pub); len(ps) != 0 {
@@ -86,12 +86,12 @@ func TestSignedReceipts(t *testing.T) {
 	}
 
 	rep, _ := Verify(bg, w, VerifyOptions{SignerKey: otherPub})
-	if !errors.Is(rep.Err(), ErrSignature) {
+	if !errors.Is(rep.Err(), errSignature) {
 		t.Errorf("verify with another key: %v", rep.Err())
 	}
 	os.Remove(filepath.Join(w.Root, filepath.FromSlash(p.Receipt)) + ".sig")
 	rep, _ = Verify(bg, w, VerifyOptions{SignerKey: pub})
-	if !errors.Is(rep.Err(), ErrSignature) {
+	if !errors.Is(rep.Err(), errSignature) {
 		t.Errorf("verify with a signature missing: %v", rep.Err())
 	}
 }
@@ -122,8 +122,8 @@ func TestRevealInstallsAnOutsideHoldout(t *testing.T) {
 			}
 			_, err := Reveal(bg, w, RevealOptions{Holdout: outside})
 			if tc.tamper {
-				if !errors.Is(err, ErrHoldoutCommitment) {
-					t.Fatalf("err = %v, want ErrHoldoutCommitment", err)
+				if !errors.Is(err, errHoldoutCommitment) {
+					t.Fatalf("err = %v, want errHoldoutCommitment", err)
 				}
 				if _, serr := os.Lstat(w.HoldoutDir()); serr == nil {
 					t.Error("a refused holdout was left in governance/holdout")

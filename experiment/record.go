@@ -46,7 +46,7 @@ func ValidLabel(s string) bool { return labelRE().MatchString(s) }
 // implementation, role, command, package_files, package_digest,
 // binary_digest, binary_path, environment{toolchain, model, tool_version}.
 // The shape is closed: any other member anywhere, or a missing one, is
-// refused ([ErrRunShape]). There is no forward-compatible extension: a new
+// refused (errRunShape). There is no forward-compatible extension: a new
 // member is a new record type.
 type Record struct {
 	Type                  string
@@ -274,12 +274,12 @@ func shape(o *evidence.Object, members []string, file, what string) []*RunProble
 	var ps []*RunProblem
 	for _, n := range o.Names() {
 		if !slices.Contains(members, n) {
-			ps = append(ps, problem(ErrRunShape, file, "%s carries an undeclared member %q", what, n))
+			ps = append(ps, problem(errRunShape, file, "%s carries an undeclared member %q", what, n))
 		}
 	}
 	for _, n := range members {
 		if !o.Has(n) {
-			ps = append(ps, problem(ErrRunShape, file, "%s is missing %q", what, n))
+			ps = append(ps, problem(errRunShape, file, "%s is missing %q", what, n))
 		}
 	}
 	return ps
@@ -294,7 +294,7 @@ type fieldReader struct {
 }
 
 func (f *fieldReader) bad(name, want string, v any) {
-	f.ps = append(f.ps, problem(ErrRunShape, f.file, "%s member %q is %s, not %s", f.what, name, evidence.TypeName(v), want))
+	f.ps = append(f.ps, problem(errRunShape, f.file, "%s member %q is %s, not %s", f.what, name, evidence.TypeName(v), want))
 }
 
 func (f *fieldReader) str(o *evidence.Object, name string) string {
@@ -420,7 +420,7 @@ func (f *fieldReader) environment(o *evidence.Object, name, who string) *Environ
 		return nil
 	}
 	if nulls > 0 {
-		f.ps = append(f.ps, problem(ErrRunShape, f.file, "%s's environment records %d of its three members as null: a provenance is recorded whole (toolchain, model, tool_version) or the environment is null", who, nulls))
+		f.ps = append(f.ps, problem(errRunShape, f.file, "%s's environment records %d of its three members as null: a provenance is recorded whole (toolchain, model, tool_version) or the environment is null", who, nulls))
 		return nil
 	}
 	sub := fieldReader{file: f.file, what: who + "'s environment"}
@@ -441,9 +441,9 @@ func labelProblems(labels []string, file, what string) []*RunProblem {
 	for _, l := range labels {
 		switch {
 		case !ValidLabel(l):
-			ps = append(ps, problem(ErrLabel, file, "%s names %q, which is not an implementation label (%s)", what, l, labelRE()))
+			ps = append(ps, problem(errLabel, file, "%s names %q, which is not an implementation label (%s)", what, l, labelRE()))
 		case seen[l]:
-			ps = append(ps, problem(ErrDuplicateLabel, file, "%s names %q more than once", what, l))
+			ps = append(ps, problem(errDuplicateLabel, file, "%s names %q more than once", what, l))
 		}
 		seen[l] = true
 	}
@@ -497,7 +497,7 @@ func parseRecord(b []byte, file string) (*Record, []*RunProblem) {
 		a.Environment = af.environment(ao, "environment", who)
 		ps = append(ps, af.ps...)
 		if a.Role != RoleReference && a.Role != RoleCandidate {
-			ps = append(ps, problem(ErrRole, file, "%s has role %q; a subject of this experiment is a reference or a candidate", who, a.Role))
+			ps = append(ps, problem(errRole, file, "%s has role %q; a subject of this experiment is a reference or a candidate", who, a.Role))
 		}
 		labels = append(labels, a.Implementation)
 		r.Adapters = append(r.Adapters, a)
@@ -508,10 +508,10 @@ func parseRecord(b []byte, file string) (*Record, []*RunProblem) {
 		return r, ps
 	}
 	if r.Type != RecordType {
-		ps = append(ps, problem(ErrRecordType, file, "type %q", r.Type))
+		ps = append(ps, problem(errRecordType, file, "type %q", r.Type))
 	}
 	if !r.Status.Valid() {
-		ps = append(ps, problem(ErrUnknownStatus, file, "status %q", r.Status))
+		ps = append(ps, problem(errUnknownStatus, file, "status %q", r.Status))
 	}
 	return r, ps
 }

@@ -203,24 +203,24 @@ func TestParseRecordRefusals(t *testing.T) {
 		}, evidence.ClassDuplicateName},
 		{"AA5 verdict_override", func(s string) string {
 			return strings.Replace(s, `"status": "PINNED",`, `"status": "PINNED", "verdict_override": "COMPLETE_AND_VERIFIED",`, 1)
-		}, ErrRunShape},
+		}, errRunShape},
 		{"AA6 blindness on an adapter", func(s string) string {
 			return strings.Replace(s, `"role": "reference",`, `"role": "reference", "blindness": "DISQUALIFIED",`, 1)
-		}, ErrRunShape},
+		}, errRunShape},
 		{"AA7 instrument_files", func(s string) string {
 			return strings.Replace(s, `"status": "PINNED",`, `"status": "PINNED", "instrument_files": [],`, 1)
-		}, ErrRunShape},
+		}, errRunShape},
 		{"AA9 raw 0xFF", func(s string) string { return strings.Replace(s, "PINNED", "PINN\xffED", 1) }, evidence.ClassInvalidUTF8},
-		{"AA10 role arbiter", func(s string) string { return strings.Replace(s, `"role": "reference"`, `"role": "arbiter"`, 1) }, ErrRole},
+		{"AA10 role arbiter", func(s string) string { return strings.Replace(s, `"role": "reference"`, `"role": "arbiter"`, 1) }, errRole},
 		{"X escape label", func(s string) string {
 			return strings.Replace(s, `"implementation": "ref"`, `"implementation": "../../../escape"`, 1)
-		}, ErrLabel},
-		{"missing member", func(s string) string { return strings.Replace(s, `"blind_contract_revision": 1,`, ``, 1) }, ErrRunShape},
+		}, errLabel},
+		{"missing member", func(s string) string { return strings.Replace(s, `"blind_contract_revision": 1,`, ``, 1) }, errRunShape},
 		{"wrong type", func(s string) string {
 			return strings.Replace(s, `"blind_contract_revision": 1,`, `"blind_contract_revision": "1",`, 1)
-		}, ErrRunShape},
-		{"unknown status", func(s string) string { return strings.Replace(s, `"status": "PINNED"`, `"status": "FROZEN"`, 1) }, ErrUnknownStatus},
-		{"wrong type name", func(s string) string { return strings.Replace(s, "RUN-v3", "RUN-v2", 1) }, ErrRecordType},
+		}, errRunShape},
+		{"unknown status", func(s string) string { return strings.Replace(s, `"status": "PINNED"`, `"status": "FROZEN"`, 1) }, errUnknownStatus},
+		{"wrong type name", func(s string) string { return strings.Replace(s, "RUN-v3", "RUN-v2", 1) }, errRecordType},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := []byte(tc.edit(string(base)))
@@ -279,13 +279,13 @@ func TestProblemText(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&RunProblem{Rule: ErrRunID}, "run_id does not identify the record"},
-		{&RunProblem{Rule: ErrRunID, File: "governance/blind-run.json", Detail: "d", Err: cause},
+		{&RunProblem{Rule: errRunID}, "run_id does not identify the record"},
+		{&RunProblem{Rule: errRunID, File: "governance/blind-run.json", Detail: "d", Err: cause},
 			"governance/blind-run.json: run_id does not identify the record: d: cause"},
-		{&ReleaseError{Rule: ErrUnknownMember, Pointer: "/signed_off"}, `"/signed_off": unknown member`},
-		{&ReleaseError{Rule: ErrUnknownMember, File: "SPEC-RELEASE.json", Pointer: "/x", Detail: "d", Err: cause},
+		{&ReleaseError{Rule: errUnknownMember, Pointer: "/signed_off"}, `"/signed_off": unknown member`},
+		{&ReleaseError{Rule: errUnknownMember, File: "SPEC-RELEASE.json", Pointer: "/x", Detail: "d", Err: cause},
 			`SPEC-RELEASE.json: "/x": unknown member: d: cause`},
-		{&ReleaseError{Rule: ErrIncomplete, File: "p", Err: cause}, "p: package is missing files it records: cause"},
+		{&ReleaseError{Rule: errIncomplete, File: "p", Err: cause}, "p: package is missing files it records: cause"},
 	}
 	for _, c := range cases {
 		if got := c.err.Error(); got != c.want {

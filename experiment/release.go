@@ -110,7 +110,7 @@ func ParseRelease(b []byte) (*Release, error) {
 	r.ReleaseType = p.str(obj, "", "release_type")
 	if v, ok := obj.Get("release_type"); ok {
 		if s, isStr := v.(string); isStr && s != ReleaseType {
-			p.add("/release_type", ErrReleaseType, fmt.Sprintf("%q", s))
+			p.add("/release_type", errReleaseType, fmt.Sprintf("%q", s))
 		}
 	}
 	if po := p.object(obj, "", "protocols"); po != nil {
@@ -122,13 +122,13 @@ func ParseRelease(b []byte) (*Release, error) {
 		}
 	}
 	r.Note = p.str(obj, "", "note")
-	r.SpecRevision = p.integer(obj, "", "spec_revision", 1, ErrRevision)
+	r.SpecRevision = p.integer(obj, "", "spec_revision", 1, errRevision)
 	r.SpecDigest = p.digest(obj, "", "spec_digest")
 	r.SpecFiles = p.files(obj, "spec_files")
-	r.ExperimentRevision = p.integer(obj, "", "experiment_revision", 1, ErrRevision)
+	r.ExperimentRevision = p.integer(obj, "", "experiment_revision", 1, errRevision)
 	r.ExperimentDigest = p.digest(obj, "", "experiment_digest")
 	r.ExperimentFiles = p.files(obj, "experiment_files")
-	r.PublicCorpusRevision = p.integer(obj, "", "public_corpus_revision", 1, ErrRevision)
+	r.PublicCorpusRevision = p.integer(obj, "", "public_corpus_revision", 1, errRevision)
 	r.PublicCorpusDigest = p.digest(obj, "", "public_corpus_digest")
 	if jo := p.object(obj, "", "jcs_upstream"); jo != nil {
 		p.closed(jo, "/jcs_upstream", []string{"repository", "path", "commit", "digest", "vectors"})
@@ -142,12 +142,12 @@ func ParseRelease(b []byte) (*Release, error) {
 	}
 	r.HoldoutCommitment = p.str(obj, "", "holdout_commitment")
 	if r.HoldoutCommitment != HoldoutAbsent && obj.Has("holdout_commitment") && !ident.IsDigest(r.HoldoutCommitment) {
-		p.add("/holdout_commitment", ErrDigestForm, fmt.Sprintf("%q is neither a digest nor %q", r.HoldoutCommitment, HoldoutAbsent))
+		p.add("/holdout_commitment", errDigestForm, fmt.Sprintf("%q is neither a digest nor %q", r.HoldoutCommitment, HoldoutAbsent))
 	}
 	r.HoldoutEntries = p.integer(obj, "", "holdout_entries", 0, errCount)
 	r.SpecReleaseID = p.str(obj, "", "spec_release_id")
 	if obj.Has("spec_release_id") && !ident.Is(SrelPrefix, r.SpecReleaseID) {
-		p.add("/spec_release_id", ErrDigestForm, fmt.Sprintf("%q is not srel- + 64 hex", r.SpecReleaseID))
+		p.add("/spec_release_id", errDigestForm, fmt.Sprintf("%q is not srel- + 64 hex", r.SpecReleaseID))
 	}
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
@@ -307,12 +307,12 @@ func (p *shapeReader) closed(o *evidence.Object, ptr string, names []string) {
 	for _, n := range names {
 		known[n] = true
 		if !o.Has(n) {
-			p.add(ptr+"/"+n, ErrMissingMember, "")
+			p.add(ptr+"/"+n, errMissingMember, "")
 		}
 	}
 	for _, m := range o.Members {
 		if !known[m.Name] {
-			p.add(ptr+"/"+escapePointer(m.Name), ErrUnknownMember, fmt.Sprintf("%q", m.Name))
+			p.add(ptr+"/"+escapePointer(m.Name), errUnknownMember, fmt.Sprintf("%q", m.Name))
 		}
 	}
 }
@@ -324,7 +324,7 @@ func (p *shapeReader) str(o *evidence.Object, ptr, name string) string {
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		p.add(ptr+"/"+name, ErrFieldType, "want a string, have "+evidence.TypeName(v))
+		p.add(ptr+"/"+name, errFieldType, "want a string, have "+evidence.TypeName(v))
 	}
 	return s
 }
@@ -333,7 +333,7 @@ func (p *shapeReader) digest(o *evidence.Object, ptr, name string) string {
 	s := p.str(o, ptr, name)
 	if v, ok := o.Get(name); ok {
 		if _, isStr := v.(string); isStr && !ident.IsDigest(s) {
-			p.add(ptr+"/"+name, ErrDigestForm, fmt.Sprintf("%q", s))
+			p.add(ptr+"/"+name, errDigestForm, fmt.Sprintf("%q", s))
 		}
 	}
 	return s
@@ -346,7 +346,7 @@ func (p *shapeReader) object(o *evidence.Object, ptr, name string) *evidence.Obj
 	}
 	so, isObj := v.(*evidence.Object)
 	if !isObj {
-		p.add(ptr+"/"+name, ErrFieldType, "want an object, have "+evidence.TypeName(v))
+		p.add(ptr+"/"+name, errFieldType, "want an object, have "+evidence.TypeName(v))
 	}
 	return so
 }
@@ -359,7 +359,7 @@ func (p *shapeReader) integer(o *evidence.Object, ptr, name string, min int, rul
 	}
 	f, isNum := v.(float64)
 	if !isNum {
-		p.add(ptr+"/"+name, ErrFieldType, "want a number, have "+evidence.TypeName(v))
+		p.add(ptr+"/"+name, errFieldType, "want a number, have "+evidence.TypeName(v))
 		return 0
 	}
 	if f != math.Trunc(f) || f < float64(min) || f > maxSafeInteger {
@@ -376,7 +376,7 @@ func (p *shapeReader) files(o *evidence.Object, name string) []pkgwalk.FileDiges
 	}
 	arr, isArr := v.([]any)
 	if !isArr {
-		p.add("/"+name, ErrFieldType, "want an array, have "+evidence.TypeName(v))
+		p.add("/"+name, errFieldType, "want an array, have "+evidence.TypeName(v))
 		return nil
 	}
 	out := make([]pkgwalk.FileDigest, 0, len(arr))
@@ -384,16 +384,16 @@ func (p *shapeReader) files(o *evidence.Object, name string) []pkgwalk.FileDiges
 		ptr := fmt.Sprintf("/%s/%d", name, i)
 		eo, isObj := e.(*evidence.Object)
 		if !isObj {
-			p.add(ptr, ErrFieldType, "want an object, have "+evidence.TypeName(e))
+			p.add(ptr, errFieldType, "want an object, have "+evidence.TypeName(e))
 			continue
 		}
 		p.closed(eo, ptr, []string{"path", "sha256"})
 		f := pkgwalk.FileDigest{Path: p.str(eo, ptr, "path"), SHA256: p.digest(eo, ptr, "sha256")}
 		if f.Path == "" {
-			p.add(ptr+"/path", ErrFileList, "empty path")
+			p.add(ptr+"/path", errFileList, "empty path")
 		}
 		if len(out) > 0 && evidence.CompareUTF16(out[len(out)-1].Path, f.Path) >= 0 {
-			p.add(ptr+"/path", ErrFileList, fmt.Sprintf("%q does not sort after %q", f.Path, out[len(out)-1].Path))
+			p.add(ptr+"/path", errFileList, fmt.Sprintf("%q does not sort after %q", f.Path, out[len(out)-1].Path))
 		}
 		out = append(out, f)
 	}

@@ -191,11 +191,11 @@ func schemaProtocols(pkgDir string, disk []pkgwalk.FileDigest) (Protocols, error
 	p := Protocols{Wire: WireProtocol}
 	b, err := readWalked(pkgDir, SchemaFile, disk)
 	if err != nil {
-		return p, &ReleaseError{File: SchemaFile, Rule: ErrSchemaConstants, Err: err}
+		return p, &ReleaseError{File: SchemaFile, Rule: errSchemaConstants, Err: err}
 	}
 	obj, err := evidence.ReadObject(b)
 	if err != nil {
-		return p, &ReleaseError{File: SchemaFile, Rule: ErrSchemaConstants, Err: err}
+		return p, &ReleaseError{File: SchemaFile, Rule: errSchemaConstants, Err: err}
 	}
 	cv, _ := obj.Get("constants")
 	co, _ := cv.(*evidence.Object)
@@ -204,7 +204,7 @@ func schemaProtocols(pkgDir string, disk []pkgwalk.FileDigest) (Protocols, error
 	cs, ok1 := cert.(string)
 	ps, ok2 := proto.(string)
 	if !ok1 || !ok2 {
-		return p, &ReleaseError{File: SchemaFile, Pointer: "/constants", Rule: ErrSchemaConstants, Detail: "certificate_protocol and protocol must be strings"}
+		return p, &ReleaseError{File: SchemaFile, Pointer: "/constants", Rule: errSchemaConstants, Detail: "certificate_protocol and protocol must be strings"}
 	}
 	p.VerifiedClaim, p.NestedComposition = cs, ps
 	return p, nil
@@ -215,7 +215,7 @@ func schemaProtocols(pkgDir string, disk []pkgwalk.FileDigest) (Protocols, error
 // holdoutDir, each path made relative to pkgDir (for the TRVM layout,
 // literally "../../../governance/holdout/<file>"), and the length of
 // INDEX.json's entries array. The tree must hold exactly entries + 1 files
-// (ErrHoldoutCount). When holdoutDir does not exist the commitment is
+// (errHoldoutCount). When holdoutDir does not exist the commitment is
 // "absent" with 0 entries and no error, as the reference reports NOT
 // PRESENT without failing.
 func HoldoutCommitment(pkgDir, holdoutDir string) (commitment string, entries int, err error) {
@@ -228,19 +228,19 @@ func HoldoutCommitment(pkgDir, holdoutDir string) (commitment string, entries in
 	}
 	indexBytes, err := readWalked(holdoutDir, "INDEX.json", files)
 	if err != nil {
-		return "", 0, &ReleaseError{File: holdoutDir, Pointer: "INDEX.json", Rule: ErrHoldoutIndex, Err: err}
+		return "", 0, &ReleaseError{File: holdoutDir, Pointer: "INDEX.json", Rule: errHoldoutIndex, Err: err}
 	}
 	idx, err := evidence.ReadObject(indexBytes)
 	if err != nil {
-		return "", 0, &ReleaseError{File: filepath.Join(holdoutDir, "INDEX.json"), Rule: ErrHoldoutIndex, Err: err}
+		return "", 0, &ReleaseError{File: filepath.Join(holdoutDir, "INDEX.json"), Rule: errHoldoutIndex, Err: err}
 	}
 	ev, _ := idx.Get("entries")
 	arr, ok := ev.([]any)
 	if !ok {
-		return "", 0, &ReleaseError{File: filepath.Join(holdoutDir, "INDEX.json"), Pointer: "/entries", Rule: ErrHoldoutIndex, Detail: "want an array, have " + evidence.TypeName(ev)}
+		return "", 0, &ReleaseError{File: filepath.Join(holdoutDir, "INDEX.json"), Pointer: "/entries", Rule: errHoldoutIndex, Detail: "want an array, have " + evidence.TypeName(ev)}
 	}
 	if len(files) != len(arr)+1 {
-		return "", 0, &ReleaseError{File: holdoutDir, Rule: ErrHoldoutCount, Detail: fmt.Sprintf("%d files for %d entries", len(files), len(arr))}
+		return "", 0, &ReleaseError{File: holdoutDir, Rule: errHoldoutCount, Detail: fmt.Sprintf("%d files for %d entries", len(files), len(arr))}
 	}
 	d, err := holdout.DigestOf(pkgDir, holdoutDir, files)
 	if err != nil {

@@ -28,7 +28,7 @@ type IssueOptions struct {
 	HoldoutDir           string
 	// NoHoldout commits "absent" on purpose although the world pkgDir
 	// belongs to has a holdout (HoldoutBeside); without it IssueRelease
-	// refuses that (ErrHoldoutNotCommitted). It contradicts HoldoutDir.
+	// refuses that (errHoldoutNotCommitted). It contradicts HoldoutDir.
 	NoHoldout bool
 	Note      string // DefaultNote when empty
 }
@@ -51,7 +51,7 @@ type Issued struct {
 // BuildRelease computes a release from the package on disk without writing
 // anything: protocols from the schema, every digest and list, the holdout
 // commitment, and srel. A package that lacks a file its public manifest
-// records is refused (ErrIncomplete): an issuer measures bytes, it does not
+// records is refused (errIncomplete): an issuer measures bytes, it does not
 // copy recorded digests forward.
 func BuildRelease(pkgDir string, opts IssueOptions) (*Release, error) {
 	for _, r := range []struct {
@@ -59,7 +59,7 @@ func BuildRelease(pkgDir string, opts IssueOptions) (*Release, error) {
 		v    int
 	}{{"spec revision", opts.SpecRevision}, {"experiment revision", opts.ExperimentRevision}, {"corpus revision", opts.PublicCorpusRevision}} {
 		if r.v < 1 || r.v > maxSafeInteger {
-			return nil, &ReleaseError{Pointer: r.name, Rule: ErrRevision, Detail: fmt.Sprint(r.v)}
+			return nil, &ReleaseError{Pointer: r.name, Rule: errRevision, Detail: fmt.Sprint(r.v)}
 		}
 	}
 	c, err := RecomputeRelease(pkgDir, opts.HoldoutDir)
@@ -67,10 +67,10 @@ func BuildRelease(pkgDir string, opts IssueOptions) (*Release, error) {
 		return nil, err
 	}
 	if c.ProtocolsError != "" {
-		return nil, &ReleaseError{File: SchemaFile, Rule: ErrSchemaConstants, Detail: c.ProtocolsError}
+		return nil, &ReleaseError{File: SchemaFile, Rule: errSchemaConstants, Detail: c.ProtocolsError}
 	}
 	if m := c.Missing(); len(m) > 0 {
-		return nil, &ReleaseError{File: pkgDir, Rule: ErrIncomplete, Detail: strings.Join(m, ", ")}
+		return nil, &ReleaseError{File: pkgDir, Rule: errIncomplete, Detail: strings.Join(m, ", ")}
 	}
 	if c.HoldoutError != "" {
 		return nil, fmt.Errorf("holdout %s: %s", opts.HoldoutDir, c.HoldoutError)
@@ -112,7 +112,7 @@ func BuildRelease(pkgDir string, opts IssueOptions) (*Release, error) {
 // on it (AuditFormula), writes the archive releases/<srel>.json and
 // then SPEC-RELEASE.json, both in the reference byte form. The archive is
 // created exclusively: an existing archive with identical bytes is
-// accepted, one with different bytes is refused (ErrArchiveConflict) before
+// accepted, one with different bytes is refused (errArchiveConflict) before
 // anything is written. Each file is written to a temporary name, fsynced,
 // and moved into place, so a reader sees the old bytes or the new, never a
 // part; the archive is written first so SPEC-RELEASE.json never names a
@@ -120,7 +120,7 @@ func BuildRelease(pkgDir string, opts IssueOptions) (*Release, error) {
 // (VerifyRelease): a package that changed while it was measured is
 // reported (errIssuedNotVerified) rather than left for the pin to find.
 // In a world whose holdout exists, it must be committed (opts.HoldoutDir)
-// or declined on purpose (opts.NoHoldout): ErrHoldoutNotCommitted.
+// or declined on purpose (opts.NoHoldout): errHoldoutNotCommitted.
 func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 	if opts.NoHoldout && opts.HoldoutDir != "" {
 		return nil, fmt.Errorf("issue options: a holdout directory (%s) and NoHoldout contradict each other", opts.HoldoutDir)
@@ -128,7 +128,7 @@ func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 	// A release that silently commits "absent" in a world with a holdout
 	// would open no challenge set at reveal: nothing could be measured.
 	if h := HoldoutBeside(pkgDir); h != "" && opts.HoldoutDir == "" && !opts.NoHoldout {
-		return nil, &ReleaseError{File: h, Rule: ErrHoldoutNotCommitted,
+		return nil, &ReleaseError{File: h, Rule: errHoldoutNotCommitted,
 			Detail: "pass --holdout " + h + " to commit it, or --no-holdout to commit \"absent\" on purpose"}
 	}
 	r, err := BuildRelease(pkgDir, opts)
@@ -169,7 +169,7 @@ func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 	existing, err := readRegular(out.ArchivePath)
 	switch {
 	case err == nil && !bytes.Equal(existing, b):
-		return nil, &ReleaseError{File: out.ArchivePath, Rule: ErrArchiveConflict,
+		return nil, &ReleaseError{File: out.ArchivePath, Rule: errArchiveConflict,
 			Detail: fmt.Sprintf("first difference at byte %d; an archived release is never overwritten", firstDiff(existing, b))}
 	case err == nil:
 		out.ArchiveExisted = true
@@ -206,11 +206,11 @@ func IssueRelease(pkgDir string, opts IssueOptions) (*Issued, error) {
 // package's one durable writer (createExclusive: temporary file, fsync,
 // RENAME_NOREPLACE, fsync of the directory). An archive that appeared
 // meanwhile with identical bytes reports same=true; with different bytes,
-// ErrArchiveConflict.
+// errArchiveConflict.
 func publishArchive(path string, b []byte) (same bool, err error) {
 	same, err = createExclusive(filepath.Dir(path), filepath.Base(path), b, path)
-	if errors.Is(err, ErrReceiptExists) {
-		return false, &ReleaseError{File: path, Rule: ErrArchiveConflict, Detail: "written concurrently with different bytes"}
+	if errors.Is(err, errReceiptExists) {
+		return false, &ReleaseError{File: path, Rule: errArchiveConflict, Detail: "written concurrently with different bytes"}
 	}
 	return same, err
 }
@@ -316,7 +316,7 @@ func perturb(v any) any {
 
 // leakCheck walks the package with the holdout's leak rules
 // (pkgwalk.LeakRules) and refuses every leak, each naming its file and
-// (for a committed challenge) the challenge, as ErrPackageLeak.
+// (for a committed challenge) the challenge, as errPackageLeak.
 func leakCheck(pkgDir, holdoutDir string) error {
 	tree, err := pkgwalk.Walk(pkgDir, pkgwalk.WalkOptions{HoldoutDir: holdoutDir})
 	if err != nil {
@@ -335,7 +335,7 @@ func leakCheck(pkgDir, holdoutDir string) error {
 	for i, p := range leaks {
 		paths[i] = p.Path
 	}
-	return &ReleaseError{File: pkgDir, Rule: ErrPackageLeak, Detail: strings.Join(paths, ", "), Err: leaks}
+	return &ReleaseError{File: pkgDir, Rule: errPackageLeak, Detail: strings.Join(paths, ", "), Err: leaks}
 }
 
 // HoldoutBeside returns the governance/holdout directory of the world

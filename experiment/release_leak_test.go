@@ -30,8 +30,8 @@ func TestIssueRefusesCommittedChallenge(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = IssueRelease(w.PackageDir(), IssueOptions{SpecRevision: 1, ExperimentRevision: 1, PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()})
-	if !errors.Is(err, ErrPackageLeak) || !strings.Contains(err.Error(), "leak: carries a committed holdout challenge") || !strings.Contains(err.Error(), `"H5"`) || !strings.Contains(err.Error(), "NOTES.md") {
-		t.Fatalf("%v, want %q and %q naming H5 and NOTES.md", err, ErrPackageLeak, "leak: carries a committed holdout challenge")
+	if !errors.Is(err, errPackageLeak) || !strings.Contains(err.Error(), "leak: carries a committed holdout challenge") || !strings.Contains(err.Error(), `"H5"`) || !strings.Contains(err.Error(), "NOTES.md") {
+		t.Fatalf("%v, want %q and %q naming H5 and NOTES.md", err, errPackageLeak, "leak: carries a committed holdout challenge")
 	}
 	for _, p := range []string{ReleaseFile, ReleasesDir} {
 		if _, err := os.Stat(filepath.Join(w.PackageDir(), p)); !errors.Is(err, os.ErrNotExist) {
@@ -41,7 +41,7 @@ func TestIssueRefusesCommittedChallenge(t *testing.T) {
 }
 
 // In a world whose governance/holdout exists, a release must commit it or
-// say it is not meant: issuing without either is ErrHoldoutNotCommitted,
+// say it is not meant: issuing without either is errHoldoutNotCommitted,
 // naming the holdout, with nothing written; NoHoldout commits "absent";
 // both at once contradict each other and write nothing.
 func TestIssueCommitsTheWorldsHoldout(t *testing.T) {
@@ -61,8 +61,8 @@ func TestIssueCommitsTheWorldsHoldout(t *testing.T) {
 		}
 	}
 	_, err := IssueRelease(w.PackageDir(), base)
-	if !errors.Is(err, ErrHoldoutNotCommitted) || !strings.Contains(err.Error(), filepath.Join("governance", "holdout")) {
-		t.Fatalf("issue without the holdout: %v, want %q naming governance/holdout", err, ErrHoldoutNotCommitted)
+	if !errors.Is(err, errHoldoutNotCommitted) || !strings.Contains(err.Error(), filepath.Join("governance", "holdout")) {
+		t.Fatalf("issue without the holdout: %v, want %q naming governance/holdout", err, errHoldoutNotCommitted)
 	}
 	nothingWritten("a refused issue")
 	both := base

@@ -438,14 +438,14 @@ func TestBadRecords(t *testing.T) {
 		rule error
 	}{
 		{"duplicate member", sub(`"spec_revision": 3,`, `"spec_revision": 3, "spec_revision": 3,`), evidence.ClassDuplicateName},
-		{"unknown member", sub(`"spec_revision": 3,`, `"spec_revision": 3, "approved_by": "me",`), ErrUnknownMember},
-		{"unknown nested member", sub(`"wire": "TRVM-PROOF-WIRE-v1",`, `"wire": "TRVM-PROOF-WIRE-v1", "extra": "x",`), ErrUnknownMember},
-		{"other release type", sub(`"TRVM-PROOF-WIRE-SPEC-RELEASE-v1"`, `"TRVM-PROOF-WIRE-SPEC-RELEASE-v2"`), ErrReleaseType},
-		{"missing member", sub(` "note": "`+DefaultNote+`",`+"\n", ``), ErrMissingMember},
-		{"revision zero", sub(`"spec_revision": 3,`, `"spec_revision": 0,`), ErrRevision},
-		{"revision fractional", sub(`"spec_revision": 3,`, `"spec_revision": 3.5,`), ErrRevision},
-		{"revision as string", sub(`"spec_revision": 3,`, `"spec_revision": "3",`), ErrFieldType},
-		{"file list unsorted", swapFirstTwoSpecFiles(t, good), ErrFileList},
+		{"unknown member", sub(`"spec_revision": 3,`, `"spec_revision": 3, "approved_by": "me",`), errUnknownMember},
+		{"unknown nested member", sub(`"wire": "TRVM-PROOF-WIRE-v1",`, `"wire": "TRVM-PROOF-WIRE-v1", "extra": "x",`), errUnknownMember},
+		{"other release type", sub(`"TRVM-PROOF-WIRE-SPEC-RELEASE-v1"`, `"TRVM-PROOF-WIRE-SPEC-RELEASE-v2"`), errReleaseType},
+		{"missing member", sub(` "note": "`+DefaultNote+`",`+"\n", ``), errMissingMember},
+		{"revision zero", sub(`"spec_revision": 3,`, `"spec_revision": 0,`), errRevision},
+		{"revision fractional", sub(`"spec_revision": 3,`, `"spec_revision": 3.5,`), errRevision},
+		{"revision as string", sub(`"spec_revision": 3,`, `"spec_revision": "3",`), errFieldType},
+		{"file list unsorted", swapFirstTwoSpecFiles(t, good), errFileList},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -467,8 +467,8 @@ func TestBadRecords(t *testing.T) {
 	}
 	// An uppercase digest is a second spelling of one identity.
 	upper := bytes.Replace(good, []byte(`"spec_digest": "`+is.Release.SpecDigest), []byte(`"spec_digest": "`+strings.ToUpper(is.Release.SpecDigest)), 1)
-	if _, err := ParseRelease(upper); !errors.Is(err, ErrDigestForm) {
-		t.Errorf("uppercase digest: %v, want %v", err, ErrDigestForm)
+	if _, err := ParseRelease(upper); !errors.Is(err, errDigestForm) {
+		t.Errorf("uppercase digest: %v, want %v", err, errDigestForm)
 	}
 }
 
@@ -553,8 +553,8 @@ func TestIssueArchiveConflict(t *testing.T) {
 			}
 			before := snapshot(t, pkg)
 			_, err = IssueRelease(pkg, opts)
-			if !errors.Is(err, ErrArchiveConflict) {
-				t.Fatalf("IssueRelease: %v, want %v", err, ErrArchiveConflict)
+			if !errors.Is(err, errArchiveConflict) {
+				t.Fatalf("IssueRelease: %v, want %v", err, errArchiveConflict)
 			}
 			if !strings.Contains(err.Error(), r.SpecReleaseID+".json") {
 				t.Errorf("refusal does not name the archive: %v", err)
@@ -587,12 +587,12 @@ func TestIssueRefusesPackage(t *testing.T) {
 			if err := os.Remove(filepath.Join(pkg, "vectors/public/cas/leaf-two.json")); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrIncomplete},
+		}, errIncomplete},
 		{"schema without constants", func(t *testing.T, pkg string) {
 			if err := os.WriteFile(filepath.Join(pkg, SchemaFile), []byte(`{"constants":{}}`), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrSchemaConstants},
+		}, errSchemaConstants},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -625,8 +625,8 @@ func TestHoldoutCommitmentRules(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(holdout, "H3-unlisted.json"), []byte("{}"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := HoldoutCommitment(pkg, holdout); !errors.Is(err, ErrHoldoutCount) {
-			t.Errorf("got %v, want %v", err, ErrHoldoutCount)
+		if _, _, err := HoldoutCommitment(pkg, holdout); !errors.Is(err, errHoldoutCount) {
+			t.Errorf("got %v, want %v", err, errHoldoutCount)
 		}
 	})
 	t.Run("no INDEX.json", func(t *testing.T) {
@@ -634,8 +634,8 @@ func TestHoldoutCommitmentRules(t *testing.T) {
 		if err := os.Remove(filepath.Join(holdout, "INDEX.json")); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := HoldoutCommitment(pkg, holdout); !errors.Is(err, ErrHoldoutIndex) {
-			t.Errorf("got %v, want %v", err, ErrHoldoutIndex)
+		if _, _, err := HoldoutCommitment(pkg, holdout); !errors.Is(err, errHoldoutIndex) {
+			t.Errorf("got %v, want %v", err, errHoldoutIndex)
 		}
 	})
 	t.Run("INDEX.json with a duplicate member", func(t *testing.T) {
@@ -645,8 +645,8 @@ func TestHoldoutCommitmentRules(t *testing.T) {
 		}
 		// The rule and the strict reader's class both reach the caller.
 		_, _, err := HoldoutCommitment(pkg, holdout)
-		if !errors.Is(err, ErrHoldoutIndex) || !errors.Is(err, evidence.ClassDuplicateName) {
-			t.Errorf("got %v, want %v and %v", err, ErrHoldoutIndex, evidence.ClassDuplicateName)
+		if !errors.Is(err, errHoldoutIndex) || !errors.Is(err, evidence.ClassDuplicateName) {
+			t.Errorf("got %v, want %v and %v", err, errHoldoutIndex, evidence.ClassDuplicateName)
 		}
 	})
 	t.Run("issue without holdout commits absent; verify reports not present", func(t *testing.T) {

@@ -90,7 +90,7 @@ func ParseAdapterSpec(b []byte, file string) (AdapterSpec, error) {
 	ps := []*RunProblem{}
 	for _, n := range o.Names() {
 		if !slices.Contains(allowed, n) {
-			ps = append(ps, problem(ErrRunShape, file, "adapter carries an undeclared member %q", n))
+			ps = append(ps, problem(errRunShape, file, "adapter carries an undeclared member %q", n))
 		}
 	}
 	f := fieldReader{file: file, what: "adapter"}
@@ -99,10 +99,10 @@ func ParseAdapterSpec(b []byte, file string) (AdapterSpec, error) {
 		spec.Binary = *bp
 	}
 	if role := f.str(o, "role"); o.Has("role") && role != RoleReference {
-		ps = append(ps, problem(ErrRole, file, "a pinned adapter is the reference, not %q", role))
+		ps = append(ps, problem(errRole, file, "a pinned adapter is the reference, not %q", role))
 	}
 	if env, _ := o.Get("environment"); env != nil {
-		ps = append(ps, problem(ErrRunShape, file, "the reference carries no environment"))
+		ps = append(ps, problem(errRunShape, file, "the reference carries no environment"))
 	}
 	ps = append(ps, f.ps...)
 	if len(ps) > 0 {
@@ -215,9 +215,9 @@ func (w *World) commit(prev *Record, next *Record, note string, opt TransitionOp
 // Pin starts a run (TRVM-FORMATS §5.4): a new record at PINNED selecting
 // the tree's release, the walked package's bpkg, the instrument and the
 // reference subject, and its PINNED receipt. Refused while a non-terminal
-// run exists (ErrRunInProgress), when the package has any walk problem or
-// leak (ErrBlindPackage), or when the release is not archived byte for byte
-// (ErrRunReleaseNotArchived).
+// run exists (errRunInProgress), when the package has any walk problem or
+// leak (errBlindPackage), or when the release is not archived byte for byte
+// (errRunReleaseNotArchived).
 func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
 	lk, err := w.lockState(ctx, true)
 	if err != nil {
@@ -228,12 +228,12 @@ func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
 
 	prior, err := w.ReadRecord()
 	switch {
-	case errors.Is(err, ErrNoRecord):
+	case errors.Is(err, errNoRecord):
 		prior = nil
 	case err != nil:
 		return nil, err
 	case !prior.Status.Terminal():
-		return nil, problem(ErrRunInProgress, w.stateRel(RecordFileName), "%s is %s; a run in flight is not replaced silently: abort it first", prior.RunID, prior.Status)
+		return nil, problem(errRunInProgress, w.stateRel(RecordFileName), "%s is %s; a run in flight is not replaced silently: abort it first", prior.RunID, prior.Status)
 	}
 
 	// The selected release must be archived byte for byte: a run is pinned
@@ -248,7 +248,7 @@ func Pin(ctx context.Context, w *World, opt PinOptions) (*Transition, error) {
 	}
 	archive, _, err := readRegularBeneath(w.PackageDir(), ReleasesDir+"/"+rel0.SpecReleaseID+".json")
 	if err != nil || !ident.Is(SrelPrefix, rel0.SpecReleaseID) || !bytes.Equal(archive, relRaw) {
-		return nil, problem(ErrRunReleaseNotArchived, w.PackageLabel()+"/"+ReleaseFile, "%s is not archived byte for byte at %s/%s.json", rel0.SpecReleaseID, ReleasesDir, rel0.SpecReleaseID)
+		return nil, problem(errRunReleaseNotArchived, w.PackageLabel()+"/"+ReleaseFile, "%s is not archived byte for byte at %s/%s.json", rel0.SpecReleaseID, ReleasesDir, rel0.SpecReleaseID)
 	}
 	// The release must be what the package is: every digest recomputed
 	// (and the holdout commitment, when the holdout is present).
@@ -315,25 +315,25 @@ func (w *World) adapterFrom(role string, spec AdapterSpec, env *Environment) (Ad
 	if !ValidLabel(spec.Implementation) {
 		// A label carrying a path separator would carry the run's own
 		// terminal evidence out of the archive.
-		return Adapter{}, problem(ErrLabel, "", "%q is not an implementation label (%s)", spec.Implementation, labelRE())
+		return Adapter{}, problem(errLabel, "", "%q is not an implementation label (%s)", spec.Implementation, labelRE())
 	}
 	if len(spec.PackageFiles) == 0 {
-		return Adapter{}, problem(ErrProvenance, "", "%s: no package files: a subject with no source digest is named, not frozen", spec.Implementation)
+		return Adapter{}, problem(errProvenance, "", "%s: no package files: a subject with no source digest is named, not frozen", spec.Implementation)
 	}
 	for _, p := range append(slices.Clone(spec.PackageFiles), spec.Binary) {
 		if p == "" {
 			continue
 		}
 		if !w.containedPath(p) {
-			return Adapter{}, &RunProblem{Rule: ErrOutsideWorld, Path: p, Detail: fmt.Sprintf("%s: %q must be a world-relative path inside %s", spec.Implementation, p, w.Root)}
+			return Adapter{}, &RunProblem{Rule: errOutsideWorld, Path: p, Detail: fmt.Sprintf("%s: %q must be a world-relative path inside %s", spec.Implementation, p, w.Root)}
 		}
 		if overlapsState(p) {
-			return Adapter{}, &RunProblem{Rule: ErrSubjectInState, Path: p, Detail: fmt.Sprintf("%s: %q", spec.Implementation, p)}
+			return Adapter{}, &RunProblem{Rule: errSubjectInState, Path: p, Detail: fmt.Sprintf("%s: %q", spec.Implementation, p)}
 		}
 	}
 	digest, files, err := pkgwalk.DigestOfPaths(w.Root, spec.PackageFiles)
 	if err != nil {
-		return Adapter{}, &RunProblem{Rule: ErrPackageDigest, Detail: spec.Implementation, Err: err}
+		return Adapter{}, &RunProblem{Rule: errPackageDigest, Detail: spec.Implementation, Err: err}
 	}
 	for _, f := range files {
 		if f.SHA256 == pkgwalk.Absent {
@@ -345,10 +345,10 @@ func (w *World) adapterFrom(role string, spec AdapterSpec, env *Environment) (Ad
 	if spec.Binary != "" {
 		_, bf, err := pkgwalk.DigestOfPaths(w.Root, []string{spec.Binary})
 		if err != nil {
-			return Adapter{}, &RunProblem{Rule: ErrBinaryDigest, Path: spec.Binary, Err: err}
+			return Adapter{}, &RunProblem{Rule: errBinaryDigest, Path: spec.Binary, Err: err}
 		}
 		if len(bf) != 1 || bf[0].SHA256 == pkgwalk.Absent || bf[0].Path != spec.Binary {
-			return Adapter{}, &RunProblem{Rule: ErrBinaryRequired, Path: spec.Binary, Detail: fmt.Sprintf("%s: binary %q does not exist as one file", spec.Implementation, spec.Binary)}
+			return Adapter{}, &RunProblem{Rule: errBinaryRequired, Path: spec.Binary, Detail: fmt.Sprintf("%s: binary %q does not exist as one file", spec.Implementation, spec.Binary)}
 		}
 		a.BinaryPath, a.BinaryDigest = strPtr(spec.Binary), strPtr(bf[0].SHA256)
 		if len(a.Command) == 0 {
@@ -360,7 +360,7 @@ func (w *World) adapterFrom(role string, spec AdapterSpec, env *Environment) (Ad
 			return Adapter{}, err
 		}
 		if len(d.AdapterInterpreters) == 0 {
-			return Adapter{}, problem(ErrCommand, "", "%s: no command, no binary, and the world permits no interpreter to run %s", spec.Implementation, spec.PackageFiles[0])
+			return Adapter{}, problem(errCommand, "", "%s: no command, no binary, and the world permits no interpreter to run %s", spec.Implementation, spec.PackageFiles[0])
 		}
 		a.Command = []string{d.AdapterInterpreters[0], spec.PackageFiles[0], PlaceholderChallenges, PlaceholderOut}
 	}
@@ -412,7 +412,7 @@ func (w *World) currentFor(to Status) (*Record, error) {
 
 // Freeze freezes the candidate (PINNED → CANDIDATE_FROZEN): its source
 // digest, its binary digest and the recorded environment, all required
-// (ErrProvenance). The run must verify as it stands first, and the record
+// (errProvenance). The run must verify as it stands first, and the record
 // the freeze writes must verify too.
 func Freeze(ctx context.Context, w *World, opt FreezeOptions) (*Transition, error) {
 	lk, err := w.lockState(ctx, false)
@@ -428,10 +428,10 @@ func Freeze(ctx context.Context, w *World, opt FreezeOptions) (*Transition, erro
 	// A label is how an observation is attributed and how its archive file
 	// is named: checked before anything else reads it.
 	if !ValidLabel(opt.Implementation) {
-		return nil, problem(ErrLabel, "", "%q is not an implementation label (%s)", opt.Implementation, labelRE())
+		return nil, problem(errLabel, "", "%q is not an implementation label (%s)", opt.Implementation, labelRE())
 	}
 	if _, ok := r.Adapter(opt.Implementation); ok {
-		return nil, problem(ErrDuplicateLabel, "", "this run already has an adapter called %q", opt.Implementation)
+		return nil, problem(errDuplicateLabel, "", "this run already has an adapter called %q", opt.Implementation)
 	}
 	// Which agent, with what access, is part of what the result means: a
 	// provenance field that may be empty is one that will be.
@@ -442,15 +442,15 @@ func Freeze(ctx context.Context, w *World, opt FreezeOptions) (*Transition, erro
 		}
 	}
 	if len(blank) > 0 {
-		return nil, problem(ErrProvenance, "", "clean-room provenance is required and %v is empty", blank)
+		return nil, problem(errProvenance, "", "clean-room provenance is required and %v is empty", blank)
 	}
 	if len(opt.Files) == 0 {
-		return nil, problem(ErrProvenance, "", "--files is required: a candidate with no source digest is named, not frozen")
+		return nil, problem(errProvenance, "", "--files is required: a candidate with no source digest is named, not frozen")
 	}
 	// The executable is the subject the measurement runs, so it is not
 	// optional.
 	if opt.Binary == "" {
-		return nil, problem(ErrBinaryRequired, "", "--binary is required: CANDIDATE_FROZEN is the source digest, the binary digest and the environment")
+		return nil, problem(errBinaryRequired, "", "--binary is required: CANDIDATE_FROZEN is the source digest, the binary digest and the environment")
 	}
 	prev, _, err := w.preCheck(ctx, "freeze", VerifyOptions{})
 	if err != nil {
@@ -540,7 +540,7 @@ func (w *World) checkHoldout(dir string, rel *Release) (installed bool, err erro
 		if installed {
 			_ = os.RemoveAll(dst)
 		}
-		return false, &RunProblem{Rule: ErrHoldoutCommitment, File: w.stateRel(HoldoutDirName),
+		return false, &RunProblem{Rule: errHoldoutCommitment, File: w.stateRel(HoldoutDirName),
 			Detail: fmt.Sprintf("recomputed %s over %d entries and the release commits %s over %d", c, n, rel.HoldoutCommitment, rel.HoldoutEntries), Err: herr}
 	}
 	return installed, nil
@@ -665,10 +665,10 @@ func Complete(ctx context.Context, w *World, m Measurement, opt CompleteOptions)
 	// (aborted, re-pinned, another binary frozen under the same label), the
 	// observations are of subjects this record does not freeze.
 	if m.RunID != prev.RunID {
-		return nil, nil, problem(ErrMeasuredRun, w.stateRel(RecordFileName), "the subjects were measured under %q and the record is now %s", m.RunID, prev.RunID)
+		return nil, nil, problem(errMeasuredRun, w.stateRel(RecordFileName), "the subjects were measured under %q and the record is now %s", m.RunID, prev.RunID)
 	}
 	if m.Findings != 0 {
-		return nil, nil, problem(ErrResult, "", "%d outstanding unclassified finding(s): a disagreement is classified before a run completes", m.Findings)
+		return nil, nil, problem(errResult, "", "%d outstanding unclassified finding(s): a disagreement is classified before a run completes", m.Findings)
 	}
 	rel := rep.Release
 	next := prev.Clone()
@@ -682,24 +682,24 @@ func Complete(ctx context.Context, w *World, m Measurement, opt CompleteOptions)
 	got := map[string]SubjectMeasurement{}
 	for _, s := range m.Subjects {
 		if _, dup := got[s.Implementation]; dup {
-			return nil, nil, problem(ErrDuplicateLabel, "", "subject %q measured twice", s.Implementation)
+			return nil, nil, problem(errDuplicateLabel, "", "subject %q measured twice", s.Implementation)
 		}
 		got[s.Implementation] = s
 	}
 	for _, s := range m.Subjects {
 		if _, ok := next.Adapter(s.Implementation); !ok {
-			return nil, nil, problem(ErrResult, "", "a subject %q this run never froze was measured", s.Implementation)
+			return nil, nil, problem(errResult, "", "a subject %q this run never froze was measured", s.Implementation)
 		}
 	}
 	for _, a := range next.Adapters {
 		s, ok := got[a.Implementation]
 		if !ok {
-			return nil, nil, problem(ErrResult, "", "frozen subject %q was not measured", a.Implementation)
+			return nil, nil, problem(errResult, "", "frozen subject %q was not measured", a.Implementation)
 		}
 		// The foreign document crosses the byte boundary before it is
 		// archived: permanent evidence must have one reading.
 		if _, err := evidence.Read(s.Observation); err != nil {
-			return nil, nil, &RunProblem{Rule: ErrResult, Detail: a.Implementation + "'s observation document refused", Err: err}
+			return nil, nil, &RunProblem{Rule: errResult, Detail: a.Implementation + "'s observation document refused", Err: err}
 		}
 		sum := pkgwalk.SHA256Hex(s.Observation)
 		res.Subjects = append(res.Subjects, ResultSubject{Implementation: a.Implementation, Role: a.Role,

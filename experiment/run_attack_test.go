@@ -109,15 +109,15 @@ func TestLifecycleAttacks(t *testing.T) {
 		op    func(w *World) error
 		rule  error
 	}{
-		{"A reveal before freeze", pinned, revealErr, ErrIllegalTransition},
+		{"A reveal before freeze", pinned, revealErr, errIllegalTransition},
 		{"G complete from PINNED", pinned, func(w *World) error {
 			_, _, err := Complete(bg, w, Measurement{}, CompleteOptions{replay: func(_ context.Context, in replayInput) (*replayOutcome, error) { return nil, nil }})
 			return err
-		}, ErrIllegalTransition},
+		}, errIllegalTransition},
 		{"B candidate source modified after freeze", func(t *testing.T, w *World) {
 			split(t, w)
 			writeWorldFile(t, w, "implementer/src/main.txt", "source edited after the freeze\n", 0o644)
-		}, revealErr, ErrPackageDigest},
+		}, revealErr, errPackageDigest},
 		{"K only the frozen binary mutated", func(t *testing.T, w *World) {
 			split(t, w)
 			f, err := os.OpenFile(filepath.Join(w.Root, "implementer", "tally-candidate"), os.O_APPEND|os.O_WRONLY, 0)
@@ -130,60 +130,60 @@ func TestLifecycleAttacks(t *testing.T) {
 			if err := f.Close(); err != nil {
 				t.Fatal(err)
 			}
-		}, revealErr, ErrBinaryDigest},
+		}, revealErr, errBinaryDigest},
 		{"C command altered after freeze", func(t *testing.T, w *World) {
 			frozen(t, w)
 			editRecord(t, w, func(s string) string { return strings.Replace(s, `"{{OUT}}"`, `"{{OUT}}", "--lenient"`, 1) })
-		}, revealErr, ErrRunID},
+		}, revealErr, errRunID},
 		{"C command altered after freeze, run_id re-derived", func(t *testing.T, w *World) {
 			frozen(t, w)
 			forgeRecord(t, w, true, func(r *Record) { r.Adapters[1].Command = append(r.Adapters[1].Command, "--lenient") })
-		}, revealErr, ErrReceiptMissing},
+		}, revealErr, errReceiptMissing},
 		{"D command pointing outside the frozen subject", pinned, freezeWith(func(o *FreezeOptions) {
 			o.Command = []string{o.Binary, "/etc/passwd", PlaceholderChallenges, PlaceholderOut}
-		}), ErrCommand},
+		}), errCommand},
 		{"D command[0] is not the frozen binary", pinned, freezeWith(func(o *FreezeOptions) {
 			o.Command = []string{"/bin/sh", PlaceholderChallenges, PlaceholderOut}
-		}), ErrCommand},
-		{"E missing model", pinned, freezeWith(func(o *FreezeOptions) { o.Model = "" }), ErrProvenance},
-		{"E missing toolchain", pinned, freezeWith(func(o *FreezeOptions) { o.Toolchain = " " }), ErrProvenance},
-		{"E missing tool version", pinned, freezeWith(func(o *FreezeOptions) { o.ToolVersion = "" }), ErrProvenance},
-		{"E missing files", pinned, freezeWith(func(o *FreezeOptions) { o.Files = nil }), ErrProvenance},
-		{"L no binary", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "" }), ErrBinaryRequired},
-		{"L binary that does not exist", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "implementer/none" }), ErrBinaryRequired},
-		{"binary outside the world", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "../outside" }), ErrOutsideWorld},
+		}), errCommand},
+		{"E missing model", pinned, freezeWith(func(o *FreezeOptions) { o.Model = "" }), errProvenance},
+		{"E missing toolchain", pinned, freezeWith(func(o *FreezeOptions) { o.Toolchain = " " }), errProvenance},
+		{"E missing tool version", pinned, freezeWith(func(o *FreezeOptions) { o.ToolVersion = "" }), errProvenance},
+		{"E missing files", pinned, freezeWith(func(o *FreezeOptions) { o.Files = nil }), errProvenance},
+		{"L no binary", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "" }), errBinaryRequired},
+		{"L binary that does not exist", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "implementer/none" }), errBinaryRequired},
+		{"binary outside the world", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "../outside" }), errOutsideWorld},
 		// Contained, but a second spelling of a subject: refused as a name,
 		// not left for the digest to trip over.
-		{"binary named through ..", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "governance/../" + o.Binary }), ErrOutsideWorld},
-		{"package file named through .", pinned, freezeWith(func(o *FreezeOptions) { o.Files = append(o.Files, "./"+o.Files[0]) }), ErrOutsideWorld},
+		{"binary named through ..", pinned, freezeWith(func(o *FreezeOptions) { o.Binary = "governance/../" + o.Binary }), errOutsideWorld},
+		{"package file named through .", pinned, freezeWith(func(o *FreezeOptions) { o.Files = append(o.Files, "./"+o.Files[0]) }), errOutsideWorld},
 		{"forged record naming a package file through ..", func(t *testing.T, w *World) {
 			frozen(t, w)
 			forgeRecord(t, w, false, func(r *Record) {
 				r.Adapters[1].PackageFiles = append(r.Adapters[1].PackageFiles, "implementer/../"+r.Adapters[1].PackageFiles[0])
 			})
-		}, verifyErr, ErrOutsideWorld},
+		}, verifyErr, errOutsideWorld},
 		{"binary is a symlink out of the world", func(t *testing.T, w *World) {
 			pinned(t, w)
 			if err := os.Symlink("/bin/true", filepath.Join(w.Root, "implementer", "link")); err != nil {
 				t.Fatal(err)
 			}
-		}, freezeWith(func(o *FreezeOptions) { o.Binary = "implementer/link" }), ErrOutsideWorld},
+		}, freezeWith(func(o *FreezeOptions) { o.Binary = "implementer/link" }), errOutsideWorld},
 		{"P candidate freezes the challenge set", pinned, freezeWith(func(o *FreezeOptions) {
 			o.Files = []string{"implementer/tally-candidate", "governance/holdout"}
-		}), ErrSubjectInState},
+		}), errSubjectInState},
 		{"P candidate freezes the whole state root", pinned, freezeWith(func(o *FreezeOptions) {
 			o.Files = []string{"governance"}
-		}), ErrSubjectInState},
+		}), errSubjectInState},
 		{"P forged record authorising the receipts as a package file", func(t *testing.T, w *World) {
 			frozen(t, w)
 			forgeRecord(t, w, false, func(r *Record) {
 				r.Adapters[1].PackageFiles = append(r.Adapters[1].PackageFiles, "governance/receipts")
 			})
-		}, revealErr, ErrSubjectInState},
+		}, revealErr, errSubjectInState},
 		{"run_id that is a path", func(t *testing.T, w *World) {
 			frozen(t, w)
 			forgeRecord(t, w, false, func(r *Record) { r.RunID = "../blind-run" })
-		}, verifyErr, ErrChain},
+		}, verifyErr, errChain},
 		{"J state root is a symlink to a REVEALED copy elsewhere", func(t *testing.T, w *World) {
 			frozen(t, w)
 			other := newWorld(t)
@@ -194,7 +194,7 @@ func TestLifecycleAttacks(t *testing.T) {
 			if err := os.Symlink(other.StateDir(), w.StateDir()); err != nil {
 				t.Fatal(err)
 			}
-		}, verifyErr, ErrStateRoot},
+		}, verifyErr, errStateRoot},
 		{"J transition through a symlinked state root", func(t *testing.T, w *World) {
 			frozen(t, w)
 			other := newWorld(t)
@@ -205,20 +205,20 @@ func TestLifecycleAttacks(t *testing.T) {
 			if err := os.Symlink(other.StateDir(), w.StateDir()); err != nil {
 				t.Fatal(err)
 			}
-		}, func(w *World) error { _, err := Abort(bg, w, "via a link", TransitionOptions{}); return err }, ErrStateRoot},
-		{"X implementation ../../../escape", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "../../../escape" }), ErrLabel},
-		{"duplicate label", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "javascript" }), ErrDuplicateLabel},
+		}, func(w *World) error { _, err := Abort(bg, w, "via a link", TransitionOptions{}); return err }, errStateRoot},
+		{"X implementation ../../../escape", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "../../../escape" }), errLabel},
+		{"duplicate label", pinned, freezeWith(func(o *FreezeOptions) { o.Implementation = "javascript" }), errDuplicateLabel},
 		{"M status edited to REVEALED, run_id recomputed, no receipt", func(t *testing.T, w *World) {
 			frozen(t, w)
 			forgeRecord(t, w, true, func(r *Record) { r.Status = StatusRevealed })
-		}, verifyErr, ErrReceiptMissing},
+		}, verifyErr, errReceiptMissing},
 		{"M forged REVEALED cannot complete", func(t *testing.T, w *World) {
 			frozen(t, w)
 			forgeRecord(t, w, true, func(r *Record) { r.Status = StatusRevealed })
 		}, func(w *World) error {
 			_, _, err := Complete(bg, w, Measurement{}, CompleteOptions{replay: func(_ context.Context, in replayInput) (*replayOutcome, error) { return nil, nil }})
 			return err
-		}, ErrReceiptMissing},
+		}, errReceiptMissing},
 		{"AA1 duplicate status in the record", func(t *testing.T, w *World) {
 			frozen(t, w)
 			editRecord(t, w, func(s string) string {
@@ -246,7 +246,7 @@ func TestLifecycleAttacks(t *testing.T) {
 			if err := os.WriteFile(p, append(buf.Bytes(), '\n'), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, verifyErr, ErrReceiptForm},
+		}, verifyErr, errReceiptForm},
 		{"predecessor receipt without its final line feed", func(t *testing.T, w *World) {
 			frozen(t, w)
 			rc, _ := os.ReadDir(w.ReceiptsDir())
@@ -259,7 +259,7 @@ func TestLifecycleAttacks(t *testing.T) {
 					}
 				}
 			}
-		}, revealErr, ErrReceiptForm},
+		}, revealErr, errReceiptForm},
 		{"AA2 unknown member in a predecessor receipt", func(t *testing.T, w *World) {
 			frozen(t, w)
 			r, _ := w.ReadRecord()
@@ -274,25 +274,25 @@ func TestLifecycleAttacks(t *testing.T) {
 				}
 			}
 			_ = r
-		}, revealErr, ErrRunShape},
+		}, revealErr, errRunShape},
 		{"AA5 verdict_override in the record", func(t *testing.T, w *World) {
 			frozen(t, w)
 			editRecord(t, w, func(s string) string {
 				return strings.Replace(s, `"status": "CANDIDATE_FROZEN",`, `"status": "CANDIDATE_FROZEN", "verdict_override": "COMPLETE_AND_VERIFIED",`, 1)
 			})
-		}, revealErr, ErrRunShape},
+		}, revealErr, errRunShape},
 		{"AA6 blindness on an adapter", func(t *testing.T, w *World) {
 			frozen(t, w)
 			editRecord(t, w, func(s string) string {
 				return strings.Replace(s, `"role": "candidate",`, `"role": "candidate", "blindness": "DISQUALIFIED",`, 1)
 			})
-		}, revealErr, ErrRunShape},
+		}, revealErr, errRunShape},
 		{"AA7 instrument_files seat re-added", func(t *testing.T, w *World) {
 			frozen(t, w)
 			editRecord(t, w, func(s string) string {
 				return strings.Replace(s, `"adapters": [`, `"instrument_files": [], "adapters": [`, 1)
 			})
-		}, revealErr, ErrRunShape},
+		}, revealErr, errRunShape},
 		{"AA9 raw 0xFF in the record", func(t *testing.T, w *World) {
 			frozen(t, w)
 			editRecord(t, w, func(s string) string { return strings.Replace(s, `"candidate"`, "\"cand\xffidate\"", 1) })
@@ -300,30 +300,30 @@ func TestLifecycleAttacks(t *testing.T) {
 		{"AA10 role arbiter with run_id re-derived", func(t *testing.T, w *World) {
 			frozen(t, w)
 			forgeRecord(t, w, true, func(r *Record) { r.Adapters[1].Role = "arbiter" })
-		}, revealErr, ErrRole},
+		}, revealErr, errRole},
 		{"dirty state root: the receipt to write exists with other bytes", func(t *testing.T, w *World) {
 			pinned(t, w)
 			r, _ := w.ReadRecord()
 			r.Status = StatusAborted
 			writeWorldFile(t, w, "governance/receipts/"+ReceiptFile(r.ComputeRunID(), StatusAborted), "{\"planted\": true}\n", 0o644)
-		}, func(w *World) error { _, err := Abort(bg, w, "test", TransitionOptions{}); return err }, ErrReceiptExists},
+		}, func(w *World) error { _, err := Abort(bg, w, "test", TransitionOptions{}); return err }, errReceiptExists},
 		{"pin while a run is in flight", pinned, func(w *World) error {
 			_, err := Pin(bg, w, PinOptions{Reference: referenceSpec(t, w)})
 			return err
-		}, ErrRunInProgress},
+		}, errRunInProgress},
 		{"pin a package that leaks", func(t *testing.T, w *World) {
 			writeWorldFile(t, w, "docs/spec/proof-wire/requirements/open/review-notes.md", "reviewer notes\n", 0o644)
-		}, func(w *World) error { _, err := Pin(bg, w, PinOptions{Reference: referenceSpec(t, w)}); return err }, ErrBlindPackage},
+		}, func(w *World) error { _, err := Pin(bg, w, PinOptions{Reference: referenceSpec(t, w)}); return err }, errBlindPackage},
 		{"pin a release that is not archived", func(t *testing.T, w *World) {
 			ents, _ := os.ReadDir(filepath.Join(w.PackageDir(), "releases"))
 			for _, e := range ents {
 				os.Remove(filepath.Join(w.PackageDir(), "releases", e.Name()))
 			}
-		}, func(w *World) error { _, err := Pin(bg, w, PinOptions{Reference: referenceSpec(t, w)}); return err }, ErrRunReleaseNotArchived},
+		}, func(w *World) error { _, err := Pin(bg, w, PinOptions{Reference: referenceSpec(t, w)}); return err }, errRunReleaseNotArchived},
 		{"AB7 package grows after the pin", func(t *testing.T, w *World) {
 			pinned(t, w)
 			writeWorldFile(t, w, "docs/spec/proof-wire/requirements/open/EXTRA.md", "extra\n", 0o644)
-		}, func(w *World) error { _, err := Freeze(bg, w, freezeOpts()); return err }, ErrBlindPackage},
+		}, func(w *World) error { _, err := Freeze(bg, w, freezeOpts()); return err }, errBlindPackage},
 		{"instrument moved after the pin", func(t *testing.T, w *World) {
 			frozen(t, w)
 			p := filepath.Join(w.PackageDir(), "experiment", "holdout-recipe-v1.schema.json")
@@ -331,13 +331,13 @@ func TestLifecycleAttacks(t *testing.T) {
 			if err := os.WriteFile(p, append(b, ' '), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, revealErr, ErrInstrumentDigest},
+		}, revealErr, errInstrumentDigest},
 		{"a later release while the run is in flight", func(t *testing.T, w *World) {
 			frozen(t, w)
 			if _, err := IssueRelease(w.PackageDir(), IssueOptions{SpecRevision: 1, ExperimentRevision: 2, PublicCorpusRevision: 1, HoldoutDir: w.HoldoutDir()}); err != nil {
 				t.Fatal(err)
 			}
-		}, revealErr, ErrReleaseDrift},
+		}, revealErr, errReleaseDrift},
 		{"holdout with one byte changed", func(t *testing.T, w *World) {
 			frozen(t, w)
 			p := filepath.Join(w.HoldoutDir(), "INDEX.json")
@@ -345,7 +345,7 @@ func TestLifecycleAttacks(t *testing.T) {
 			if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, revealErr, ErrHoldoutCommitment},
+		}, revealErr, errHoldoutCommitment},
 		{"R COMPLETE transition without a RESULT", func(t *testing.T, w *World) {
 			revealed(t, w)
 			prev, _ := w.ReadRecord()
@@ -356,7 +356,7 @@ func TestLifecycleAttacks(t *testing.T) {
 			writeWorldFile(t, w, "governance/receipts/"+ReceiptFile(next.RunID, StatusComplete), string(body), 0o644)
 			b, _ := next.Bytes()
 			writeWorldFile(t, w, "governance/blind-run.json", string(b), 0o644)
-		}, verifyErr, ErrResultMissing},
+		}, verifyErr, errResultMissing},
 		{"receipt chain starts in the middle", func(t *testing.T, w *World) {
 			frozen(t, w)
 			ents, _ := os.ReadDir(w.ReceiptsDir())
@@ -365,7 +365,7 @@ func TestLifecycleAttacks(t *testing.T) {
 					os.Remove(filepath.Join(w.ReceiptsDir(), e.Name()))
 				}
 			}
-		}, revealErr, ErrReceiptMissing},
+		}, revealErr, errReceiptMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)

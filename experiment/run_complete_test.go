@@ -92,11 +92,11 @@ func TestCompleteHonest(t *testing.T) {
 	// it refuses the observations the table made up, so the RESULT does
 	// not verify.
 	rep, _ = Verify(bg, w, VerifyOptions{})
-	if err := rep.Err(); !errors.Is(err, ErrResult) || !strings.Contains(err.Error(), "refused: observation document") {
-		t.Errorf("verify with the frozen scorer: %v, want %q naming the refused observation", err, ErrResult)
+	if err := rep.Err(); !errors.Is(err, errResult) || !strings.Contains(err.Error(), "refused: observation document") {
+		t.Errorf("verify with the frozen scorer: %v, want %q naming the refused observation", err, errResult)
 	}
 	// A terminal run cannot move.
-	if _, err := Abort(bg, w, "late", TransitionOptions{}); !errors.Is(err, ErrIllegalTransition) {
+	if _, err := Abort(bg, w, "late", TransitionOptions{}); !errors.Is(err, errIllegalTransition) {
 		t.Errorf("abort after COMPLETE: %v", err)
 	}
 }
@@ -109,16 +109,16 @@ func TestCompleteRefusals(t *testing.T) {
 		replay replayFunc
 		rule   error
 	}{
-		{"I outstanding finding", func() Measurement { m := honestMeasurement(); m.Findings = 1; return m }, honestReplay, ErrResult},
+		{"I outstanding finding", func() Measurement { m := honestMeasurement(); m.Findings = 1; return m }, honestReplay, errResult},
 		{"replay derives other totals", honestMeasurement,
-			tableReplay(map[string]Predicates{"javascript": full, "candidate": {Total: 20, Satisfied: 19, Unsatisfied: 1}}, 0), ErrResult},
-		{"replay finds a disagreement", honestMeasurement, tableReplay(map[string]Predicates{"javascript": full, "candidate": full}, 2), ErrResult},
-		{"a frozen subject not measured", func() Measurement { m := honestMeasurement(); m.Subjects = m.Subjects[:1]; return m }, honestReplay, ErrResult},
+			tableReplay(map[string]Predicates{"javascript": full, "candidate": {Total: 20, Satisfied: 19, Unsatisfied: 1}}, 0), errResult},
+		{"replay finds a disagreement", honestMeasurement, tableReplay(map[string]Predicates{"javascript": full, "candidate": full}, 2), errResult},
+		{"a frozen subject not measured", func() Measurement { m := honestMeasurement(); m.Subjects = m.Subjects[:1]; return m }, honestReplay, errResult},
 		{"a subject never frozen", func() Measurement {
 			m := honestMeasurement()
 			m.Subjects = append(m.Subjects, SubjectMeasurement{Implementation: "stranger", Observation: []byte("{}")})
 			return m
-		}, honestReplay, ErrResult},
+		}, honestReplay, errResult},
 		{"AA4 observation with two readings", func() Measurement {
 			m := honestMeasurement()
 			m.Subjects[1].Observation = []byte(`{"implementation": "evil", "implementation": "candidate"}`)
@@ -152,30 +152,30 @@ func TestCompletedEvidenceTampering(t *testing.T) {
 	}{
 		{"T RESULT deleted", func(t *testing.T, w *World, tr *Transition) {
 			os.Remove(filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID)))
-		}, ErrResultMissing},
+		}, errResultMissing},
 		{"T RESULT truncated", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
 			b, _ := os.ReadFile(p)
 			if err := os.WriteFile(p, b[:len(b)/2], 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrResult},
+		}, errResult},
 		{"T archived observation edited", func(t *testing.T, w *World, tr *Transition) {
 			writeWorldFile(t, w, "governance/receipts/"+ObservationFile(tr.RunID, "candidate"), `{"implementation": "candidate", "observations": {"x": 1}}`, 0o644)
-		}, ErrResult},
+		}, errResult},
 		{"T archived observation deleted", func(t *testing.T, w *World, tr *Transition) {
 			os.Remove(filepath.Join(w.ReceiptsDir(), filepath.FromSlash(ObservationFile(tr.RunID, "javascript"))))
-		}, ErrResult},
+		}, errResult},
 		{"T extra archived document", func(t *testing.T, w *World, tr *Transition) {
 			writeWorldFile(t, w, "governance/receipts/"+ObservationFile(tr.RunID, "ghost"), "{}", 0o644)
-		}, ErrResult},
+		}, errResult},
 		{"U predicate numbers edited in the RESULT", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
 			b, _ := os.ReadFile(p)
 			if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"total": 20`, `"total": 25`, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrResult},
+		}, errResult},
 		{"AA3 duplicate member in the RESULT", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
 			b, _ := os.ReadFile(p)
@@ -189,7 +189,7 @@ func TestCompletedEvidenceTampering(t *testing.T) {
 			if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"role": "reference"`, `"role": "candidate"`, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrResult},
+		}, errResult},
 		{"Z bogus subject row before the genuine one", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.ReceiptsDir(), ResultFile(tr.RunID))
 			b, _ := os.ReadFile(p)
@@ -197,7 +197,7 @@ func TestCompletedEvidenceTampering(t *testing.T) {
 			if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"subjects": [`, `"subjects": [`+bogus, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrDuplicateLabel},
+		}, errDuplicateLabel},
 		{"Z duplicate adapter in the COMPLETE receipt", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.ReceiptsDir(), ReceiptFile(tr.RunID, StatusComplete))
 			b, _ := os.ReadFile(p)
@@ -205,17 +205,17 @@ func TestCompletedEvidenceTampering(t *testing.T) {
 			if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"adapters": [`, `"adapters": [`+bogus, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrDuplicateLabel},
+		}, errDuplicateLabel},
 		{"the COMPLETE receipt deleted", func(t *testing.T, w *World, tr *Transition) {
 			os.Remove(filepath.Join(w.ReceiptsDir(), ReceiptFile(tr.RunID, StatusComplete)))
-		}, ErrReceiptMissing},
+		}, errReceiptMissing},
 		{"holdout edited after completion", func(t *testing.T, w *World, tr *Transition) {
 			p := filepath.Join(w.HoldoutDir(), "INDEX.json")
 			b, _ := os.ReadFile(p)
 			if err := os.WriteFile(p, append(b, ' '), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, ErrHoldoutCommitment},
+		}, errHoldoutCommitment},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, tr := completed(t)

@@ -168,12 +168,12 @@ func ParseResult(b []byte, file string) (*Result, error) {
 func parseResult(b []byte, file string) (*Result, []*RunProblem) {
 	o, err := evidence.ReadObject(b)
 	if err != nil {
-		return nil, []*RunProblem{{Rule: ErrResult, File: file, Detail: "a terminal claim with two readings is not a terminal claim", Err: err}}
+		return nil, []*RunProblem{{Rule: errResult, File: file, Detail: "a terminal claim with two readings is not a terminal claim", Err: err}}
 	}
 	ps := shape(o, resultMembers, file, "the RESULT")
 	f := fieldReader{file: file, what: "the RESULT"}
 	if t := f.str(o, "type"); t != ResultType && o.Has("type") {
-		ps = append(ps, problem(ErrResult, file, "type %q is not %s", t, ResultType))
+		ps = append(ps, problem(errResult, file, "type %q is not %s", t, ResultType))
 	}
 	res := &Result{
 		RunID:             f.str(o, "run_id"),
@@ -226,8 +226,8 @@ func parseResult(b []byte, file string) (*Result, []*RunProblem) {
 	ps = append(ps, labelProblems(subjectLabels, file, "RESULT.subjects")...)
 	ps = append(ps, labelProblems(obsLabels, file, "RESULT.observations")...)
 	for _, p := range ps {
-		if p.Rule == ErrRunShape || p.Rule == ErrLabel || p.Rule == ErrDuplicateLabel {
-			p.Err, p.Rule = p.Rule, ErrResult
+		if p.Rule == errRunShape || p.Rule == errLabel || p.Rule == errDuplicateLabel {
+			p.Err, p.Rule = p.Rule, errResult
 		}
 	}
 	return res, ps
@@ -245,16 +245,16 @@ func (w *World) resultProblems(ctx context.Context, r *Record, rel *Release, cha
 	file := w.stateRel(path.Join(ReceiptsDirName, name))
 	b, _, err := w.readStateFile(path.Join(ReceiptsDirName, name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return []*RunProblem{problem(ErrResultMissing, file, "this run is COMPLETE and no RESULT exists: COMPLETE means a measurement happened")}
+		return []*RunProblem{problem(errResultMissing, file, "this run is COMPLETE and no RESULT exists: COMPLETE means a measurement happened")}
 	}
 	if err != nil {
-		return []*RunProblem{{Rule: ErrResult, File: file, Err: err}}
+		return []*RunProblem{{Rule: errResult, File: file, Err: err}}
 	}
 	res, ps := parseResult(b, file)
 	if len(ps) > 0 {
 		return ps
 	}
-	bad := func(format string, args ...any) { ps = append(ps, problem(ErrResult, file, format, args...)) }
+	bad := func(format string, args ...any) { ps = append(ps, problem(errResult, file, format, args...)) }
 	if res.RunID != r.RunID {
 		bad("names run %s: a result of another run does not witness this one", res.RunID)
 	}
@@ -349,17 +349,17 @@ func (w *World) resultProblems(ctx context.Context, r *Record, rel *Release, cha
 		rel := path.Join(ReceiptsDirName, ObservationFile(r.RunID, s.Implementation))
 		ob, _, err := w.readStateFile(rel)
 		if err != nil {
-			ps = append(ps, &RunProblem{Rule: ErrResult, File: w.stateRel(rel), Detail: fmt.Sprintf("the observation document for %s is not archived", s.Implementation), Err: err})
+			ps = append(ps, &RunProblem{Rule: errResult, File: w.stateRel(rel), Detail: fmt.Sprintf("the observation document for %s is not archived", s.Implementation), Err: err})
 			continue
 		}
 		if got := pkgwalk.SHA256Hex(ob); got != s.ObservationSHA256 {
-			ps = append(ps, problem(ErrResult, w.stateRel(rel), "the archived observation digests %s and the RESULT records %s", got, s.ObservationSHA256))
+			ps = append(ps, problem(errResult, w.stateRel(rel), "the archived observation digests %s and the RESULT records %s", got, s.ObservationSHA256))
 			continue
 		}
 		// A digest authenticates bytes, not their reading: the archived
 		// document crosses the same boundary as every other.
 		if _, err := evidence.Read(ob); err != nil {
-			ps = append(ps, &RunProblem{Rule: ErrResult, File: w.stateRel(rel), Detail: "archived observation refused", Err: err})
+			ps = append(ps, &RunProblem{Rule: errResult, File: w.stateRel(rel), Detail: "archived observation refused", Err: err})
 			continue
 		}
 		docs[s.Implementation] = ob
@@ -394,18 +394,18 @@ func (w *World) resultProblems(ctx context.Context, r *Record, rel *Release, cha
 	}
 	hdir := w.HoldoutDir()
 	if existingDir(hdir) == "" {
-		return []*RunProblem{problem(ErrResultNotReplayed, w.stateRel(HoldoutDirName), "the committed challenge set is not present, so the conformance claim cannot be replayed")}
+		return []*RunProblem{problem(errResultNotReplayed, w.stateRel(HoldoutDirName), "the committed challenge set is not present, so the conformance claim cannot be replayed")}
 	}
 	if rel != nil {
 		c, n, err := HoldoutCommitment(w.PackageDir(), hdir)
 		if err != nil || c != rel.HoldoutCommitment || n != rel.HoldoutEntries {
-			return []*RunProblem{{Rule: ErrHoldoutCommitment, File: w.stateRel(HoldoutDirName),
+			return []*RunProblem{{Rule: errHoldoutCommitment, File: w.stateRel(HoldoutDirName),
 				Detail: fmt.Sprintf("the challenge set present (%s, %d entries) is not the release's (%s, %d)", c, n, rel.HoldoutCommitment, rel.HoldoutEntries), Err: err}}
 		}
 	}
 	out, err := replay(ctx, replayInput{World: w, Record: r, Result: res, Observations: docs, HoldoutDir: hdir, Release: rel})
 	if err != nil {
-		return []*RunProblem{{Rule: ErrResultNotReplayed, File: file, Err: err}}
+		return []*RunProblem{{Rule: errResultNotReplayed, File: file, Err: err}}
 	}
 	for _, s := range res.Subjects {
 		got, ok := out.Subjects[s.Implementation]

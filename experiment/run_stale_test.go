@@ -39,14 +39,14 @@ func TestCompleteRefusesAMeasurementOfAnotherRun(t *testing.T) {
 
 	before := stateSnapshot(t, w)
 	_, _, err := Complete(bg, w, m, CompleteOptions{replay: honestReplay})
-	if !errors.Is(err, ErrMeasuredRun) {
-		t.Fatalf("complete with a measurement of %s while the record is %s: err = %v, want %q", measured.RunID, now.RunID, err, ErrMeasuredRun)
+	if !errors.Is(err, errMeasuredRun) {
+		t.Fatalf("complete with a measurement of %s while the record is %s: err = %v, want %q", measured.RunID, now.RunID, err, errMeasuredRun)
 	}
 	sameStateSnapshot(t, before, stateSnapshot(t, w))
 
 	// A measurement that names no run is not bound to one either.
 	m.RunID = ""
-	if _, _, err := Complete(bg, w, m, CompleteOptions{replay: honestReplay}); !errors.Is(err, ErrMeasuredRun) {
-		t.Fatalf("complete with an unbound measurement: err = %v, want %q", err, ErrMeasuredRun)
+	if _, _, err := Complete(bg, w, m, CompleteOptions{replay: honestReplay}); !errors.Is(err, errMeasuredRun) {
+		t.Fatalf("complete with an unbound measurement: err = %v, want %q", err, errMeasuredRun)
 	}
 }

@@ -286,7 +286,7 @@ func TestConformanceVerifySharedWorld(t *testing.T) {
 			continue
 		}
 		switch p.Rule {
-		case ErrInstrumentDigest, ErrPackageDigest, ErrBlindPackage:
+		case errInstrumentDigest, errPackageDigest, errBlindPackage:
 		default:
 			t.Errorf("unexplained problem: %v", p)
 		}
@@ -319,8 +319,8 @@ func TestLockExcludesASecondTransition(t *testing.T) {
 	short, cancel := context.WithTimeout(bg, 150*time.Millisecond)
 	defer cancel()
 	_, err = Freeze(short, w, freezeOpts())
-	if !errors.Is(err, ErrLocked) {
-		t.Fatalf("freeze under another holder's lock: err = %v, want ErrLocked", err)
+	if !errors.Is(err, errLocked) {
+		t.Fatalf("freeze under another holder's lock: err = %v, want errLocked", err)
 	}
 	sameStateSnapshot(t, before, stateSnapshot(t, w))
 	lk.unlock()
@@ -377,7 +377,7 @@ func TestConcurrentTransitionsSerialise(t *testing.T) {
 		switch {
 		case err == nil:
 			ok++
-		case errors.Is(err, ErrIllegalTransition):
+		case errors.Is(err, errIllegalTransition):
 			refused++
 		default:
 			t.Errorf("unexpected error: %v", err)

@@ -134,7 +134,7 @@ func (w *World) executionProblems(a Adapter, file string, interps []string) []*R
 	var ps []*RunProblem
 	who := a.Implementation
 	if len(a.Command) == 0 {
-		return []*RunProblem{problem(ErrCommand, file, "%s: no command", who)}
+		return []*RunProblem{problem(errCommand, file, "%s: no command", who)}
 	}
 	pkg := map[string]bool{}
 	for _, f := range a.PackageFiles {
@@ -143,40 +143,40 @@ func (w *World) executionProblems(a Adapter, file string, interps []string) []*R
 	// A run may only authorize subjects inside its own world: otherwise one
 	// record could open the challenge set to a binary in another tree.
 	if a.BinaryPath != nil && !w.containedPath(*a.BinaryPath) {
-		ps = append(ps, &RunProblem{Rule: ErrOutsideWorld, File: file, Path: *a.BinaryPath, Detail: fmt.Sprintf("%s: binary_path %q", who, *a.BinaryPath)})
+		ps = append(ps, &RunProblem{Rule: errOutsideWorld, File: file, Path: *a.BinaryPath, Detail: fmt.Sprintf("%s: binary_path %q", who, *a.BinaryPath)})
 	}
 	for _, f := range a.PackageFiles {
 		if !w.containedPath(f) {
-			ps = append(ps, &RunProblem{Rule: ErrOutsideWorld, File: file, Path: f, Detail: fmt.Sprintf("%s: package file %q", who, f)})
+			ps = append(ps, &RunProblem{Rule: errOutsideWorld, File: file, Path: f, Detail: fmt.Sprintf("%s: package file %q", who, f)})
 		}
 	}
 	for _, f := range append(slices.Clone(a.PackageFiles), ptrOr(a.BinaryPath)) {
 		if f != "" && overlapsState(f) {
-			ps = append(ps, &RunProblem{Rule: ErrSubjectInState, File: file, Path: f, Detail: fmt.Sprintf("%s: %q", who, f)})
+			ps = append(ps, &RunProblem{Rule: errSubjectInState, File: file, Path: f, Detail: fmt.Sprintf("%s: %q", who, f)})
 		}
 	}
 	// Source is provenance; the executable bytes are the subject measured.
 	if a.Role == RoleCandidate && a.BinaryPath == nil {
-		ps = append(ps, problem(ErrBinaryRequired, file, "%s: a candidate must be launched as its own frozen executable", who))
+		ps = append(ps, problem(errBinaryRequired, file, "%s: a candidate must be launched as its own frozen executable", who))
 	}
 	if a.BinaryPath != nil && a.BinaryDigest == nil {
-		ps = append(ps, problem(ErrBinaryRequired, file, "%s: binary_path %q with no binary_digest is not a freeze", who, *a.BinaryPath))
+		ps = append(ps, problem(errBinaryRequired, file, "%s: binary_path %q with no binary_digest is not a freeze", who, *a.BinaryPath))
 	}
 	for _, d := range CommandProblems(a, interps) {
-		ps = append(ps, problem(ErrCommand, file, "%s: %s", who, d))
+		ps = append(ps, problem(errCommand, file, "%s: %s", who, d))
 	}
 	if a.BinaryPath != nil {
 		if w.containedPath(*a.BinaryPath) {
 			_, files, err := pkgwalk.DigestOfPaths(w.Root, []string{*a.BinaryPath})
 			switch {
 			case err != nil:
-				ps = append(ps, &RunProblem{Rule: ErrBinaryDigest, File: file, Path: *a.BinaryPath, Detail: who, Err: err})
+				ps = append(ps, &RunProblem{Rule: errBinaryDigest, File: file, Path: *a.BinaryPath, Detail: who, Err: err})
 			case len(files) != 1 || files[0].SHA256 == pkgwalk.Absent:
-				ps = append(ps, &RunProblem{Rule: ErrBinaryDigest, File: file, Path: *a.BinaryPath, Detail: fmt.Sprintf("%s: frozen binary %s is absent (or not a file)", who, *a.BinaryPath)})
+				ps = append(ps, &RunProblem{Rule: errBinaryDigest, File: file, Path: *a.BinaryPath, Detail: fmt.Sprintf("%s: frozen binary %s is absent (or not a file)", who, *a.BinaryPath)})
 			case a.BinaryDigest != nil && files[0].SHA256 != *a.BinaryDigest:
 				// Verified at the moment of use: a digest checked earlier is a
 				// digest about an earlier file.
-				ps = append(ps, &RunProblem{Rule: ErrBinaryDigest, File: file, Path: *a.BinaryPath,
+				ps = append(ps, &RunProblem{Rule: errBinaryDigest, File: file, Path: *a.BinaryPath,
 					Detail: fmt.Sprintf("%s: the executable's bytes are %s and the run froze %s", who, files[0].SHA256, *a.BinaryDigest)})
 			}
 		}
@@ -268,7 +268,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 		var err error
 		b, err = w.readRecordBytes()
 		if errors.Is(err, fs.ErrNotExist) {
-			rep.add("run record present", []*RunProblem{problem(ErrNoRecord, recFile, "no run is pinned")})
+			rep.add("run record present", []*RunProblem{problem(errNoRecord, recFile, "no run is pinned")})
 			return rep, nil
 		}
 		if err != nil {
@@ -284,7 +284,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	rep.add("record bytes pass the strict reader", nil)
 	var shapePs, vocab []*RunProblem
 	for _, p := range ps {
-		if p.Rule == ErrRecordType || p.Rule == ErrUnknownStatus {
+		if p.Rule == errRecordType || p.Rule == errUnknownStatus {
 			vocab = append(vocab, p)
 		} else {
 			shapePs = append(shapePs, p)
@@ -299,14 +299,14 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 
 	// run_id recomputes.
 	if got := r.ComputeRunID(); got != r.RunID {
-		rep.add("run_id recomputes", []*RunProblem{problem(ErrRunID, recFile, "recorded %s, the record's content implies %s", r.RunID, got)})
+		rep.add("run_id recomputes", []*RunProblem{problem(errRunID, recFile, "recorded %s, the record's content implies %s", r.RunID, got)})
 	} else {
 		rep.add("run_id recomputes", nil)
 	}
 
 	// The selected release is archived.
 	if _, err := os.Lstat(ArchivePath(w.PackageDir(), r.SpecReleaseID)); err != nil || !ident.Is(SrelPrefix, r.SpecReleaseID) {
-		rep.add("selected release archived", []*RunProblem{problem(ErrRunReleaseNotArchived, recFile, "%s is not in %s/%s/", r.SpecReleaseID, w.PackageLabel(), ReleasesDir)})
+		rep.add("selected release archived", []*RunProblem{problem(errRunReleaseNotArchived, recFile, "%s is not in %s/%s/", r.SpecReleaseID, w.PackageLabel(), ReleasesDir)})
 	} else {
 		rep.add("selected release archived", nil)
 	}
@@ -314,7 +314,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	// The world's declaration reads (or is absent: the reference protocol).
 	decl, declErr := w.Declaration()
 	if declErr != nil {
-		rep.add("world declaration readable", runProblems(declErr, ErrDeclarationBytes, w.PackageLabel()+"/"+DeclarationFile))
+		rep.add("world declaration readable", runProblems(declErr, errDeclarationBytes, w.PackageLabel()+"/"+DeclarationFile))
 		decl = &Declaration{}
 	} else {
 		rep.add("world declaration readable", nil)
@@ -355,7 +355,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	}
 	switch {
 	case instErr != nil:
-		rep.add("instrument_digest matches the tree", []*RunProblem{{Rule: ErrInstrumentDigest, File: w.PackageLabel(), Err: instErr}})
+		rep.add("instrument_digest matches the tree", []*RunProblem{{Rule: errInstrumentDigest, File: w.PackageLabel(), Err: instErr}})
 	case inst != r.InstrumentDigest:
 		d := fmt.Sprintf("pinned %s, this tree %s", r.InstrumentDigest, inst)
 		if len(absent) > 0 {
@@ -364,7 +364,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 				d += "; with the release's recorded sha256 for the absent members it is the pinned digest, so only their absence differs"
 			}
 		}
-		rep.add("instrument_digest matches the tree", []*RunProblem{problem(ErrInstrumentDigest, recFile, "%s", d)})
+		rep.add("instrument_digest matches the tree", []*RunProblem{problem(errInstrumentDigest, recFile, "%s", d)})
 	default:
 		rep.add("instrument_digest matches the tree", nil)
 	}
@@ -373,7 +373,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	var pkgPs, execPs []*RunProblem
 	for _, a := range r.Adapters {
 		if a.PackageDigest == "" {
-			pkgPs = append(pkgPs, problem(ErrPackageDigest, recFile, "adapter %s has no package_digest", a.Implementation))
+			pkgPs = append(pkgPs, problem(errPackageDigest, recFile, "adapter %s has no package_digest", a.Implementation))
 			continue
 		}
 		contained := true
@@ -384,12 +384,12 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 		}
 		if !contained {
 			// Reported by executionProblems; never digest outside the world.
-			pkgPs = append(pkgPs, problem(ErrPackageDigest, recFile, "adapter %s names package files outside the world", a.Implementation))
+			pkgPs = append(pkgPs, problem(errPackageDigest, recFile, "adapter %s names package files outside the world", a.Implementation))
 		} else {
 			live, files, err := pkgwalk.DigestOfPaths(w.Root, a.PackageFiles)
 			switch {
 			case err != nil:
-				pkgPs = append(pkgPs, &RunProblem{Rule: ErrPackageDigest, File: recFile, Detail: "adapter " + a.Implementation, Err: err})
+				pkgPs = append(pkgPs, &RunProblem{Rule: errPackageDigest, File: recFile, Detail: "adapter " + a.Implementation, Err: err})
 			case live != a.PackageDigest:
 				var gone []string
 				for _, f := range files {
@@ -402,7 +402,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 				if len(gone) > 0 {
 					d += fmt.Sprintf(" (computed with %d absent file(s))", len(gone))
 				}
-				pkgPs = append(pkgPs, problem(ErrPackageDigest, recFile, "%s", d))
+				pkgPs = append(pkgPs, problem(errPackageDigest, recFile, "%s", d))
 			}
 		}
 		execPs = append(execPs, w.executionProblems(a, recFile, decl.AdapterInterpreters)...)
@@ -423,7 +423,7 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	} else if rel != nil {
 		var drift []*RunProblem
 		if rel.SpecReleaseID != r.SpecReleaseID {
-			drift = append(drift, problem(ErrReleaseDrift, recFile, "this run is %s against %s and the tree is %s: abort and pin a new run, or restore the tree", r.Status, r.SpecReleaseID, rel.SpecReleaseID))
+			drift = append(drift, problem(errReleaseDrift, recFile, "this run is %s against %s and the tree is %s: abort and pin a new run, or restore the tree", r.Status, r.SpecReleaseID, rel.SpecReleaseID))
 		}
 		if r.BlindContractRevision != float64(rel.ExperimentRevision) {
 			drift = append(drift, problem(errContractRevision, recFile, "pins %s and the release is at experiment revision %d", scalar(r.BlindContractRevision), rel.ExperimentRevision))
@@ -488,7 +488,7 @@ func (w *World) packageProblems(pinned string) []*RunProblem {
 	if id == pinned {
 		return nil
 	}
-	ps = []*RunProblem{problem(ErrBlindPackage, w.PackageLabel(), "pinned %s, this tree %s: the bytes the clean room would receive are not the bytes this run pinned", pinned, id)}
+	ps = []*RunProblem{problem(errBlindPackage, w.PackageLabel(), "pinned %s, this tree %s: the bytes the clean room would receive are not the bytes this run pinned", pinned, id)}
 	// A state file: read beneath the state root like the record and the
 	// receipts, so a symlink planted at its name is not followed.
 	b, _, err := w.readStateFile(PackageManifestName)
@@ -506,14 +506,14 @@ func (w *World) packageProblems(pinned string) []*RunProblem {
 		have, ok := m.Lookup(f.Path)
 		switch {
 		case !ok:
-			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: w.PackageLabel() + "/" + f.Path, Path: w.PackageLabel() + "/" + f.Path, Detail: "pinned file absent from the package"})
+			ps = append(ps, &RunProblem{Rule: errBlindPackage, File: w.PackageLabel() + "/" + f.Path, Path: w.PackageLabel() + "/" + f.Path, Detail: "pinned file absent from the package"})
 		case have.SHA256 != f.SHA256:
-			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: w.PackageLabel() + "/" + f.Path, Detail: "pinned file has other bytes"})
+			ps = append(ps, &RunProblem{Rule: errBlindPackage, File: w.PackageLabel() + "/" + f.Path, Detail: "pinned file has other bytes"})
 		}
 	}
 	for _, f := range m.Files {
 		if _, ok := rec.Lookup(f.Path); !ok {
-			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: w.PackageLabel() + "/" + f.Path, Detail: "file not in the pinned package"})
+			ps = append(ps, &RunProblem{Rule: errBlindPackage, File: w.PackageLabel() + "/" + f.Path, Detail: "file not in the pinned package"})
 		}
 	}
 	return ps
@@ -552,12 +552,12 @@ func releaseCarries(rel *Release, m string) bool {
 func (w *World) walkPackage() (*pkgwalk.Manifest, string, []*RunProblem) {
 	tree, err := pkgwalk.Walk(w.PackageDir(), pkgwalk.WalkOptions{HoldoutDir: existingDir(w.HoldoutDir())})
 	if err != nil {
-		return nil, "", []*RunProblem{{Rule: ErrBlindPackage, File: w.PackageLabel(), Err: err}}
+		return nil, "", []*RunProblem{{Rule: errBlindPackage, File: w.PackageLabel(), Err: err}}
 	}
 	if len(tree.Problems) > 0 {
 		var ps []*RunProblem
 		for _, p := range tree.Problems {
-			ps = append(ps, &RunProblem{Rule: ErrBlindPackage, File: w.PackageLabel() + "/" + p.Path, Err: p})
+			ps = append(ps, &RunProblem{Rule: errBlindPackage, File: w.PackageLabel() + "/" + p.Path, Err: p})
 		}
 		return nil, "", ps
 	}
@@ -568,7 +568,7 @@ func (w *World) walkPackage() (*pkgwalk.Manifest, string, []*RunProblem) {
 			return m, id, nil
 		}
 	}
-	return nil, "", []*RunProblem{{Rule: ErrBlindPackage, File: w.PackageLabel(), Err: err}}
+	return nil, "", []*RunProblem{{Rule: errBlindPackage, File: w.PackageLabel(), Err: err}}
 }
 
 // existingDir returns dir if it exists, else "".
@@ -585,7 +585,7 @@ func (w *World) signatureProblems(links []ChainLink, key ssh.PublicKey) []*RunPr
 	for _, l := range links {
 		body, _, err := w.readStateFile(l.File)
 		if err != nil {
-			ps = append(ps, &RunProblem{Rule: ErrSignature, File: w.stateRel(l.File), Err: err})
+			ps = append(ps, &RunProblem{Rule: errSignature, File: w.stateRel(l.File), Err: err})
 			continue
 		}
 		// The signature must cover the bytes the chain was checked on: a
@@ -593,16 +593,16 @@ func (w *World) signatureProblems(links []ChainLink, key ssh.PublicKey) []*RunPr
 		// otherwise pass with a chain of one content and signatures of
 		// another.
 		if got := pkgwalk.SHA256Hex(body); got != l.SHA256 {
-			ps = append(ps, problem(ErrSignature, w.stateRel(l.File), "receipt bytes changed during verification: sha256 %s, the chain read %s", got, l.SHA256))
+			ps = append(ps, problem(errSignature, w.stateRel(l.File), "receipt bytes changed during verification: sha256 %s, the chain read %s", got, l.SHA256))
 			continue
 		}
 		sig, _, err := w.readStateFile(l.File + ".sig")
 		if err != nil {
-			ps = append(ps, &RunProblem{Rule: ErrSignature, File: w.stateRel(l.File + ".sig"), Err: err})
+			ps = append(ps, &RunProblem{Rule: errSignature, File: w.stateRel(l.File + ".sig"), Err: err})
 			continue
 		}
 		if err := sign.Verify(key, ReceiptNamespace, body, sig); err != nil {
-			ps = append(ps, &RunProblem{Rule: ErrSignature, File: w.stateRel(l.File + ".sig"), Err: err})
+			ps = append(ps, &RunProblem{Rule: errSignature, File: w.stateRel(l.File + ".sig"), Err: err})
 		}
 	}
 	return ps

@@ -293,7 +293,7 @@ func (w *World) SelectRun(id string) (*SelectedRun, error) {
 	current := func() (*SelectedRun, error) {
 		b, err := w.readRecordBytes()
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &RunProblem{Rule: ErrNoRecord, File: w.stateRel(RecordFileName), Detail: "no run is pinned"}
+			return nil, &RunProblem{Rule: errNoRecord, File: w.stateRel(RecordFileName), Detail: "no run is pinned"}
 		}
 		if err != nil {
 			return nil, &RunProblem{Rule: errRecordBytes, File: w.stateRel(RecordFileName), Err: err}
@@ -355,7 +355,7 @@ func (w *World) SelectRun(id string) (*SelectedRun, error) {
 	}
 	// The archived record is believed only as the content its name hashes.
 	if got := r.ComputeRunID(); got != pick.RunID || r.RunID != pick.RunID || r.Status != pick.Status {
-		return nil, problem(ErrRunID, w.stateRel(rel), "archived as %s (%s) and its content implies %s (%s)", pick.RunID, pick.Status, got, r.Status)
+		return nil, problem(errRunID, w.stateRel(rel), "archived as %s (%s) and its content implies %s (%s)", pick.RunID, pick.Status, got, r.Status)
 	}
 	return &SelectedRun{Record: r, Bytes: b, File: w.stateRel(rel), Summary: pick}, nil
 }

@@ -46,12 +46,12 @@ const (
 	PackageMarkerName = "cleanroom-package"
 )
 
-// ErrPackageMarker: the world's cleanroom-package file does not name a
+// errPackageMarker: the world's cleanroom-package file does not name a
 // package directory the world can use (not a clean relative path, the state
 // root or beneath it, a path through a symbolic link, or not a file). The
 // world cannot be used as one (internal/fault: unusable), as a world that is
 // not there.
-var ErrPackageMarker = fault.New(fault.Unusable, "world package marker unusable")
+var errPackageMarker = fault.New(fault.Unusable, "world package marker unusable")
 
 // Instrument names the reference protocol's measuring instrument file by
 // file (TRVM-FORMATS §5.3), paths relative to the package root. A world
@@ -115,10 +115,10 @@ func OpenWorld(dir string) (*World, error) {
 // holdout included, in the blind package.
 func CheckPackageLabel(label string) error {
 	if err := pkgwalk.CheckPath(label); err != nil {
-		return fmt.Errorf("package label %q: %w: %w", label, ErrPackageMarker, err)
+		return fmt.Errorf("package label %q: %w: %w", label, errPackageMarker, err)
 	}
 	if first, _, _ := strings.Cut(label, "/"); first == StateDirName {
-		return fmt.Errorf("package label %q is the state root %s/ or beneath it: %w", label, StateDirName, ErrPackageMarker)
+		return fmt.Errorf("package label %q is the state root %s/ or beneath it: %w", label, StateDirName, errPackageMarker)
 	}
 	return nil
 }
@@ -134,15 +134,15 @@ func readPackageMarker(root string) (string, error) {
 	} else if err != nil {
 		return "", fmt.Errorf("%s: %w", file, err)
 	} else if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file: %w", file, ErrPackageMarker)
+		return "", fmt.Errorf("%s is not a regular file: %w", file, errPackageMarker)
 	}
 	b, err := evidence.ReadRegularFile(file, 4096)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w: %w", file, ErrPackageMarker, err)
+		return "", fmt.Errorf("%s: %w: %w", file, errPackageMarker, err)
 	}
 	label, ok := strings.CutSuffix(string(b), "\n")
 	if !ok || strings.Contains(label, "\n") {
-		return "", fmt.Errorf("%s: not one line ending in a newline: %w", file, ErrPackageMarker)
+		return "", fmt.Errorf("%s: not one line ending in a newline: %w", file, errPackageMarker)
 	}
 	if err := CheckPackageLabel(label); err != nil {
 		return "", fmt.Errorf("%s: %w", file, err)
@@ -154,10 +154,10 @@ func readPackageMarker(root string) (string, error) {
 		cur = filepath.Join(cur, seg)
 		fi, err := os.Lstat(cur)
 		if err != nil {
-			return "", fmt.Errorf("%s names %s: %w: %w", file, label, ErrPackageMarker, err)
+			return "", fmt.Errorf("%s names %s: %w: %w", file, label, errPackageMarker, err)
 		}
 		if !fi.IsDir() {
-			return "", fmt.Errorf("%s names %s, and %s is not a directory (a symbolic link is refused): %w", file, label, cur, ErrPackageMarker)
+			return "", fmt.Errorf("%s names %s, and %s is not a directory (a symbolic link is refused): %w", file, label, cur, errPackageMarker)
 		}
 	}
 	return label, nil
@@ -171,9 +171,9 @@ func (w *World) PackageLabel() string {
 	return w.Package
 }
 
-// ErrNoWorld: no directory from the start up to the filesystem's boundary
+// errNoWorld: no directory from the start up to the filesystem's boundary
 // holds a world.
-var ErrNoWorld = errors.New("not inside a world")
+var errNoWorld = errors.New("not inside a world")
 
 // FindWorld finds the world that holds dir, as git finds the repository
 // holding a directory: dir itself, then each parent, up to the root or the
@@ -184,7 +184,7 @@ var ErrNoWorld = errors.New("not inside a world")
 // (a regular file; OpenWorld checks what it names) or a run record
 // governance/blind-run.json; a bare governance/ directory is not enough,
 // because an unrelated project's governance/ must never become the state
-// root a transition writes to. Without one, the error matches ErrNoWorld.
+// root a transition writes to. Without one, the error matches errNoWorld.
 func FindWorld(dir string) (*World, error) {
 	start, err := filepath.Abs(dir)
 	if err != nil {
@@ -212,7 +212,7 @@ func FindWorld(dir string) (*World, error) {
 		}
 		cur = parent
 	}
-	return nil, fmt.Errorf("%w: neither %s nor a directory above it holds %s/, %s or %s/%s", ErrNoWorld, start, PackageDirName, PackageMarkerName, StateDirName, RecordFileName)
+	return nil, fmt.Errorf("%w: neither %s nor a directory above it holds %s/, %s or %s/%s", errNoWorld, start, PackageDirName, PackageMarkerName, StateDirName, RecordFileName)
 }
 
 // isWorldRoot reports whether dir holds the release package directory or a
@@ -258,9 +258,9 @@ func (w *World) stateRootProblem() *RunProblem {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return &RunProblem{Rule: ErrStateRoot, File: StateDirName, Err: err}
+		return &RunProblem{Rule: errStateRoot, File: StateDirName, Err: err}
 	case !fi.IsDir():
-		return problem(ErrStateRoot, StateDirName, "is a %s, not a directory", fi.Mode().Type())
+		return problem(errStateRoot, StateDirName, "is a %s, not a directory", fi.Mode().Type())
 	}
 	return nil
 }
@@ -311,11 +311,11 @@ func (w *World) readRecordBytes() ([]byte, error) {
 }
 
 // ReadRecord reads and parses the world's run record (see ParseRecord).
-// With no record the error matches ErrNoRecord.
+// With no record the error matches errNoRecord.
 func (w *World) ReadRecord() (*Record, error) {
 	b, err := w.readRecordBytes()
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &RunProblem{Rule: ErrNoRecord, File: w.stateRel(RecordFileName), Detail: "no run is pinned"}
+		return nil, &RunProblem{Rule: errNoRecord, File: w.stateRel(RecordFileName), Detail: "no run is pinned"}
 	}
 	if err != nil {
 		return nil, &RunProblem{Rule: errRecordBytes, File: w.stateRel(RecordFileName), Err: err}
@@ -393,7 +393,7 @@ const tempPrefix = durable.TempPrefix
 // (durable.Create: the name never exists with partial bytes). When name
 // already exists with exactly these bytes (a retried transition after a
 // crash) it reports existed=true and changes nothing; with other bytes it
-// refuses with ErrReceiptExists — evidence is never rewritten.
+// refuses with errReceiptExists — evidence is never rewritten.
 func createExclusive(dir, name string, data []byte, file string) (existed bool, err error) {
 	err = durable.Create(dir, name, data, 0o644)
 	if !errors.Is(err, fs.ErrExist) {
@@ -408,7 +408,7 @@ func createExclusive(dir, name string, data []byte, file string) (existed bool, 
 
 // receiptExists is the refusal to rewrite evidence at name.
 func receiptExists(name, file string) *RunProblem {
-	return problem(ErrReceiptExists, file, "%s already exists with other bytes; evidence is never rewritten (remove nothing by hand without reading it)", name)
+	return problem(errReceiptExists, file, "%s already exists with other bytes; evidence is never rewritten (remove nothing by hand without reading it)", name)
 }
 
 // replaceAtomic replaces dir/name with data (durable.Replace): a crash

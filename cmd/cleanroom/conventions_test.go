@@ -133,7 +133,7 @@ func TestWorldFoundFromSubdirectory(t *testing.T) {
 	t.Chdir(deeper)
 	for _, args := range [][]string{{"run", "status"}, {"run", "abort", "--reason", "x"}, {"--json", "run", "list"}} {
 		code, out, errs := runCLI(t, args...)
-		if code != 2 || !strings.Contains(out+errs, string(experiment.ErrNoWorld.Error())) || !strings.Contains(out+errs, "--world") {
+		if code != 2 || !strings.Contains(out+errs, "not inside a world") || !strings.Contains(out+errs, "--world") {
 			t.Errorf("%v outside a world: exit %d\n%s%s", args, code, out, errs)
 		}
 	}

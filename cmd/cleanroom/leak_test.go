@@ -79,9 +79,9 @@ func TestLeakOfNonHChallengeRefused(t *testing.T) {
 	world, pkg, holdout, copyRel := leakWorld(t)
 	issue := []string{"release", "issue", pkg, "--spec-revision", "1", "--experiment-revision", "1", "--corpus-revision", "1", "--holdout", holdout}
 	code, out, errs := runCLI(t, issue...)
-	if code != 1 || !strings.Contains(errs, string(experiment.ErrPackageLeak)) || !strings.Contains(errs, "leak: carries a committed holdout challenge") ||
+	if code != 1 || !strings.Contains(errs, "package leaks the holdout") || !strings.Contains(errs, "leak: carries a committed holdout challenge") ||
 		!strings.Contains(errs, `"R2"`) || !strings.Contains(errs, copyRel) {
-		t.Fatalf("release issue --holdout: exit %d, want 1 naming %q, challenge R2 and %s\n%s%s", code, experiment.ErrPackageLeak, copyRel, out, errs)
+		t.Fatalf("release issue --holdout: exit %d, want 1 naming %q, challenge R2 and %s\n%s%s", code, "package leaks the holdout", copyRel, out, errs)
 	}
 	if _, err := os.Stat(filepath.Join(pkg, experiment.ReleaseFile)); !os.IsNotExist(err) {
 		t.Errorf("a refused issue wrote %s: %v", experiment.ReleaseFile, err)
@@ -130,8 +130,8 @@ func TestReleaseIssueHoldoutOmitted(t *testing.T) {
 	pkg := filepath.Join(world, "docs", "spec", "proof-wire")
 	base := []string{"release", "issue", pkg, "--spec-revision", "1", "--experiment-revision", "1", "--corpus-revision", "1"}
 	code, out, errs := runCLI(t, base...)
-	if code != 1 || !strings.Contains(errs, string(experiment.ErrHoldoutNotCommitted)) || !strings.Contains(errs, "--no-holdout") {
-		t.Fatalf("issue without --holdout: exit %d, want 1 %q\n%s%s", code, experiment.ErrHoldoutNotCommitted, out, errs)
+	if code != 1 || !strings.Contains(errs, "the world's holdout exists and is not committed") || !strings.Contains(errs, "--no-holdout") {
+		t.Fatalf("issue without --holdout: exit %d, want 1 %q\n%s%s", code, "the world's holdout exists and is not committed", out, errs)
 	}
 	if _, err := os.Stat(filepath.Join(pkg, experiment.ReleaseFile)); !os.IsNotExist(err) {
 		t.Errorf("a refused issue wrote %s: %v", experiment.ReleaseFile, err)

@@ -47,8 +47,8 @@ func TestRunCLILifecycle(t *testing.T) {
 	}{
 		{[]string{"run", "--world", w, "verify"}, 1, "✗ run record present"},
 		{[]string{"run", "--world", w, "pin", "--reference", filepath.Join(w, "governance", "reference-adapter.json")}, 0, "PINNED brun-"},
-		{[]string{"run", "--world", w, "reveal"}, 1, string(experiment.ErrIllegalTransition)},
-		{freeze[:len(freeze)-2], 1, string(experiment.ErrProvenance)}, // no --tool-version
+		{[]string{"run", "--world", w, "reveal"}, 1, "transition not permitted"},
+		{freeze[:len(freeze)-2], 1, "candidate provenance missing"}, // no --tool-version
 		{freeze, 0, "CANDIDATE_FROZEN brun-"},
 		{[]string{"run", "--world", w, "reveal"}, 0, "REVEALED brun-"},
 		{[]string{"run", "--world", w, "verify"}, 0, "✓ receipt chain reaches PINNED"},

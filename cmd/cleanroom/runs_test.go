@@ -148,7 +148,7 @@ func TestRunsAddressable(t *testing.T) {
 	if err := os.WriteFile(arch, []byte(strings.Replace(string(b), `"scripted"`, `"another"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := must(1, "run", "verify", "--world", w, "--run", complete[1]); !strings.Contains(out, string(experiment.ErrRunID)) {
+	if out := must(1, "run", "verify", "--world", w, "--run", complete[1]); !strings.Contains(out, "run_id does not identify the record") {
 		t.Errorf("a tampered archived record:\n%s", out)
 	}
 }
