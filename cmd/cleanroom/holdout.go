@@ -344,26 +344,14 @@ the committed set.`,
 				return err
 			}
 			// With the package's SPEC-RELEASE.json the set must also be the
-			// one the release committed to.
+			// one the release committed to (experiment.CheckHoldout).
+			h, rel, err := experiment.CheckHoldout(pkg, args[0], s)
+			if err != nil {
+				return err
+			}
 			committed := "no SPEC-RELEASE.json in the package: commitment not checked"
-			var h *holdout.Holdout
-			relPath := filepath.Join(pkg, experiment.ReleaseFile)
-			if _, statErr := os.Stat(relPath); statErr == nil {
-				rel, err := experiment.ReadRelease(relPath)
-				if err != nil {
-					return err
-				}
-				if h, err = holdout.LoadCommitted(pkg, args[0], rel.Committed(), s); err != nil {
-					return err
-				}
+			if rel != nil {
 				committed = fmt.Sprintf("matches the release's holdout_commitment %s", rel.HoldoutCommitment)
-			} else {
-				if h, err = holdout.LoadDir(args[0]); err != nil {
-					return err
-				}
-				if probs := holdout.ValidateChallenges(s, h.Challenges); len(probs) > 0 {
-					return &holdout.RefusedError{Problems: probs}
-				}
 			}
 			preds := 0
 			for _, c := range h.Challenges {
