@@ -87,7 +87,7 @@ func TestCompleteRunLifecycle(t *testing.T) {
 		t.Fatalf("before reveal: reference %s, candidate %s", m.Subjects[0].State, m.Subjects[1].State)
 	}
 	// The NOT_RUN subject is recorded as such, durably.
-	logged, err := holdout.Log{Dir: filepath.Join(w.StateDir(), MeasurementsDirName)}.Read()
+	logged, err := holdout.Log{Dir: filepath.Join(w.StateDir(), experiment.MeasurementsDirName)}.Read()
 	if err != nil || len(logged) != 1 {
 		t.Fatalf("measurements log: %v %v", logged, err)
 	}
@@ -150,16 +150,16 @@ func TestCompleteRunLifecycle(t *testing.T) {
 		t.Fatalf("verify COMPLETE: %v %v", err, rep.Err())
 	}
 	// Every measurement of the run archived its evidence, and it re-digests.
-	ms, err := ReadMeasurements(w, nil)
+	ms, err := experiment.ReadMeasurements(w, nil)
 	if err != nil || len(ms) != 4 {
 		t.Fatalf("measurements log: %d entries, %v", len(ms), err)
 	}
 	for _, m := range ms {
-		if m.Type != TypeMeasurement || m.Subjects[0].Observation == nil || m.Subjects[0].Scored == nil {
+		if m.Type != experiment.TypeMeasurement || m.Subjects[0].Observation == nil || m.Subjects[0].Scored == nil {
 			t.Errorf("%s: type %s, reference archived %+v", m.File, m.Type, m.Subjects[0])
 		}
 	}
-	if rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Evidence: VerifyEvidence}); err != nil || !rep.OK() {
+	if rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Evidence: true}); err != nil || !rep.OK() {
 		t.Fatalf("verify COMPLETE with its archive: %v %v", err, rep.Err())
 	}
 	// A finished run is not measured again, and says so — not that its
@@ -194,10 +194,10 @@ func TestEvidenceTamperRefused(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name   string
-		tamper func(t *testing.T, w *experiment.World, l LoggedSubject)
+		tamper func(t *testing.T, w *experiment.World, l experiment.LoggedSubject)
 		detail string
 	}{
-		{"observation edited", func(t *testing.T, w *experiment.World, l LoggedSubject) {
+		{"observation edited", func(t *testing.T, w *experiment.World, l experiment.LoggedSubject) {
 			p := filepath.Join(w.StateDir(), filepath.FromSlash(l.Observation.File))
 			if err := os.Chmod(p, 0o644); err != nil {
 				t.Fatal(err)
@@ -206,12 +206,12 @@ func TestEvidenceTamperRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "the measurements log records"},
-		{"scored results removed", func(t *testing.T, w *experiment.World, l LoggedSubject) {
+		{"scored results removed", func(t *testing.T, w *experiment.World, l experiment.LoggedSubject) {
 			if err := os.Remove(filepath.Join(w.StateDir(), filepath.FromSlash(l.Scored.File))); err != nil {
 				t.Fatal(err)
 			}
 		}, "cannot be read"},
-		{"observation swapped for a symlink to the same bytes", func(t *testing.T, w *experiment.World, l LoggedSubject) {
+		{"observation swapped for a symlink to the same bytes", func(t *testing.T, w *experiment.World, l experiment.LoggedSubject) {
 			p := filepath.Join(w.StateDir(), filepath.FromSlash(l.Observation.File))
 			b, err := os.ReadFile(p)
 			if err != nil {
@@ -228,9 +228,9 @@ func TestEvidenceTamperRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "cannot be read"},
-		{"log entry re-points its link outside the archive", func(t *testing.T, w *experiment.World, l LoggedSubject) {
+		{"log entry re-points its link outside the archive", func(t *testing.T, w *experiment.World, l experiment.LoggedSubject) {
 			// The last entry: no later entry's previous_sha256 catches it.
-			p := filepath.Join(w.StateDir(), MeasurementsDirName, "000001.json")
+			p := filepath.Join(w.StateDir(), experiment.MeasurementsDirName, "000001.json")
 			b, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
@@ -247,15 +247,15 @@ func TestEvidenceTamperRefused(t *testing.T) {
 			if _, err := MeasureRun(ctx, w, RunOptions{Runner: UnsandboxedRunner{}, Scratch: t.TempDir()}); err != nil {
 				t.Fatal(err)
 			}
-			if ps := VerifyEvidence(ctx, w, []string{mustRecord(t, w).RunID}); len(ps) != 0 {
-				t.Fatalf("untouched archive: %v", ps)
+			if rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Evidence: true}); err != nil || !rep.OK() {
+				t.Fatalf("untouched archive: %v %v", err, rep.Err())
 			}
-			ms, err := ReadMeasurements(w, nil)
+			ms, err := experiment.ReadMeasurements(w, nil)
 			if err != nil || len(ms) != 1 || ms[0].Subjects[0].Scored == nil {
 				t.Fatalf("measurements %+v %v", ms, err)
 			}
 			c.tamper(t, w, ms[0].Subjects[0])
-			rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Evidence: VerifyEvidence})
+			rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Evidence: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,13 +265,4 @@ func TestEvidenceTamperRefused(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustRecord(t *testing.T, w *experiment.World) *experiment.Record {
-	t.Helper()
-	r, err := w.ReadRecord()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

@@ -16,11 +16,13 @@
 // challenges, every adapter, interop, findings, the measurements log) and
 // [CompleteRun] adds the COMPLETE transition when everything holds. Every
 // measurement is evidence: each observation document read and its scored
-// results ([TypeScored]: every predicate with op, path, expected, observed
-// and verdict) are archived in governance/evidence/ under their SHA-256
-// (create-exclusive, fsync'd) before the measurements-log entry that links
-// them is appended, whatever becomes of the run; [VerifyEvidence] (run
-// verify's experiment.EvidenceFunc) re-digests them. A finished run is not
+// results (experiment.TypeScored: every predicate with op, path, expected,
+// observed and verdict) are archived in governance/evidence/ under their
+// SHA-256 (create-exclusive, fsync'd) before the measurements-log entry
+// that links them is appended, whatever becomes of the run. The log is
+// part of the state root: experiment reads it (ReadMeasurements) and
+// experiment.Verify re-digests what it links (VerifyOptions.Evidence, run
+// verify). A finished run is not
 // measured again (experiment.ErrRunFinished).
 //
 // # What it refuses
@@ -53,8 +55,8 @@
 // measurement it produces says Sandboxed=false. The output is read beneath
 // the staging directory through an os.Root with O_NOFOLLOW, so a candidate
 // that replaces its output with a symlink cannot make cleanroom read a file
-// outside the view. A measurements-log entry is only a name: [ReadArchived]
-// opens nothing but evidence/<the linked sha256>.json, beneath the state
+// outside the view. A measurements-log entry is only a name:
+// experiment.ReadArchived opens nothing but evidence/<the linked sha256>.json, beneath the state
 // root without following a link, so an edited entry cannot steer a read
 // to the record, the holdout or outside the world.
 //

@@ -14,30 +14,8 @@ import (
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
 
-// Entry types of the measurements log. A v1 entry (written before
-// measurements archived their evidence) records digests and counts only;
-// a v2 entry also links, per subject, the archived observation document
-// and its scored results, and lists the findings the measurement saw.
-const (
-	TypeMeasurementV1 = "CLEANROOM-MEASUREMENT-v1"
-	TypeMeasurement   = "CLEANROOM-MEASUREMENT-v2"
-)
-
-// TypeScored is the archived per-predicate results of one observation
-// document (see scoredDocument).
-const TypeScored = "CLEANROOM-SCORED-v1"
-
-// MeasurementsDirName is the measurements log's directory in the state root.
-const MeasurementsDirName = "measurements"
-
-// Link is an archived file named from a log entry: its state-root-relative
-// path (evidence/<sha256>.json) and the SHA-256 of its bytes.
-type Link struct {
-	File   string
-	SHA256 string
-}
-
-func (l *Link) object() any {
+// linkObject is l as a log entry links it (nil when nothing was archived).
+func linkObject(l *experiment.Link) any {
 	if l == nil {
 		return nil
 	}
@@ -46,7 +24,7 @@ func (l *Link) object() any {
 
 // Archived is what one measurement archived for one subject.
 type Archived struct {
-	Observation, Scored *Link
+	Observation, Scored *experiment.Link
 }
 
 // archive publishes b in governance/evidence/ under its own SHA-256
@@ -54,9 +32,9 @@ type Archived struct {
 // the same bytes archived twice are one file; a file already there with
 // other bytes has been edited and is refused (ErrMeasurementEvidence), never
 // replaced.
-func archive(w *experiment.World, b []byte) (*Link, error) {
+func archive(w *experiment.World, b []byte) (*experiment.Link, error) {
 	sum := pkgwalk.SHA256Hex(b)
-	l := &Link{File: path.Join(experiment.EvidenceDirName, sum+".json"), SHA256: sum}
+	l := &experiment.Link{File: path.Join(experiment.EvidenceDirName, sum+".json"), SHA256: sum}
 	dir := filepath.Join(w.StateDir(), experiment.EvidenceDirName)
 	// durable.MkdirAll fsyncs the parent of each directory it creates.
 	if err := durable.MkdirAll(dir); err != nil {
@@ -112,7 +90,7 @@ func scoredDocument(runID, srel string, s *Measurement, challenges []*holdout.Ch
 		refused = s.Reason
 	}
 	return evidence.Stringify(evidence.NewObject(
-		evidence.Member{Name: "type", Value: TypeScored},
+		evidence.Member{Name: "type", Value: experiment.TypeScored},
 		evidence.Member{Name: "run_id", Value: runID},
 		evidence.Member{Name: "spec_release_id", Value: srel},
 		evidence.Member{Name: "implementation", Value: s.Implementation},
@@ -204,8 +182,8 @@ func (m *RunMeasurement) record(stateDir string) (holdout.LogEntry, error) {
 		o.Set("exit", exit)
 		o.Set("predicates", preds)
 		o.Set("observation_sha256", sum)
-		o.Set("observation", a.Observation.object())
-		o.Set("scored", a.Scored.object())
+		o.Set("observation", linkObject(a.Observation))
+		o.Set("scored", linkObject(a.Scored))
 		subs = append(subs, o)
 	}
 	var interop any
@@ -220,7 +198,7 @@ func (m *RunMeasurement) record(stateDir string) (holdout.LogEntry, error) {
 	for _, f := range m.Findings {
 		seen = append(seen, f.ID)
 	}
-	return holdout.Log{Dir: filepath.Join(stateDir, MeasurementsDirName)}.Append(TypeMeasurement, []evidence.Member{
+	return holdout.Log{Dir: filepath.Join(stateDir, experiment.MeasurementsDirName)}.Append(experiment.TypeMeasurement, []evidence.Member{
 		{Name: "run_id", Value: m.Record.RunID},
 		{Name: "status", Value: string(m.Record.Status)},
 		{Name: "spec_release_id", Value: m.Record.SpecReleaseID},

@@ -106,17 +106,12 @@ type VerifyOptions struct {
 	// SignerKey, when set, requires a detached SSHSIG signature
 	// (namespace ReceiptNamespace) beside every receipt on the chain.
 	SignerKey ssh.PublicKey
-	// Evidence, when set, re-checks the measurements this run archived
-	// (see EvidenceFunc); without it the check is not listed.
-	Evidence EvidenceFunc
+	// Evidence re-checks what the run's measurements archived in the state
+	// root (verifyEvidence: every measurement taken under a run_id of the
+	// receipt chain, every problem naming ErrMeasurementEvidence); without
+	// it the check is not listed.
+	Evidence bool
 }
-
-// EvidenceFunc re-digests what the measurements of a run archived in the
-// state root: runIDs are the run_ids of the run's receipt chain (every
-// measurement was taken under one of them). The adapter package provides
-// it (it owns the measurements log; experiment cannot import it); every
-// problem it returns names ErrMeasurementEvidence.
-type EvidenceFunc func(ctx context.Context, w *World, runIDs []string) []*RunProblem
 
 // pathish matches a command argument that names a file.
 var pathish = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`/|\.(mjs|cjs|js|py|sh|exe|bin|out)$`) })
@@ -456,8 +451,8 @@ func Verify(ctx context.Context, w *World, opt VerifyOptions) (rep *RunReport, e
 	if r.Status == StatusComplete {
 		rep.add("RESULT verifies and replays", w.resultProblems(ctx, r, rel, rep.Chain, opt.replay))
 	}
-	if opt.Evidence != nil {
-		rep.add("archived measurements re-digest", opt.Evidence(ctx, w, ChainRunIDs(r, rep.Chain)))
+	if opt.Evidence {
+		rep.add("archived measurements re-digest", verifyEvidence(ctx, w, ChainRunIDs(r, rep.Chain)))
 	}
 	rep.Explained = w.leftovers()
 	return rep, nil

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cleanroom-dev/cleanroom/adapter"
 	"github.com/cleanroom-dev/cleanroom/evidence"
 	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/internal/fault"
@@ -338,7 +337,7 @@ archived record is checked the same way, against the tree as it is now.`,
 	c.Flags().StringVar(&signer, "signer-key", "", "OpenSSH public key whose receipt signatures are required")
 	runFlag(c)
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
-		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{Evidence: adapter.VerifyEvidence})
+		w, opt, _, err := selectRun(cmd, experiment.VerifyOptions{Evidence: true})
 		if err != nil {
 			return err
 		}

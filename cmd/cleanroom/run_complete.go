@@ -79,7 +79,7 @@ func measurementJSON(m *adapter.RunMeasurement) *evidence.Object {
 	}
 	out.Set("subjects", subs)
 	if m.Logged.File != "" {
-		out.Set("logged", "governance/"+adapter.MeasurementsDirName+"/"+m.Logged.File)
+		out.Set("logged", "governance/"+experiment.MeasurementsDirName+"/"+m.Logged.File)
 	}
 	if m.Interop != nil {
 		out.Set("interop", m.Interop.JSON())
@@ -153,7 +153,7 @@ func printMeasurement(w io.Writer, m *adapter.RunMeasurement) {
 		fmt.Fprintf(w, "  %s  %s\n    %s: %s\n    %s: %s\n    %s\n", f.ID, f.Path, f.A, f.AValue, f.B, f.BValue, class)
 	}
 	if m.Logged.File != "" {
-		fmt.Fprintf(w, "logged     governance/%s/%s (observations and scored results archived in governance/%s/)\n", adapter.MeasurementsDirName, m.Logged.File, experiment.EvidenceDirName)
+		fmt.Fprintf(w, "logged     governance/%s/%s (observations and scored results archived in governance/%s/)\n", experiment.MeasurementsDirName, m.Logged.File, experiment.EvidenceDirName)
 	}
 }
 

@@ -12,8 +12,8 @@
 // (holdout.OpenRegister: this run's findings, and apart from them those
 // other runs opened), the questions log (holdout.Questions), for a run not
 // yet COMPLETE the latest entry of the measurements log taken under one of
-// its run_ids (adapter.ReadMeasurements) with the observations it archived
-// (adapter.ReadArchived, re-digested) re-scored like a RESULT's archive and
+// its run_ids (experiment.ReadMeasurements) with the observations it archived
+// (experiment.ReadArchived, re-digested) re-scored like a RESULT's archive and
 // shown as a measurement, never as a result, and, when given, a clean-room
 // transcript (harness.ReadTranscript). A part that cannot be read becomes a note in the
 // report naming the file and the reason; the rest is still rendered, so a

@@ -259,7 +259,7 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 		now = opt.Now
 	}
 	r := &Report{World: w.Root, Generated: now().UTC()}
-	vopt := experiment.VerifyOptions{Evidence: adapter.VerifyEvidence}
+	vopt := experiment.VerifyOptions{Evidence: true}
 	var rec *experiment.Record
 	if opt.Run != nil {
 		rec, vopt = opt.Run.Record, opt.Run.VerifyOptions(vopt)
@@ -293,9 +293,9 @@ func Gather(ctx context.Context, w *experiment.World, opt Options) (*Report, err
 	}
 	r.gatherTimeline(rep.Chain)
 	r.gatherSubjects(w, rec)
-	ms, err := adapter.ReadMeasurements(w, runIDs)
+	ms, err := experiment.ReadMeasurements(w, runIDs)
 	if err != nil {
-		r.note("measurements log governance/%s: %v", adapter.MeasurementsDirName, err)
+		r.note("measurements log governance/%s: %v", experiment.MeasurementsDirName, err)
 	}
 	// The findings any measurement of this run saw are this run's, even
 	// when another run opened them first.
@@ -646,10 +646,10 @@ func (r *Report) gatherQuestions(w *experiment.World) {
 
 // gatherMeasurement takes the latest of the run's measurements (the
 // measurements log's entries taken under one of its run_ids,
-// adapter.ReadMeasurements), re-reads the observations it archived
-// (re-digested: adapter.ReadArchived) and scores them as a COMPLETE run's
+// experiment.ReadMeasurements), re-reads the observations it archived
+// (re-digested: experiment.ReadArchived) and scores them as a COMPLETE run's
 // archive is scored.
-func (r *Report) gatherMeasurement(w *experiment.World, rec *experiment.Record, rel *experiment.Release, ms []adapter.Logged) {
+func (r *Report) gatherMeasurement(w *experiment.World, rec *experiment.Record, rel *experiment.Release, ms []experiment.Logged) {
 	if len(ms) == 0 {
 		return
 	}
@@ -674,7 +674,7 @@ func (r *Report) gatherMeasurement(w *experiment.World, rec *experiment.Record, 
 		if ls.Observation == nil {
 			continue
 		}
-		b, err := adapter.ReadArchived(w, ls.Observation)
+		b, err := experiment.ReadArchived(w, ls.Observation)
 		if err != nil {
 			r.note("measurement %s, %s: %v", e.File, ls.Implementation, err)
 			continue
@@ -688,7 +688,7 @@ func (r *Report) gatherMeasurement(w *experiment.World, rec *experiment.Record, 
 	}
 	r.Measurement = m
 	if len(docs) > 0 {
-		r.Source = "the latest measurement's archived observations (governance/" + adapter.MeasurementsDirName + "/" + e.File + "), re-scored by the frozen scorer: a measurement, not a result"
+		r.Source = "the latest measurement's archived observations (governance/" + experiment.MeasurementsDirName + "/" + e.File + "), re-scored by the frozen scorer: a measurement, not a result"
 		r.score(w, rec, rel, docs)
 	}
 	r.Headline = r.headline(rec.Status)

@@ -73,19 +73,19 @@ func TestReportMeasuredThenAborted(t *testing.T) {
 
 	// Archived: the observation's exact bytes and the scored results, the
 	// failing predicate with both values.
-	ms, err := adapter.ReadMeasurements(w, nil)
+	ms, err := experiment.ReadMeasurements(w, nil)
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("measurements %v, %v", ms, err)
 	}
 	ls := ms[0].Subjects[1]
-	if ms[0].Type != adapter.TypeMeasurement || ls.Observation == nil || ls.Scored == nil {
+	if ms[0].Type != experiment.TypeMeasurement || ls.Observation == nil || ls.Scored == nil {
 		t.Fatalf("logged %s, candidate %+v", ms[0].Type, ls)
 	}
-	obs, err := adapter.ReadArchived(w, ls.Observation)
+	obs, err := experiment.ReadArchived(w, ls.Observation)
 	if err != nil || string(obs) != string(cand.Observation) {
 		t.Fatalf("archived observation: %v (equal to the measured bytes: %v)", err, string(obs) == string(cand.Observation))
 	}
-	scored, err := adapter.ReadArchived(w, ls.Scored)
+	scored, err := experiment.ReadArchived(w, ls.Scored)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestReportMeasuredThenAborted(t *testing.T) {
 	if want := "H3#2 EQ candidate.C2.structure.edges expected 4 observed 3 FAIL"; len(rows) != 20 || strings.Join(failing, "; ") != want {
 		t.Fatalf("%d scored predicates, not passing %q, want %q", len(rows), failing, want)
 	}
-	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Evidence: adapter.VerifyEvidence})
+	rep, err := experiment.Verify(ctx, w, experiment.VerifyOptions{Evidence: true})
 	if err != nil || !rep.OK() {
 		t.Fatalf("the aborted run with its archive does not verify: %v %v", err, rep.Problems())
 	}
@@ -167,7 +167,7 @@ func TestReportMeasuredThenAborted(t *testing.T) {
 	if err := os.WriteFile(sp, []byte(strings.Replace(string(scored), `"observed": "3"`, `"observed": "4"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = experiment.Verify(ctx, w, experiment.VerifyOptions{Evidence: adapter.VerifyEvidence})
+	rep, err = experiment.Verify(ctx, w, experiment.VerifyOptions{Evidence: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package adapter
+package experiment
 
 import (
 	"context"
@@ -10,10 +10,38 @@ import (
 	"sync"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
-	"github.com/cleanroom-dev/cleanroom/experiment"
 	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 )
+
+// The measurements log is part of the state root, so its format and its
+// reader live here with the rest of the state root's; adapter, which takes
+// the measurements, writes it (adapter.MeasureRun), and Verify re-digests
+// what it archived (VerifyOptions.Evidence) without importing the package
+// that runs the sandbox.
+
+// Entry types of the measurements log. A v1 entry (written before
+// measurements archived their evidence) records digests and counts only;
+// a v2 entry also links, per subject, the archived observation document
+// and its scored results, and lists the findings the measurement saw.
+const (
+	TypeMeasurementV1 = "CLEANROOM-MEASUREMENT-v1"
+	TypeMeasurement   = "CLEANROOM-MEASUREMENT-v2"
+)
+
+// TypeScored is the archived per-predicate results of one observation
+// document (see scoredDocument).
+const TypeScored = "CLEANROOM-SCORED-v1"
+
+// MeasurementsDirName is the measurements log's directory in the state root.
+const MeasurementsDirName = "measurements"
+
+// Link is an archived file named from a log entry: its state-root-relative
+// path (evidence/<sha256>.json) and the SHA-256 of its bytes.
+type Link struct {
+	File   string
+	SHA256 string
+}
 
 // Logged is one entry of the measurements log, read.
 type Logged struct {
@@ -44,7 +72,7 @@ type LoggedSubject struct {
 // ReadMeasurements reads the measurements log of w (its chain checked by
 // holdout.Log) and returns the entries taken under any of runIDs (every
 // entry when runIDs is nil), oldest first.
-func ReadMeasurements(w *experiment.World, runIDs []string) ([]Logged, error) {
+func ReadMeasurements(w *World, runIDs []string) ([]Logged, error) {
 	es, err := holdout.Log{Dir: filepath.Join(w.StateDir(), MeasurementsDirName)}.Read()
 	if err != nil {
 		return nil, err
@@ -100,7 +128,7 @@ func linkOf(v any) *Link {
 // archiveName is the only name an archived file may have: the evidence
 // directory and the file's own SHA-256.
 var archiveName = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^` + experiment.EvidenceDirName + `/[0-9a-f]{64}\.json$`)
+	return regexp.MustCompile(`^` + EvidenceDirName + `/[0-9a-f]{64}\.json$`)
 })
 
 // ReadArchived reads the file a log entry links and re-digests it. A link
@@ -108,42 +136,41 @@ var archiveName = sync.OnceValue(func() *regexp.Regexp {
 // opened (a log entry cannot steer a read elsewhere), and the file is read
 // beneath the state root without following a link (experiment's
 // ReadStateFile). Every error names ErrMeasurementEvidence.
-func ReadArchived(w *experiment.World, l *Link) ([]byte, error) {
-	file := path.Join(experiment.StateDirName, l.File)
+func ReadArchived(w *World, l *Link) ([]byte, error) {
+	file := path.Join(StateDirName, l.File)
 	if !archiveName().MatchString(l.File) || path.Base(l.File) != l.SHA256+".json" {
-		return nil, &experiment.RunProblem{Rule: experiment.ErrMeasurementEvidence, File: file,
+		return nil, &RunProblem{Rule: ErrMeasurementEvidence, File: file,
 			Detail: fmt.Sprintf("linked as %q with sha256 %s, not evidence/<its sha256>.json", l.File, l.SHA256)}
 	}
 	b, err := w.ReadStateFile(l.File)
 	if err != nil {
-		return nil, &experiment.RunProblem{Rule: experiment.ErrMeasurementEvidence, File: file, Detail: "the archived file cannot be read", Err: err}
+		return nil, &RunProblem{Rule: ErrMeasurementEvidence, File: file, Detail: "the archived file cannot be read", Err: err}
 	}
 	if got := pkgwalk.SHA256Hex(b); got != l.SHA256 {
-		return nil, &experiment.RunProblem{Rule: experiment.ErrMeasurementEvidence, File: file,
+		return nil, &RunProblem{Rule: ErrMeasurementEvidence, File: file,
 			Detail: fmt.Sprintf("digests %s and the measurements log records %s", got, l.SHA256)}
 	}
 	return b, nil
 }
 
-// VerifyEvidence is the experiment.EvidenceFunc of the measurements log:
-// for every measurement taken under runIDs, every linked observation
+// verifyEvidence is the check VerifyOptions.Evidence asks for: for every measurement taken under runIDs, every linked observation
 // document and scored result re-digests to the sha256 the log records, and
 // each scored result names the run, the subject and the observation that
 // link it. A log that does not read (an entry edited, removed or inserted)
 // is a problem too.
-func VerifyEvidence(ctx context.Context, w *experiment.World, runIDs []string) []*experiment.RunProblem {
-	logDir := path.Join(experiment.StateDirName, MeasurementsDirName)
+func verifyEvidence(ctx context.Context, w *World, runIDs []string) []*RunProblem {
+	logDir := path.Join(StateDirName, MeasurementsDirName)
 	ms, err := ReadMeasurements(w, runIDs)
 	if err != nil {
-		return []*experiment.RunProblem{{Rule: experiment.ErrMeasurementEvidence, File: logDir, Err: err}}
+		return []*RunProblem{{Rule: ErrMeasurementEvidence, File: logDir, Err: err}}
 	}
-	var ps []*experiment.RunProblem
+	var ps []*RunProblem
 	bad := func(file, format string, a ...any) {
-		ps = append(ps, &experiment.RunProblem{Rule: experiment.ErrMeasurementEvidence, File: file, Detail: fmt.Sprintf(format, a...)})
+		ps = append(ps, &RunProblem{Rule: ErrMeasurementEvidence, File: file, Detail: fmt.Sprintf(format, a...)})
 	}
 	for _, m := range ms {
 		if ctx.Err() != nil {
-			return append(ps, &experiment.RunProblem{Rule: experiment.ErrMeasurementEvidence, File: logDir, Err: ctx.Err()})
+			return append(ps, &RunProblem{Rule: ErrMeasurementEvidence, File: logDir, Err: ctx.Err()})
 		}
 		entry := path.Join(logDir, m.File)
 		switch m.Type {
@@ -174,10 +201,10 @@ func VerifyEvidence(ctx context.Context, w *experiment.World, runIDs []string) [
 				ps = append(ps, asProblem(err))
 				continue
 			}
-			file := path.Join(experiment.StateDirName, s.Scored.File)
+			file := path.Join(StateDirName, s.Scored.File)
 			o, err := evidence.ReadObject(b)
 			if err != nil {
-				ps = append(ps, &experiment.RunProblem{Rule: experiment.ErrMeasurementEvidence, File: file, Err: err})
+				ps = append(ps, &RunProblem{Rule: ErrMeasurementEvidence, File: file, Err: err})
 				continue
 			}
 			// The scored results belong to the measurement that links them:
@@ -198,9 +225,9 @@ func VerifyEvidence(ctx context.Context, w *experiment.World, runIDs []string) [
 	return ps
 }
 
-func asProblem(err error) *experiment.RunProblem {
-	if p, ok := err.(*experiment.RunProblem); ok {
+func asProblem(err error) *RunProblem {
+	if p, ok := err.(*RunProblem); ok {
 		return p
 	}
-	return &experiment.RunProblem{Rule: experiment.ErrMeasurementEvidence, Err: err}
+	return &RunProblem{Rule: ErrMeasurementEvidence, Err: err}
 }
