@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cleanroom-dev/cleanroom/harness"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -335,7 +334,7 @@ func TestRoomDriveResume(t *testing.T) {
 
 	// A completed session is not resumed, and an edit of the record is
 	// seen: both refused (exit 1).
-	if code, _, stderr := runCLI(t, driveArgs(srv.URL, "--resume", tpath)...); code != 1 || !strings.Contains(stderr, harness.ErrNotResumable.Error()) {
+	if code, _, stderr := runCLI(t, driveArgs(srv.URL, "--resume", tpath)...); code != 1 || !strings.Contains(stderr, "transcript cannot be resumed") {
 		t.Errorf("resuming a completed session: exit %d, %s", code, stderr)
 	}
 	b, _ := os.ReadFile(tpath)

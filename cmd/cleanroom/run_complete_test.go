@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/adapter"
-	"github.com/cleanroom-dev/cleanroom/holdout"
 	"github.com/cleanroom-dev/cleanroom/internal/testshared"
 )
 
@@ -57,13 +56,13 @@ func TestRunCompleteCLI(t *testing.T) {
 	if out := must(0, "run", "finding", "list", "--world", w); !strings.Contains(out, "opened in run brun-") {
 		t.Errorf("finding list does not say which run opened each finding:\n%s", out)
 	}
-	refused(2, holdout.ErrClass.Error(), "run", "finding", "classify", "--world", w, ids[0], "--class", "MAYBE_A_BUG", "--ruling", "x")
-	refused(2, holdout.ErrUnknownFinding.Error(), "run", "finding", "classify", "--world", w, "find-000000000000", "--class", "SPEC_GAP", "--ruling", "x")
+	refused(2, "not one of the world's finding classes", "run", "finding", "classify", "--world", w, ids[0], "--class", "MAYBE_A_BUG", "--ruling", "x")
+	refused(2, "no such finding", "run", "finding", "classify", "--world", w, "find-000000000000", "--class", "SPEC_GAP", "--ruling", "x")
 	for _, id := range ids {
 		must(0, "run", "finding", "classify", "--world", w, id, "--class", "SPEC_GAP", "--ruling", "the grammar does not say")
 	}
 	refused(1, "finding already classified", "run", "finding", "classify", "--world", w, ids[0], "--class", "GO_PRODUCER_DEFECT", "--ruling", "again")
-	refused(2, holdout.ErrClass.Error(), "run", "question", "add", "--world", w, "--revision", "1", "--question", "q", "--why", "w", "--ruling", "r", "--class", "NONE")
+	refused(2, "not one of the world's finding classes", "run", "question", "add", "--world", w, "--revision", "1", "--question", "q", "--why", "w", "--ruling", "r", "--class", "NONE")
 	must(0, "run", "question", "add", "--world", w, "--revision", "1", "--question", "q", "--why", "w", "--ruling", "r", "--class", "SPEC_GAP")
 	out = must(0, "run", "complete", "--world", w, "--no-sandbox")
 	if !strings.Contains(out, "COMPLETE brun-") {

@@ -134,7 +134,7 @@ func TestRunsAddressable(t *testing.T) {
 	// A run_id no receipt names, and one that is not a run_id, are unusable
 	// arguments naming the rule.
 	for _, id := range []string{"brun-" + strings.Repeat("0", 64), "../blind-run"} {
-		if out := must(2, "run", "verify", "--world", w, "--run", id); !strings.Contains(out, string(experiment.ErrRunUnknown)) {
+		if out := must(2, "run", "verify", "--world", w, "--run", id); !strings.Contains(out, "no such run in the state root") {
 			t.Errorf("--run %s:\n%s", id, out)
 		}
 	}
