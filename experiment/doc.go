@@ -67,9 +67,12 @@
 // path a subject names that resolves outside the world or is spelled with
 // a "." or ".." segment; a label that is not
 // an identifier; rewriting a receipt or RESULT with other bytes. It does not
-// score: a COMPLETE run's RESULT is re-derived through VerifyOptions.Replay
-// (the holdout scorer, which this package cannot import), and without one a
-// COMPLETE run does not verify.
+// score: a COMPLETE run's RESULT is re-derived by replaying the holdout's
+// scorer over the archived observations (replayRun). It does not measure
+// either: adapter takes the measurements and appends them to the
+// measurements log, whose format and reader are this package's
+// (ReadMeasurements, ReadArchived), so that Verify re-digests what the log
+// links (VerifyOptions.Evidence) without importing the sandbox.
 //
 // Security considerations, runs: the state root is always <world>/governance
 // (a selectable state root would be a selectable authority). Receipts and

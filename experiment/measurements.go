@@ -30,7 +30,7 @@ const (
 )
 
 // TypeScored is the archived per-predicate results of one observation
-// document (see scoredDocument).
+// document (adapter writes it: its scoredDocument).
 const TypeScored = "CLEANROOM-SCORED-v1"
 
 // MeasurementsDirName is the measurements log's directory in the state root.
