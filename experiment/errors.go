@@ -12,10 +12,10 @@ import (
 // RunRule names one rule of the run lifecycle (TRVM-FORMATS §5).
 // errors.Is(err, rule) reports whether err (a *RunProblem, a *VerifyError, a
 // *TransitionError or anything wrapping them) broke it. A rule is exported
-// only where a caller outside experiment branches on it (ErrRunFinished,
-// ErrRunUnknown, …); the others are the package's own. The string values are
-// stable short phrases; they appear in command output, where a caller
-// outside sees them.
+// only where a caller outside experiment uses it (ErrRunFinished and
+// ErrMeasurementEvidence: adapter makes both); the others are the
+// package's own. The string values are stable short phrases; they appear
+// in command output, where a caller outside sees them.
 type RunRule string
 
 // Error makes a RunRule usable as an errors.Is target.
@@ -147,9 +147,9 @@ const (
 	// errHoldoutCommitment: the holdout does not match the release's
 	// commitment.
 	errHoldoutCommitment RunRule = "holdout does not match the release commitment"
-	// ErrRunUnknown: --run names no run whose receipts are in the state
+	// errRunUnknown: --run names no run whose receipts are in the state
 	// root.
-	ErrRunUnknown RunRule = "no such run in the state root"
+	errRunUnknown RunRule = "no such run in the state root"
 	// errRunAmbiguous: --run names a state several runs' histories share
 	// (identical content is one identity, TRVM-FORMATS §5.2).
 	errRunAmbiguous RunRule = "run_id names a state several runs share"
@@ -284,7 +284,7 @@ func hasRule(ps []*RunProblem, rule RunRule) bool {
 // is an input that could not be read at all, or when it names no run (or
 // several): a --run that selects nothing is an argument that cannot be used.
 func (e *RunProblem) FaultClass() fault.Class {
-	if e.Rule == ErrRunUnknown || e.Rule == errRunAmbiguous {
+	if e.Rule == errRunUnknown || e.Rule == errRunAmbiguous {
 		return fault.Unusable
 	}
 	return fault.RuleClass(e.Err)

@@ -284,7 +284,7 @@ func (s *SelectedRun) VerifyOptions(opt VerifyOptions) VerifyOptions {
 // SelectRun selects a run by the run_id of any of its states (empty: the
 // current record). A run_id several runs' histories share, and which is the
 // latest state of none of them, is ambiguous (errRunAmbiguous); one no
-// receipt names is ErrRunUnknown; a run whose record was never archived
+// receipt names is errRunUnknown; a run whose record was never archived
 // (written before records were archived) is errRunNotArchived.
 func (w *World) SelectRun(id string) (*SelectedRun, error) {
 	if p := w.stateRootProblem(); p != nil {
@@ -308,7 +308,7 @@ func (w *World) SelectRun(id string) (*SelectedRun, error) {
 		return current()
 	}
 	if !ident.Is(ident.Brun, id) {
-		return nil, problem(ErrRunUnknown, "", "%q is not a run_id (brun- and 64 lowercase hex digits; cleanroom run list shows them)", id)
+		return nil, problem(errRunUnknown, "", "%q is not a run_id (brun- and 64 lowercase hex digits; cleanroom run list shows them)", id)
 	}
 	runs, err := w.Runs()
 	if err != nil {
@@ -330,7 +330,7 @@ func (w *World) SelectRun(id string) (*SelectedRun, error) {
 	}
 	switch {
 	case pick == nil:
-		return nil, problem(ErrRunUnknown, w.stateRel(ReceiptsDirName), "no receipt names %s (cleanroom run list shows the runs of this world)", id)
+		return nil, problem(errRunUnknown, w.stateRel(ReceiptsDirName), "no receipt names %s (cleanroom run list shows the runs of this world)", id)
 	case pick.RunID != id && len(through) > 1:
 		return nil, problem(errRunAmbiguous, w.stateRel(ReceiptsDirName), "%s is a state on the histories of %d runs (%s): name one by its latest state", id, len(through), strings.Join(through, ", "))
 	case pick.Current:

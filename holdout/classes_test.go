@@ -20,8 +20,8 @@ func TestWorldDeclaredClasses(t *testing.T) {
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("%v %v", recs, err)
 	}
-	if _, err := reg.Classify(recs[0].ID, "JS_CHECKER_DEFECT", "a reference-protocol class"); !errors.Is(err, ErrClass) {
-		t.Errorf("a class the world does not declare: %v, want ErrClass", err)
+	if _, err := reg.Classify(recs[0].ID, "JS_CHECKER_DEFECT", "a reference-protocol class"); !errors.Is(err, errClass) {
+		t.Errorf("a class the world does not declare: %v, want errClass", err)
 	}
 	if _, err := reg.Classify(recs[0].ID, "PY_REFERENCE_DEFECT", "the Python reference is wrong"); err != nil {
 		t.Fatal(err)
@@ -35,8 +35,8 @@ func TestWorldDeclaredClasses(t *testing.T) {
 		t.Errorf("read under the reference classes: %v, want errLog", err)
 	}
 	q := Question{FrozenSpecRevision: 1, Question: "q", WhyInsufficient: "w", Ruling: "r", Classification: "PY_REFERENCE_DEFECT"}
-	if _, err := AskQuestion(dir, q); !errors.Is(err, ErrClass) {
-		t.Errorf("question under the reference classes: %v, want ErrClass", err)
+	if _, err := AskQuestion(dir, q); !errors.Is(err, errClass) {
+		t.Errorf("question under the reference classes: %v, want errClass", err)
 	}
 	q.Classes = declared
 	if _, err := AskQuestion(dir, q); err != nil {

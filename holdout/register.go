@@ -46,11 +46,11 @@ var (
 	// errLog: an entry is unreadable, out of sequence, of an unknown type
 	// or not linked to the entry before it — the log was edited.
 	errLog = fault.New(fault.Refused, "log chain broken")
-	// ErrClass: not one of the world's finding classes (the reference
+	// errClass: not one of the world's finding classes (the reference
 	// protocol's six, or the world's declared ones).
-	ErrClass = fault.New(fault.Unusable, "not one of the world's finding classes")
-	// ErrUnknownFinding: no opened finding has this id.
-	ErrUnknownFinding = fault.New(fault.Unusable, "no such finding")
+	errClass = fault.New(fault.Unusable, "not one of the world's finding classes")
+	// errUnknownFinding: no opened finding has this id.
+	errUnknownFinding = fault.New(fault.Unusable, "no such finding")
 	// errAlreadyClassified: a classification is immutable; a finding is
 	// classified once.
 	errAlreadyClassified = fault.New(fault.Refused, "finding already classified")
@@ -317,7 +317,7 @@ func (r Register) Open(runID, srel string, pairs []PairFindings) ([]*FindingReco
 // be the full id or a unique prefix of at least 12 characters.
 func (r Register) Classify(id, class, ruling string) (*FindingRecord, error) {
 	if !slices.Contains(r.classes(), class) {
-		return nil, fmt.Errorf("class %q (one of %s): %w", class, strings.Join(r.classes(), ", "), ErrClass)
+		return nil, fmt.Errorf("class %q (one of %s): %w", class, strings.Join(r.classes(), ", "), errClass)
 	}
 	if strings.TrimSpace(ruling) == "" {
 		return nil, fmt.Errorf("a classification needs a ruling: %w", errEntry)
@@ -330,13 +330,13 @@ func (r Register) Classify(id, class, ruling string) (*FindingRecord, error) {
 	for _, f := range fs {
 		if f.ID == id || (len(id) >= 12 && strings.HasPrefix(f.ID, id)) {
 			if match != nil {
-				return nil, fmt.Errorf("%q names more than one finding: %w", id, ErrUnknownFinding)
+				return nil, fmt.Errorf("%q names more than one finding: %w", id, errUnknownFinding)
 			}
 			match = f
 		}
 	}
 	if match == nil {
-		return nil, fmt.Errorf("%q: %w", id, ErrUnknownFinding)
+		return nil, fmt.Errorf("%q: %w", id, errUnknownFinding)
 	}
 	if match.Class != "" {
 		return nil, fmt.Errorf("%s is %s (%s): %w", match.ID, match.Class, match.ClassifiedIn, errAlreadyClassified)
@@ -415,7 +415,7 @@ func AskQuestion(stateDir string, q Question) (LogEntry, error) {
 		return LogEntry{}, fmt.Errorf("frozen_spec_revision (≥ 1), question, why_insufficient and ruling are required: %w", errEntry)
 	}
 	if cs := classesOr(q.Classes); !slices.Contains(cs, q.Classification) {
-		return LogEntry{}, fmt.Errorf("classification %q (one of %s): %w", q.Classification, strings.Join(cs, ", "), ErrClass)
+		return LogEntry{}, fmt.Errorf("classification %q (one of %s): %w", q.Classification, strings.Join(cs, ", "), errClass)
 	}
 	var sup any
 	if q.SupersedingRevision != nil {

@@ -52,10 +52,10 @@ func TestRegisterOpenClassify(t *testing.T) {
 		id, class, ruling string
 		rule              error
 	}{
-		{recs[0].ID, "PROBABLY_FINE", "r", ErrClass},
+		{recs[0].ID, "PROBABLY_FINE", "r", errClass},
 		{recs[0].ID, "SPEC_GAP", " ", errEntry},
-		{"find-0000000000000", "SPEC_GAP", "r", ErrUnknownFinding},
-		{"find-", "SPEC_GAP", "r", ErrUnknownFinding},
+		{"find-0000000000000", "SPEC_GAP", "r", errUnknownFinding},
+		{"find-", "SPEC_GAP", "r", errUnknownFinding},
 	}
 	for _, c := range cases {
 		if _, err := reg.Classify(c.id, c.class, c.ruling); !errors.Is(err, c.rule) {
@@ -143,7 +143,7 @@ func TestQuestions(t *testing.T) {
 			t.Errorf("%+v: %v, want errEntry", q, err)
 		}
 	}
-	if _, err := AskQuestion(state, Question{FrozenSpecRevision: 1, Question: "q", WhyInsufficient: "w", Ruling: "r", Classification: "UNSURE"}); !errors.Is(err, ErrClass) {
+	if _, err := AskQuestion(state, Question{FrozenSpecRevision: 1, Question: "q", WhyInsufficient: "w", Ruling: "r", Classification: "UNSURE"}); !errors.Is(err, errClass) {
 		t.Errorf("class: %v", err)
 	}
 	q := Question{FrozenSpecRevision: 1, Question: "Is the reference set ordered?", WhyInsufficient: "§4 says SET, §5 iterates it",
