@@ -95,28 +95,46 @@ func TestSnapshotTooManyFiles(t *testing.T) {
 // candidate's act as well.
 func TestSnapshotFileNameTooLong(t *testing.T) {
 	ws := t.TempDir()
-	// The directory's path: about 3,990 bytes, within PATH_MAX (4096).
-	d := ws
+	pastPathMax(t, ws)
+	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, errWorkspaceShape) {
+		t.Errorf("a file past PATH_MAX: %v, want %v", err, errWorkspaceShape)
+	}
+}
+
+// The same under .git, which the artifact list leaves out but the
+// evaluator may read (it may run git): still the candidate's act, never
+// a path the evaluator fails on and the run signed
+// invalid_infrastructure for.
+func TestSnapshotGitPathTooLong(t *testing.T) {
+	ws := t.TempDir()
+	pastPathMax(t, filepath.Join(ws, ".git"))
+	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, errWorkspaceShape) {
+		t.Errorf("a file under .git past PATH_MAX: %v, want %v", err, errWorkspaceShape)
+	}
+}
+
+// pastPathMax makes, beneath dir, a directory whose path is about 3,990
+// bytes (within PATH_MAX, 4096) and in it a file whose full path is past
+// PATH_MAX, made relative to its directory.
+func pastPathMax(t *testing.T, dir string) {
+	t.Helper()
+	d := dir
 	for rem := 3990 - len(d) - 1; rem > 0; rem = 3990 - len(d) - 1 {
 		d = filepath.Join(d, strings.Repeat("d", min(rem, 250)))
 	}
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Skipf("cannot make the tree here: %v", err)
 	}
-	// Made relative to its directory: its full path is past PATH_MAX.
-	dir, err := os.Open(d)
+	f, err := os.Open(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dir.Close()
-	fd, err := unix.Openat(int(dir.Fd()), strings.Repeat("f", 200), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	defer f.Close()
+	fd, err := unix.Openat(int(f.Fd()), strings.Repeat("f", 200), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	unix.Close(fd)
-	if _, err := walked(t, ws, map[string]string{}).artifacts(); !errors.Is(err, errWorkspaceShape) {
-		t.Errorf("a file past PATH_MAX: %v, want %v", err, errWorkspaceShape)
-	}
 }
 
 // walked is the workspace ws walked by the run's own walk after a run

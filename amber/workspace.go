@@ -92,14 +92,20 @@ func (w *wsWalk) visit(dirfd int, name, rel string, st *unix.Stat_t) {
 	if w.before != nil && w.input == nil {
 		w.input = w.evaluatorInput(dirfd, name, rel, st)
 	}
-	// .git is the checkout's: the evaluator may read it (checked above),
-	// the artifact list does not.
-	if rel == ".git" || strings.HasPrefix(rel, ".git"+string(filepath.Separator)) || w.shape != nil || w.hash != nil {
+	if w.shape != nil || w.hash != nil {
 		return
 	}
 	if p := filepath.Join(w.ws, rel); len(p) >= unix.PathMax {
-		// The evaluator, and any reader after it, resolves paths.
+		// The evaluator, and any reader after it, resolves paths: .git
+		// included (an evaluator may run git), else a candidate could
+		// make the evaluator fail and the run read as the
+		// infrastructure's failure.
 		w.shape = fmt.Errorf("%w: a path longer than the kernel resolves (%d bytes: %.200s…)", errWorkspaceShape, len(p), rel)
+		return
+	}
+	// .git is the checkout's: the evaluator may read it (checked above),
+	// the artifact list does not.
+	if rel == ".git" || strings.HasPrefix(rel, ".git"+string(filepath.Separator)) {
 		return
 	}
 	mode := st.Mode & unix.S_IFMT
