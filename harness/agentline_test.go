@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cleanroom-dev/cleanroom/evidence"
+	"github.com/cleanroom-dev/cleanroom/pkgwalk"
 	"golang.org/x/sys/unix"
 )
 
@@ -206,5 +207,27 @@ func TestRecoverAgentLineLocked(t *testing.T) {
 	}
 	if _, err := os.Lstat(path + PendingSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a journal was written for a held record: %v", err)
+	}
+}
+
+// TestReadTranscriptAgentCutIsItsBeginning: an agent line may name as cut
+// only the beginning of itself (RecoverAgentLine writes no other): an
+// agent line appended by hand naming the session's whole end line as
+// "cut" would have the reader skip that line, and is refused.
+func TestReadTranscriptAgentCutIsItsBeginning(t *testing.T) {
+	base, err := os.ReadFile(agentSession(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(base), "\n"), "\n")
+	last := lines[len(lines)-1] // the session's end line, whole
+	forged, err := evidence.Canonical(map[string]any{"event": "agent", "time": "2026-01-01T00:00:00Z", "command": []any{"agent"}, "room_exit": 0,
+		"cut_line": map[string]any{"bytes": len(last), "sha256": pkgwalk.SHA256Hex([]byte(last))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := append(append(append([]byte{}, base...), forged...), '\n')
+	if _, err := ReadTranscript(record); !errors.Is(err, errTranscript) || !strings.Contains(err.Error(), "cut_line names no cut line before it") {
+		t.Fatalf("ReadTranscript of an agent line naming the whole end line as cut = %v, want %v naming %q", err, errTranscript, "cut_line names no cut line before it")
 	}
 }

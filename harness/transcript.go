@@ -380,7 +380,7 @@ func (t *Transcript) Close() error {
 // cutNamed reports whether lines[i] is a cut line: the next line is the
 // room's end line, a resumed session's start line or room agent's agent
 // line whose cut_line names exactly its size and sha256 (lineAfterCut,
-// RecoverAgentLine).
+// RecoverAgentLine), the agent line's cut being the beginning of itself.
 func cutNamed(l string, lines []string, i int) bool {
 	if i+1 >= len(lines) || !strings.Contains(lines[i+1], `"cut_line":`) {
 		return false
@@ -398,7 +398,18 @@ func cutNamed(l string, lines []string, i int) bool {
 	}
 	n, _ := c.Get("bytes")
 	sum, _ := c.Get("sha256")
-	return n == float64(len(l)) && sum == pkgwalk.SHA256Hex([]byte(l))
+	if n != float64(len(l)) || sum != pkgwalk.SHA256Hex([]byte(l)) {
+		return false
+	}
+	if ev != "agent" {
+		return true
+	}
+	// The agent line is written again after the beginning of itself only
+	// (RecoverAgentLine): one naming any other line (a whole end line, a
+	// call) would have the reader skip a line its writer never cut.
+	next.Delete("cut_line")
+	own, err := evidence.Canonical(next)
+	return err == nil && strings.HasPrefix(string(own), l)
 }
 
 // errTranscript is wrapped by every refusal of ReadTranscript: the record
@@ -436,8 +447,9 @@ const MaxTranscriptBytes = 256 << 20
 //
 // A line cut short (its writer killed in the middle of its write) is
 // skipped only when the line after it is the room's end line, a resumed
-// start line or the agent line (written again by RecoverAgentLine) whose
-// cut_line names its exact size and sha256; the document
+// start line or the agent line (written again by RecoverAgentLine, after
+// a cut that is the beginning of itself) whose cut_line names its exact
+// size and sha256; the document
 // lists those as cut_lines. A record that ends with a cut line is refused:
 // nothing names it yet (ReadResumable reads the record before it).
 func ReadTranscript(b []byte) (*evidence.Object, error) {
