@@ -250,8 +250,13 @@ func hashAt(dirfd int, name, rel string) (string, error) {
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: %w (%v)", rel, errNotRegular, err)
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", rel, err)
+	}
+	if !fi.Mode().IsRegular() {
+		// Swapped since the walk's lstat: hashed only as a regular file.
+		return "", fmt.Errorf("%s: %w (%s)", rel, errNotRegular, fi.Mode().Type())
 	}
 	sum, _, err := hashOpen(f, nil)
 	return sum, err
