@@ -80,11 +80,7 @@ func newTestRepo(t testing.TB, commits int) testRepo {
 	t.Helper()
 	needGit(t)
 	tpl := templateRepo(t, commits)
-	dir := filepath.Join(t.TempDir(), "src")
-	if out, err := exec.Command("cp", "-a", tpl.Dir, dir).CombinedOutput(); err != nil {
-		t.Fatalf("copying the test repository: %v\n%s", err, out)
-	}
-	return testRepo{Dir: dir, Cutoff: tpl.Cutoff, After: tpl.After}
+	return testRepo{Dir: copyDir(t, tpl.Dir), Cutoff: tpl.Cutoff, After: tpl.After}
 }
 
 func templateRepo(t testing.TB, commits int) testRepo {
@@ -101,7 +97,8 @@ func templateRepo(t testing.TB, commits int) testRepo {
 		}
 		repoTemplates.dir, repoTemplates.repos = dir, map[int]testRepo{}
 	}
-	r := makeTestRepo(t, filepath.Join(repoTemplates.dir, fmt.Sprint(commits)), commits)
+	// Named src like every test's copy (copyDir keeps the name).
+	r := makeTestRepo(t, filepath.Join(repoTemplates.dir, fmt.Sprint(commits), "src"), commits)
 	repoTemplates.repos[commits] = r
 	return r
 }
