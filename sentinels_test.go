@@ -42,10 +42,7 @@ func TestExportedSentinelsUsed(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		dir := path.Join(module, filepath.ToSlash(filepath.Dir(p)))
-		if filepath.Dir(p) == "." {
-			dir = module
-		}
+		dir := path.Join(module, filepath.ToSlash(filepath.Dir(p))) // the root's "." joins to module itself
 		for _, decl := range f.Decls {
 			g, ok := decl.(*ast.GenDecl)
 			if !ok || (g.Tok != token.VAR && g.Tok != token.CONST) {
