@@ -8,8 +8,8 @@
 // command that prints a result honours) and the exit codes. Every rule and
 // every record belongs to a package (experiment, holdout, pkgwalk, amber,
 // fleet, report, sandbox, harness); a command parses its arguments, calls
-// one of them and maps the error it gets to an exit code, and never
-// re-implements a check.
+// one of them and returns the error it gets with the class it was made
+// with, and never re-implements a check.
 //
 // Exit codes (docs/exit-codes.md; internal/fault): 0 success; 1 refused,
 // the input was read and broke a rule, every problem named; 2 unusable, bad
