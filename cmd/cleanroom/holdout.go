@@ -51,9 +51,14 @@ func loadChallenges(arg string) ([]*holdout.Challenge, error) {
 	return holdout.ParseChallenges(b, arg)
 }
 
-// refusedJSON gives a holdout command's failure the {refused} member of
+// refusedJSON gives a holdout command's refusal the {refused} member of
 // the scorer's output form (TRVM scoreRun) in its --json failure document.
+// Only a refusal: an input that could not be read (exit 2) is not one, and
+// a script reading --json must not be told it was.
 func refusedJSON(err error) error {
+	if fault.ClassOf(err) != fault.Refused {
+		return err
+	}
 	return withDetail(err, evidence.Member{Name: "refused", Value: err.Error()})
 }
 

@@ -71,6 +71,17 @@ func TestHoldoutScoreCLI(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `"refused"`) {
 		t.Errorf("other implementation: exit %d %s", code, out)
 	}
+	// An observations file that is not there was never read: unusable
+	// (exit 2), and the failure document does not call it a refusal.
+	args[len(args)-1] = filepath.Join(t.TempDir(), "absent.json")
+	code, out, _ = runCLI(t, args...)
+	o, err = evidence.ReadObject([]byte(out))
+	if err != nil {
+		t.Fatalf("missing-file output: %v\n%s", err, out)
+	}
+	if _, has := o.Get("refused"); code != 2 || has {
+		t.Errorf("missing observations: exit %d output %s, want exit 2 without a refused member", code, out)
+	}
 }
 
 func TestHoldoutInteropCLI(t *testing.T) {
