@@ -242,11 +242,14 @@ func copyResult(src, dst string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", errResultTree, err)
 	}
-	root, err := os.OpenFile(src, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	// A symlink swapped in at src after the walk is refused, not followed
+	// to a host directory (fsx.OpenDir: on gVisor too, where O_NOFOLLOW
+	// alone would follow it).
+	rootfd, err := fsx.OpenDir(src)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", errResultTree, err)
 	}
-	defer root.Close()
+	defer unix.Close(rootfd)
 	tmp, err := durable.StageDir(dst)
 	if err != nil {
 		return 0, err
@@ -258,7 +261,7 @@ func copyResult(src, dst string) (int, error) {
 		}
 	}()
 	for _, f := range files {
-		if err := copyOne(int(root.Fd()), f, tmp); err != nil {
+		if err := copyOne(rootfd, f, tmp); err != nil {
 			return 0, err
 		}
 	}

@@ -20,10 +20,10 @@ var ErrHeld = errors.New("directory held by a live process")
 // and holds it until release. A held lock is how a clean-up tells a
 // directory a live process is filling from one a killed process left: the
 // kernel drops the lock with the process, however it ended. The lock is
-// on the directory's own descriptor (opened O_NOFOLLOW), so the directory
-// holds no file of the lock's. ErrHeld when another holds it; an error
-// too when dir was removed before the lock was taken (a clean-up got there
-// first). It is also the one writer's lock of a directory (the AMBER
+// on the directory's own descriptor (fsx.OpenDir: a symlink at dir is
+// refused), so the directory holds no file of the lock's. ErrHeld when
+// another holds it; an error too when dir was removed before the lock was
+// taken (a clean-up got there first). It is also the one writer's lock of a directory (the AMBER
 // index). release may be called more than once.
 func HoldDir(dir string) (release func(), err error) {
 	// A symlink at dir is refused (fsx.OpenDir: on gVisor too).
