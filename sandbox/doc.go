@@ -20,12 +20,12 @@
 // root. The workspace is chowned to CandidateUID before the run (not an
 // idmapped mount: one mapping the workspace's owner, root for the
 // workspaces cleanroom makes, would store what the candidate creates as
-// root's on the host); after it,
-// once every process of the candidate is gone, set-uid and set-gid bits
-// are stripped and FIFOs, sockets and devices are named
-// (Result.Workspace, RuleSpecialFile; RuleUnwalked when the walk could not
-// finish): the caller refuses to read the workspace when
-// WorkspaceRefused(Result.Workspace) holds, the one check of both rules. A cgroup namespace hides the host's cgroup paths.
+// root's on the host); after it, once every process of the candidate is
+// gone, set-uid and set-gid bits are stripped and FIFOs, sockets and
+// devices are named (Result.Workspace, RuleSpecialFile; RuleUnwalked when
+// the walk could not finish): the caller refuses to read the workspace
+// when WorkspaceRefused(Result.Workspace) holds, the one check of both
+// rules. A cgroup namespace hides the host's cgroup paths.
 //
 // A default-deny seccomp filter (installed by sandboxinit before
 // libcontainer's init runs, and inherited by the command) allows what

@@ -97,9 +97,10 @@ func CheckIsolation(ns netns.NsHandle, exp Expectation) (*IsolationCheck, error)
 // /proc/PID/ns/net files have no stable identity and setns answers
 // EOPNOTSUPP.
 func CheckOwnIsolation(exp Expectation) (*IsolationCheck, error) {
-	runtime.LockOSThread()
+	// No setns here (NewHandle with no namespace opens the socket on the
+	// thread it runs on), so no thread lock either: a caller on a thread of
+	// its own namespace has locked that thread already.
 	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-	runtime.UnlockOSThread()
 	if err != nil {
 		return nil, fmt.Errorf("netlink handle in the own namespace: %w", err)
 	}

@@ -14,9 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The rules a sealed view can break. Each is an exported sentinel wrapped in
-// a *SealError that names the mount point, so errors.Is(err, errSuperblockRW)
-// reports which rule failed.
+// The rules a sealed view can break. Each is a sentinel wrapped in a
+// *SealError that names the mount point, so errors.Is(err, errSuperblockRW)
+// (in this package's tests) reports which rule failed, and the error's text
+// names it for everyone else.
 var (
 	// errNotMounted: the path is not a mount point in this namespace, so a
 	// "sealed view" there would be the host's own directory.
