@@ -298,7 +298,15 @@ func giveWorkspace(dir string) error {
 // sees every entry once the scrub is done with it (its set-id bits gone),
 // so that a caller reading the workspace after the run needs no walk of
 // its own (Config.Inspect); the scrub goes on whatever it does.
-func scrubWorkspace(dir string, inspect func(dirfd int, name, rel string, st *unix.Stat_t)) ([]WorkspaceFinding, error) {
+func scrubWorkspace(dir string, inspect func(dirfd int, name, rel string, st *unix.Stat_t)) (found []WorkspaceFinding, err error) {
+	// Fail closed: a scrub that stopped anywhere — before its walk (open,
+	// fstat, the root's set-id bits) as well as inside it — left entries
+	// unseen, and WorkspaceRefused must refuse the workspace, not pass it.
+	defer func() {
+		if err != nil {
+			found = append(found, WorkspaceFinding{Path: ".", Rule: RuleUnwalked, Detail: err.Error()})
+		}
+	}()
 	fd, err := openWorkspace(dir)
 	if err != nil {
 		return nil, err
@@ -308,7 +316,6 @@ func scrubWorkspace(dir string, inspect func(dirfd int, name, rel string, st *un
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
-	var found []WorkspaceFinding
 	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
 		found = append(found, WorkspaceFinding{Path: ".", Rule: RuleSetID, Mode: fmt.Sprintf("%#o", st.Mode)})
 		if err := unix.Fchmod(fd, st.Mode&0o1777); err != nil {
@@ -340,8 +347,5 @@ func scrubWorkspace(dir string, inspect func(dirfd int, name, rel string, st *un
 		}
 		return nil
 	})
-	if err != nil {
-		found = append(found, WorkspaceFinding{Path: ".", Rule: RuleUnwalked, Detail: err.Error()})
-	}
 	return found, err
 }
