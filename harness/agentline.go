@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -76,6 +75,8 @@ func AppendAgentLine(path string, rec map[string]any) error {
 // short, which nothing can end. Refusals of the record or the journal wrap
 // errTranscript (refused); a record held is errTranscriptBusy.
 func RecoverAgentLine(path string) (bool, error) {
+	// O_NOFOLLOW: a transcript path planted as a link does not have the
+	// line appended to the file it points at.
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false, fmt.Errorf("opening transcript %s: %w", path, err)
@@ -87,6 +88,9 @@ func RecoverAgentLine(path string) (bool, error) {
 	if err := lockRecord(f); err != nil {
 		return false, err
 	}
+	// O_NOFOLLOW: a journal planted as a link does not have another
+	// file's bytes taken for the agent line; O_NONBLOCK: a FIFO planted
+	// there does not hang the recovery before ReadOpenRegularFile refuses it.
 	jf, err := os.OpenFile(path+PendingSuffix, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		if _, whole, err := endsWithWholeLine(f); err != nil || whole {
@@ -130,13 +134,11 @@ func RecoverAgentLine(path string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		cut := make([]byte, n)
-		if _, err := io.ReadFull(io.NewSectionReader(f, st.Size()-n, n), cut); err != nil {
-			return false, err
-		}
 		// Only the beginning of the journalled line is ended this way:
 		// any other cut line (an edit, another writer's) stays refused.
-		if n > int64(len(j)) || !bytes.HasPrefix(j, cut) {
+		// cutLine hashed the cut already: the journal's first n bytes are
+		// compared by that hash, the cut not read a second time.
+		if n > int64(len(j)) || pkgwalk.SHA256Hex(j[:n]) != sum {
 			return false, fmt.Errorf("%w: %s: the line cut short (%d bytes, sha256 %s) is not the beginning of the journalled agent line", errTranscript, path, n, sum)
 		}
 		line.Set("cut_line", map[string]any{"bytes": n, "sha256": sum})

@@ -2,6 +2,8 @@ package harness
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -211,10 +213,13 @@ func ReadResumable(path string) (*PriorSession, error) {
 	// A last line cut short (the relay killed in the middle of a turn
 	// line, the room gone too) is not read: the resumed room's start line
 	// will name it and end it with a line feed (ResumeTranscript), so the
-	// record before the resumed session is b and that line feed.
-	whole, prefix := b, b
+	// record before the resumed session is b and that line feed (hashed
+	// as it comes: b, up to MaxTranscriptBytes, is not copied for it).
+	whole, prefix := b, sha256.New()
+	prefix.Write(b)
 	if len(b) > 0 && b[len(b)-1] != '\n' {
-		whole, prefix = b[:bytes.LastIndexByte(b, '\n')+1], append(b[:len(b):len(b)], '\n')
+		whole = b[:bytes.LastIndexByte(b, '\n')+1]
+		prefix.Write([]byte{'\n'})
 	}
 	doc, err := ReadTranscript(whole)
 	if err != nil {
@@ -233,7 +238,7 @@ func ReadResumable(path string) (*PriorSession, error) {
 		return nil, err
 	}
 	ws, _ := first.Get("workspace")
-	p := &PriorSession{Path: path, usage: map[string]int{}, prefixSHA256: pkgwalk.SHA256Hex(prefix)}
+	p := &PriorSession{Path: path, usage: map[string]int{}, prefixSHA256: hex.EncodeToString(prefix.Sum(nil))}
 	p.BlindPackageID, _ = get("blind_package_id").(string)
 	p.Workspace, _ = ws.(string)
 	if n, ok := get("turns").(float64); ok {
