@@ -124,8 +124,9 @@ const (
 	// errMeasuredRun: the measurement a completion would record was taken
 	// under another record than the one it would complete.
 	errMeasuredRun RunRule = "measurement was taken of another run"
-	// errResultNotReplayed: no scorer was available to re-derive the
-	// RESULT's totals; a terminal claim that cannot be re-derived is not
+	// errResultNotReplayed: the RESULT's totals could not be re-derived
+	// (the committed challenge set is absent, or the frozen scorer could
+	// not load or run); a terminal claim that cannot be re-derived is not
 	// verified.
 	errResultNotReplayed RunRule = "RESULT not replayed"
 

@@ -21,8 +21,8 @@ type TimelineEntry struct {
 }
 
 // Timeline verifies the run (without walking the package, which a status
-// display does not need; opt.Replay re-scores a COMPLETE run's RESULT, nil
-// leaves it unchecked and reported; opt.RecordBytes selects another run
+// display does not need; a COMPLETE run's RESULT is re-scored by the frozen
+// scorer, as Verify does; opt.RecordBytes selects another run
 // than the current one, see SelectedRun.VerifyOptions) and returns its
 // witnessed history. The report says whether the history is trustworthy:
 // entries come only from receipts the chain walk reached.

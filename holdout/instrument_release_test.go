@@ -12,10 +12,10 @@ import (
 )
 
 // The schemas decide what is refused, and they are read by path after the
-// run was verified (adapter.MeasureRun, Replay). Loaded against a release,
-// each must be the file the release records in experiment_files: a schema
-// opened up after verification (here: the envelope no longer closed) must
-// not decide what is scored.
+// run was verified (adapter.MeasureRun, experiment's replay of a COMPLETE
+// run). Loaded against a release, each must be the file the release
+// records in experiment_files: a schema opened up after verification
+// (here: the envelope no longer closed) must not decide what is scored.
 func TestLoadInstrumentAuthenticatesTheSchemas(t *testing.T) {
 	t.Parallel()
 	world := filepath.Join(testshared.RepoRoot(t), "testdata", "world")

@@ -3,14 +3,14 @@
 //
 // Gather reads everything through the owning packages' APIs and computes
 // nothing of its own: the run record and its verification
-// (experiment.Verify, with the holdout's replay for a COMPLETE run), the
-// receipt timeline (the chain that verification walked, listed as
+// (experiment.Verify, which replays a COMPLETE run with the frozen
+// scorer), the receipt timeline (the chain that verification walked, listed as
 // experiment.Timeline lists it), the RESULT (experiment.ParseResult),
 // every archived observation re-scored by the frozen scorer
 // (holdout.LoadCommitted, holdout.NewScorer), the interop comparison of the
 // archived documents (holdout.CompareAll), the findings register
-// (holdout.OpenRegister: this run's findings, and apart from them those
-// other runs opened), the questions log (holdout.Questions), for a run not
+// (experiment.World.FindingsRegister: this run's findings, and apart from
+// them those other runs opened), the questions log (holdout.Questions), for a run not
 // yet COMPLETE the latest entry of the measurements log taken under one of
 // its run_ids (experiment.ReadMeasurements) with the observations it archived
 // (experiment.ReadArchived, re-digested) re-scored like a RESULT's archive and
