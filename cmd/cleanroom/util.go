@@ -63,7 +63,7 @@ func progressLine(cmd *cobra.Command) func(string) {
 
 // expectFlag checks the pinned blind_package_id an --expect flag gives: a
 // value that is not one is an unusable argument (2), where the same form in
-// a record read is a refusal (pkgwalk.ErrBadID).
+// a record read is a refusal (pkgwalk.CheckID's rule).
 func expectFlag(id string) error {
 	if err := pkgwalk.CheckID(id); err != nil {
 		return fault.AsUnusable(fmt.Errorf("--expect %w", err))
